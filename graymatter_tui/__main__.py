@@ -1,0 +1,4 @@
+from graymatter_tui.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Store-wide commands: status, export, import, demo."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from graymatter_tui import exchange
+from graymatter_tui.cli.common import common_options, open_store, settings_for
+from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.demo import create_demo
+from graymatter_tui.errors import InvalidInput
+from graymatter_tui.store import Store
+from graymatter_tui.textsafe import neutralise, validate_agent
+
+
+def status_payload(store: Store) -> dict[str, Any]:
+    agents = store.agents()
+    counters = store.counters()
+    info = store.info()
+    return {
+        "data_dir": info.data_dir,
+        "schema_version": info.schema_version,
+        "engine": info.engine,
+        "live_facts": sum(a.live_facts for a in agents),
+        "tombstones": sum(a.tombstones for a in agents),
+        "pinned": sum(a.pinned for a in agents),
+        "consolidations": counters.consolidations,
+        "facts_consumed": counters.facts_consolidated,
+        "reverts": counters.reverts,
+        "cycles": counters.cycles,
+        "generation": info.generation,
+        "file_bytes": info.file_bytes,
+        "map_size": info.map_size,
+        "map_used": info.map_used,
+        "agents": [
+            {
+                "agent_id": a.agent_id,
+                "live_facts": a.live_facts,
+                "tombstones": a.tombstones,
+                "pinned": a.pinned,
+                "avg_weight": a.avg_weight,
+            }
+            for a in agents
+        ],
+    }
+
+
+@click.command()
+@common_options
+def status(data_dir: Path | None, as_json: bool) -> None:
+    """Totals, counters and per-agent figures."""
+    payload = status_payload(open_store(data_dir))
+    if as_json:
+        emit_json(payload)
+        return
+    say(f"store      {neutralise(payload['data_dir'], one_line=True)}")
+    say(
+        f"facts      {payload['live_facts']} live · {payload['tombstones']} tombstones · "
+        f"{payload['pinned']} pinned"
+    )
+    say(
+        f"cycles     {payload['cycles']} run · {payload['consolidations']} applied "
+        f"({payload['facts_consumed']} facts consumed) · {payload['reverts']} reverted"
+    )
+    say(
+        f"size       {payload['file_bytes'] / 1e6:.1f} MB on disk · map "
+        f"{payload['map_used'] / 1e6:.1f} of {payload['map_size'] / 1e6:.0f} MB used"
+    )
+    if payload["agents"]:
+        say("")
+        say(f"{'agent':<32} {'live':>7} {'tombs':>7} {'pinned':>7} {'avg w':>7}")
+        for a in payload["agents"]:
+            name = neutralise(a["agent_id"], one_line=True)
+            if len(name) > 32:
+                name = name[:31] + "…"
+            say(
+                f"{name:<32} {a['live_facts']:>7} {a['tombstones']:>7} {a['pinned']:>7} "
+                f"{a['avg_weight']:>7.3f}"
+            )
+
+
+def _write_output(data: bytes, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    if out.is_dir():
+        raise InvalidInput(f"--out {out} is a directory; give a file name")
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{out.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+@click.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(exchange.FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: facts and journal; json: upstream memories.json; markdown: for reading.",
+)
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="File (default stdout).")
+@click.option("--agent", default=None, help="Only this agent's facts.")
+@common_options
+def export(
+    fmt: str, out: Path | None, agent: str | None, data_dir: Path | None, as_json: bool
+) -> None:
+    """Export every fact (tombstones included)."""
+    if agent is not None:
+        validate_agent(agent)
+    store = open_store(data_dir)
+    if fmt == "jsonl":
+        data = b"".join(line + b"\n" for line in exchange.export_jsonl(store, agent))
+    elif fmt == "json":
+        data = exchange.export_json(store, agent) + b"\n"
+    else:
+        text = exchange.export_markdown(store, agent)
+        if out is None and sys.stdout.isatty():
+            text = neutralise(text)
+        data = text.encode("utf-8")
+    _write_output(data, out)
+    if out is not None:
+        if as_json:
+            emit_json({"out": str(out), "format": fmt, "bytes": len(data)})
+        else:
+            say(f"exported to {neutralise(str(out), one_line=True)} ({fmt}, {len(data)} bytes)")
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@common_options
+def import_(file: Path, data_dir: Path | None, as_json: bool) -> None:
+    """Import our jsonl export or upstream's memories.json (all or nothing; IDs kept)."""
+    if str(file) == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
+    added, skipped, rec_added, rec_skipped = exchange.import_file(open_store(data_dir), data)
+    if as_json:
+        emit_json(
+            {
+                "facts_added": added,
+                "facts_skipped": skipped,
+                "records_added": rec_added,
+                "records_skipped": rec_skipped,
+            }
+        )
+    else:
+        say(
+            f"imported {added} facts ({skipped} already present) and "
+            f"{rec_added} journal records ({rec_skipped} already present)"
+        )
+
+
+@click.command()
+@common_options
+def demo(data_dir: Path | None, as_json: bool) -> None:
+    """Create a realistic demo store (three agents, a few hundred facts)."""
+    settings = settings_for(data_dir)
+    store = Store.open(settings.data_dir)
+    added = create_demo(store)
+    if as_json:
+        emit_json({"data_dir": str(settings.data_dir), "facts_added": added})
+    elif added:
+        where = neutralise(str(settings.data_dir), one_line=True)
+        say(f"demo store ready in {where}: {added} facts")
+    else:
+        say(f"demo data already present in {neutralise(str(settings.data_dir), one_line=True)}")

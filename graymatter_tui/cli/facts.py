@@ -1,0 +1,180 @@
+"""Commands over individual facts: remember, list, show, pin, unpin, revise, retire."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from graymatter_tui.cli.common import common_options, open_store
+from graymatter_tui.cli.output import emit_json, fact_line, say
+from graymatter_tui.errors import InvalidInput
+from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.store.store import validate_fact_id
+from graymatter_tui.textsafe import neutralise, validate_agent
+
+
+def _read_text(text: str) -> str:
+    if text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"text on stdin is not valid UTF-8 (byte {exc.start})") from None
+    return text
+
+
+def _print_fact(fact: Fact, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(fact_to_dict(fact))
+    else:
+        say(f"{verb} {fact.id}")
+
+
+@click.command()
+@click.argument("agent")
+@click.argument("text")
+@click.option("--pin", is_flag=True, help="Pin the new fact (exempt from decay and consolidation).")
+@common_options
+def remember(agent: str, text: str, pin: bool, data_dir: Path | None, as_json: bool) -> None:
+    """Store a fact for AGENT and print its id. TEXT '-' reads standard input."""
+    validate_agent(agent)
+    fact = open_store(data_dir).put(agent, _read_text(text), pinned=pin)
+    if as_json:
+        emit_json(fact_to_dict(fact))
+    else:
+        say(fact.id)
+
+
+@click.command(name="list")
+@click.argument("agent", required=False)
+@click.option(
+    "--state",
+    type=click.Choice(FACT_STATES),
+    default="live",
+    show_default=True,
+    help="Live facts, tombstones, or both.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N facts.")
+@click.option("--before", default=None, help="Keyset paging: facts older than this id.")
+@common_options
+def list_facts(
+    agent: str | None,
+    state: str,
+    limit: int | None,
+    before: str | None,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """List facts, newest first (all agents unless AGENT is given)."""
+    if agent is not None:
+        validate_agent(agent)
+    if before is not None:
+        validate_fact_id(before)
+    store = open_store(data_dir)
+    facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
+    if as_json:
+        emit_json([fact_to_dict(f) for f in facts])
+        return
+    now = store.now()
+    for fact in facts:
+        say(fact_line(fact, now, with_agent=agent is None))
+    if not facts:
+        say("no facts")
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@common_options
+def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """One fact with its receipt chain: what replaced it, what it consumed, its cycle."""
+    validate_fact_id(fact_id)
+    result = open_store(data_dir).show(fact_id)
+    if as_json:
+        emit_json(
+            {
+                "fact": fact_to_dict(result.fact),
+                "replaced_by": fact_to_dict(result.replaced_by) if result.replaced_by else None,
+                "consumed": [fact_to_dict(f) for f in result.consumed],
+                "cycle": cycle_to_dict(result.cycle) if result.cycle else None,
+            }
+        )
+        return
+    fact = result.fact
+    if fact.is_live:
+        state = "live, pinned" if fact.pinned else "live"
+    elif fact.is_retired:
+        state = "tombstone (retired by agent, no replacement)"
+    else:
+        state = f"tombstone (superseded by {fact.superseded_by})"
+    rows = [
+        ("id", fact.id),
+        ("agent", neutralise(fact.agent_id, one_line=True)),
+        ("state", state),
+        ("weight", f"{fact.weight:.4f}"),
+        ("created", fact.created_at),
+        ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
+    ]
+    if fact.pinned_at:
+        rows.append(("pinned at", fact.pinned_at))
+    if fact.cycle_id:
+        rows.append(("cycle", fact.cycle_id))
+    for key, value in rows:
+        say(f"{key:>9}: {value}")
+    say("")
+    say(neutralise(fact.text))
+    if result.replaced_by is not None:
+        say("")
+        say(f"replaced by {result.replaced_by.id}:")
+        say("  " + neutralise(result.replaced_by.text, one_line=True))
+    elif fact.is_tombstone and not fact.is_retired:
+        say("")
+        say(f"replaced by {fact.superseded_by} (pruned since; its copy is in the journal)")
+    if result.consumed:
+        say("")
+        say(f"consumed {len(result.consumed)} fact(s):")
+        for item in result.consumed:
+            say(f"  − {item.id}  " + neutralise(item.text, one_line=True))
+    if result.cycle is not None:
+        say("")
+        cycle = result.cycle
+        say(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})")
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@common_options
+def pin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """Pin a live fact: never decayed, consolidated or pruned."""
+    _print_fact(open_store(data_dir).pin(validate_fact_id(fact_id)), as_json, "pinned")
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@common_options
+def unpin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """Remove a fact's pin."""
+    _print_fact(open_store(data_dir).unpin(validate_fact_id(fact_id)), as_json, "unpinned")
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@click.argument("text")
+@common_options
+def revise(fact_id: str, text: str, data_dir: Path | None, as_json: bool) -> None:
+    """Replace a fact's text: a new fact, and the old one tombstoned pointing at it."""
+    validate_fact_id(fact_id)
+    revision, _tomb = open_store(data_dir).revise(fact_id, _read_text(text))
+    if as_json:
+        emit_json(fact_to_dict(revision))
+    else:
+        say(f"revised {fact_id} -> {revision.id}")
+
+
+@click.command()
+@click.argument("fact_id", metavar="ID")
+@common_options
+def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """Tombstone a fact with no replacement (it stays auditable until pruned)."""
+    _print_fact(open_store(data_dir).retire(validate_fact_id(fact_id)), as_json, "retired")

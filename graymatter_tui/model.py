@@ -1,0 +1,149 @@
+"""Plain typed records shared by every layer. No I/O here.
+
+Field names of `Fact` are upstream GrayMatter's JSON names so exports interoperate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+# `superseded_by` value for a fact retired by hand with no replacement.
+RETIRED = "agent"
+
+FactState = Literal["live", "tombstones", "all"]
+FACT_STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
+
+Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run", "refused"]
+
+
+class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    id: str
+    agent_id: str
+    text: str
+    created_at: str
+    accessed_at: str
+    access_count: int = 0
+    weight: float = 1.0
+    superseded_by: str = ""
+    pinned: bool = False
+    pinned_at: str | None = None
+    cycle_id: str = ""
+    # Pass-through fields from upstream stores, kept on import and export.
+    confidence: str | None = None
+    kind: str | None = None
+
+    @property
+    def is_live(self) -> bool:
+        return self.superseded_by == ""
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.superseded_by != ""
+
+    @property
+    def is_retired(self) -> bool:
+        return self.superseded_by == RETIRED
+
+
+def fact_to_dict(fact: Fact) -> dict[str, Any]:
+    """The CLI/JSON shape of a fact: every §2.1 field, pass-through fields only when set."""
+    out: dict[str, Any] = msgspec.structs.asdict(fact)
+    for key in ("confidence", "kind"):
+        if out[key] is None:
+            del out[key]
+    return out
+
+
+class AgentSummary(msgspec.Struct, frozen=True, kw_only=True):
+    agent_id: str
+    live_facts: int
+    tombstones: int
+    pinned: int
+    avg_weight: float
+
+
+class Counters(msgspec.Struct, frozen=True, kw_only=True):
+    consolidations: int = 0
+    facts_consolidated: int = 0
+    reverts: int = 0
+    cycles: int = 0
+
+
+class StoreInfo(msgspec.Struct, frozen=True, kw_only=True):
+    data_dir: str
+    schema_version: int
+    engine: str
+    generation: int
+    file_bytes: int
+    map_size: int
+    map_used: int
+    created_at: str
+
+
+class IgnoredId(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    reason: str
+
+
+class GuardVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The coverage guard's decision for one fact the proposal wanted to consume."""
+
+    id: str
+    consumed: bool
+    missing: list[str] = []
+
+
+class BatchItem(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    text: str
+    weight: float
+
+
+class StageResult(msgspec.Struct, frozen=True, kw_only=True):
+    stage: str
+    summary: str
+    details: dict[str, Any] = {}
+
+
+class CycleRecord(msgspec.Struct, kw_only=True):
+    """One journal entry: a consolidation cycle or a revert of one."""
+
+    cycle_id: str
+    kind: Literal["consolidate", "revert"] = "consolidate"
+    agent_id: str
+    summariser: str = ""
+    model: str = ""
+    outcome: str = ""
+    reason: str = ""
+    batch: list[str] = []
+    batch_facts: list[BatchItem] = []
+    consumed: list[str] = []
+    ignored: list[IgnoredId] = []
+    summary_id: str = ""
+    summary_text: str = ""
+    contradictions: list[str] = []
+    pruned: list[Fact] = []
+    started_at: str = ""
+    finished_at: str = ""
+    latency_ms: float = 0.0
+    prompt_sha256: str = ""
+    raw_response: str = ""
+    proposal: dict[str, Any] | None = None
+    guard_mode: str = ""
+    verdicts: list[GuardVerdict] = []
+    stages: list[StageResult] = []
+    # Revert records only.
+    reverted_cycle_id: str = ""
+    restored: list[str] = []
+    retired_summary_id: str = ""
+
+
+def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(record)
+    out["pruned"] = [fact_to_dict(f) for f in record.pruned]
+    if record.kind != "revert":
+        for key in ("reverted_cycle_id", "restored", "retired_summary_id"):
+            out.pop(key, None)
+    return out

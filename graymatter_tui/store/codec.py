@@ -1,0 +1,22 @@
+"""Encoding of stored values: JSON via msgspec, so the store stays human-inspectable."""
+
+from __future__ import annotations
+
+import msgspec
+
+from graymatter_tui.model import CycleRecord, Fact
+
+encode = msgspec.json.Encoder().encode
+decode_fact = msgspec.json.Decoder(Fact).decode
+decode_record = msgspec.json.Decoder(CycleRecord).decode
+decode_ids = msgspec.json.Decoder(list[str]).decode
+
+
+class AgentCounts(msgspec.Struct, kw_only=True):
+    live: int = 0
+    tombstones: int = 0
+    pinned: int = 0
+    weight_sum: float = 0.0
+
+
+decode_counts = msgspec.json.Decoder(AgentCounts).decode

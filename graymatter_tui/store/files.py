@@ -1,0 +1,97 @@
+"""Checks on the data directory and `data.mdb` before LMDB is allowed near them.
+
+LMDB itself would silently start a new, empty store over a zero-byte `data.mdb`, and it
+crashes the whole process with SIGBUS when a data file is shorter than its own header says.
+Both are caught here from the file's bytes, without mapping it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+from pathlib import Path
+
+from graymatter_tui.errors import StoreError
+
+DATA_FILE = "data.mdb"
+LOCK_FILE = "lock.mdb"
+MAGIC = 0xBEEFC0DE
+DATA_VERSION_09 = 1  # the on-disk format of the LMDB 0.9 engine
+
+# Offsets inside a meta page of a 64-bit LMDB 0.9 file (after the 16-byte page header):
+# magic u32 @16, version u32 @20, mapsize u64 @32, page size (free DB's md_pad) u32 @40,
+# last used page u64 @136, transaction id u64 @144.
+_META = struct.Struct("<II8xQI92xQQ")
+_META_OFFSET = 16
+
+
+def prepare_directory(path: Path) -> None:
+    """Make sure `path` is a directory we can use, creating it (0700) if it is new."""
+    if path.exists() or path.is_symlink():
+        if not path.is_dir():
+            raise StoreError(f"data dir {path} exists but is not a directory")
+        if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+            raise StoreError(f"data dir {path} is not readable and writable by this user")
+        return
+    try:
+        path.mkdir(mode=0o700, parents=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
+
+
+def check_data_file(path: Path) -> bool:
+    """Validate an existing `data.mdb`. Returns False when there is none yet."""
+    data = path / DATA_FILE
+    try:
+        info = data.stat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot read {data}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{data} is not a regular file")
+    if info.st_size == 0:
+        raise StoreError(
+            f"{data} is empty (0 bytes), so its data is gone; refusing to open it "
+            "(LMDB would start a new store over it). Move it aside to start afresh"
+        )
+    try:
+        with open(data, "rb") as fh:
+            head = fh.read(_META_OFFSET + _META.size)
+            first = _read_meta(head)
+            if first is None:
+                raise StoreError(f"{data} is not an LMDB database (bad header); not opening it")
+            page_size = first[3]
+            if page_size < 512 or page_size & (page_size - 1):
+                raise StoreError(f"{data} has a corrupt header (page size {page_size})")
+            fh.seek(page_size)
+            second = _read_meta(fh.read(_META_OFFSET + _META.size))
+    except PermissionError:
+        raise StoreError(f"cannot read {data}: permission denied") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {data}: {exc.strerror or exc}") from None
+    if info.st_size < 2 * page_size or second is None:
+        raise StoreError(f"{data} is truncated ({info.st_size} bytes); not opening it")
+    newest = max((m for m in (first, second)), key=lambda m: m[5])
+    version, last_page = newest[1], newest[4]
+    if version != DATA_VERSION_09:
+        raise StoreError(
+            f"{data} uses LMDB data format {version}, not the 0.9 format this program writes"
+        )
+    needed = (last_page + 1) * page_size
+    if info.st_size < needed:
+        raise StoreError(
+            f"{data} is truncated: {info.st_size} bytes but its header needs {needed}; "
+            "not opening it (restore it from a backup or export)"
+        )
+    return True
+
+
+def _read_meta(raw: bytes) -> tuple[int, int, int, int, int, int] | None:
+    if len(raw) < _META_OFFSET + _META.size:
+        return None
+    magic, version, mapsize, psize, last_page, txnid = _META.unpack_from(raw, _META_OFFSET)
+    if magic != MAGIC:
+        return None
+    return magic, version, mapsize, psize, last_page, txnid

@@ -1,0 +1,661 @@
+"""The memory store: one LMDB Environment per process, reached only through this class.
+
+Every mutation is one named method that runs one write transaction (`Store.write`), so the
+CLI, the TUI and the consolidation engine share one write path. Transactions that hit a
+full map grow it and run again from the start; a map grown by another process is adopted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+import lmdb
+import msgspec
+
+from graymatter_tui import __version__, clock
+from graymatter_tui.errors import Conflict, GraymatterError, InvalidInput, NotFound, StoreError
+from graymatter_tui.model import (
+    RETIRED,
+    AgentSummary,
+    Counters,
+    CycleRecord,
+    Fact,
+    FactState,
+    StoreInfo,
+)
+from graymatter_tui.store.codec import decode_record
+from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
+from graymatter_tui.store.ids import new_id
+from graymatter_tui.store.rwlock import ResizeLock
+from graymatter_tui.store.tx import Dbs, Tx
+from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+ENGINE = "lmdb-0.9"
+DEFAULT_MAP_SIZE = 128 * 1024 * 1024
+MAX_MAP_SIZE = 1 << 40
+_DB_NAMES = tuple(Dbs.__dataclass_fields__)
+
+_registry: dict[str, Store] = {}
+_registry_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class NewFact:
+    """A fact to insert in bulk (demo data, benchmarks): times default to the store clock."""
+
+    agent_id: str
+    text: str
+    created_at: datetime | None = None
+    accessed_at: datetime | None = None
+    access_count: int = 0
+    weight: float = 1.0
+    pinned: bool = False
+    fact_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowResult:
+    fact: Fact
+    replaced_by: Fact | None
+    consumed: list[Fact]
+    cycle: CycleRecord | None
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    facts_added: int
+    facts_skipped: int
+    records_added: int
+    records_skipped: int
+
+
+def _map_size_from_env() -> int:
+    raw = os.environ.get("GRAYMATTER_MAP_SIZE", "").strip()
+    if not raw:
+        return DEFAULT_MAP_SIZE
+    try:
+        return max(int(raw), 64 * 1024)
+    except ValueError:
+        raise InvalidInput(f"GRAYMATTER_MAP_SIZE must be a number of bytes, got {raw!r}") from None
+
+
+def _lmdb_message(exc: lmdb.Error) -> str:
+    text = str(exc)
+    if isinstance(exc, lmdb.DiskError) or "Input/output" in text or "No space" in text:
+        return "the disk is full or failed while writing; nothing was written"
+    if isinstance(exc, lmdb.ReadonlyError):
+        return "the store is read-only"
+    if isinstance(exc, lmdb.CorruptedError | lmdb.PanicError | lmdb.InvalidError):
+        return f"the store is corrupt ({text})"
+    return text
+
+
+class Store:
+    def __init__(
+        self, path: Path, env: lmdb.Environment, dbs: Dbs, clock_fn: Callable[[], datetime]
+    ) -> None:
+        self.path = path
+        self._env = env
+        self._dbs = dbs
+        self._clock = clock_fn
+        self._pid = os.getpid()
+        self._resize = ResizeLock()
+        self._closed = False
+
+    # ---- opening and closing ----------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        map_size: int | None = None,
+        clock_fn: Callable[[], datetime] | None = None,
+    ) -> Store:
+        """Open (creating if new) the store in directory `path`; one per path per process."""
+        directory = Path(path).expanduser()
+        prepare_directory(directory)
+        key = os.path.realpath(directory)
+        with _registry_lock:
+            existing = _registry.get(key)
+            if existing is not None and not existing._closed and existing._pid == os.getpid():
+                return existing
+            store = cls._open_new(directory, map_size or _map_size_from_env(), clock_fn)
+            _registry[key] = store
+            return store
+
+    @classmethod
+    def _open_new(
+        cls, directory: Path, map_size: int, clock_fn: Callable[[], datetime] | None
+    ) -> Store:
+        existed = check_data_file(directory)
+        try:
+            env = lmdb.open(
+                str(directory),
+                map_size=map_size,
+                max_dbs=len(_DB_NAMES) + 2,
+                mode=0o600,
+                lib_version=0,
+                max_spare_txns=0,
+                sync=True,
+                metasync=True,
+                writemap=False,
+            )
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot open store at {directory}: {_lmdb_message(exc)}") from None
+        try:
+            env.reader_check()
+            dbs = cls._open_dbs(env, directory, existed)
+        except BaseException:
+            env.close()
+            raise
+        for name in (DATA_FILE, "lock.mdb"):
+            with contextlib.suppress(OSError):
+                os.chmod(directory / name, 0o600)
+        return cls(directory, env, dbs, clock_fn or clock.now)
+
+    @staticmethod
+    def _open_dbs(env: lmdb.Environment, directory: Path, existed: bool) -> Dbs:
+        try:
+            with env.begin() as txn:
+                try:
+                    meta = env.open_db(b"meta", txn=txn, create=False)
+                except lmdb.NotFoundError:
+                    meta = None
+                entries = txn.stat()["entries"]
+                schema = txn.get(b"schema_version", db=meta) if meta is not None else None
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot read store at {directory}: {_lmdb_message(exc)}") from None
+        if meta is None:
+            if entries:
+                raise StoreError(
+                    f"{directory / DATA_FILE} is an LMDB database but not a graymatter-tui store; "
+                    "not touching it"
+                )
+            return Store._initialise(env)
+        if schema is None:
+            raise StoreError(f"store at {directory} has no schema version; it is damaged")
+        try:
+            version = int(bytes(schema))
+        except ValueError:
+            raise StoreError(f"store at {directory} has a corrupt schema version") from None
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store at {directory} was written by a newer graymatter-tui (schema {version}; "
+                f"this program reads up to {SCHEMA_VERSION}); upgrade graymatter-tui to open it"
+            )
+        try:
+            return Dbs(**{name: env.open_db(name.encode(), create=False) for name in _DB_NAMES})
+        except lmdb.Error as exc:
+            raise StoreError(f"store at {directory} is missing a table ({exc})") from None
+
+    @staticmethod
+    def _initialise(env: lmdb.Environment) -> Dbs:
+        try:
+            with env.begin(write=True) as txn:
+                handles = {name: env.open_db(name.encode(), txn=txn) for name in _DB_NAMES}
+                meta = handles["meta"]
+                txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=meta)
+                txn.put(b"engine", ENGINE.encode(), db=meta)
+                txn.put(b"engine_version", ".".join(map(str, lmdb.version())).encode(), db=meta)
+                txn.put(b"created_by", f"graymatter-tui {__version__}".encode(), db=meta)
+                txn.put(b"created_at", clock.format_time(clock.now()).encode(), db=meta)
+                txn.put(b"generation", b"1", db=meta)
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot create store: {_lmdb_message(exc)}") from None
+        return Dbs(**handles)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with _registry_lock:
+            key = os.path.realpath(self.path)
+            if _registry.get(key) is self:
+                del _registry[key]
+        if self._pid == os.getpid():
+            self._env.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- transactions ------------------------------------------------------------------
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+        if self._pid != os.getpid():
+            raise StoreError("the store was opened by another process (used after fork)")
+
+    def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` in a read transaction."""
+        self._check_usable()
+        for _ in range(8):
+            try:
+                with self._resize.shared(), self._env.begin() as txn:
+                    return fn(Tx(txn, self._dbs, self._clock(), write=False))
+            except lmdb.MapResizedError:
+                self._adopt_map_size()
+            except GraymatterError:
+                raise
+            except lmdb.Error as exc:
+                raise StoreError(f"store read failed: {_lmdb_message(exc)}") from None
+        raise StoreError("store read failed: the map kept being resized by another process")
+
+    def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` in one write transaction; grow the map and run again if it fills.
+
+        `fn` must be safe to run more than once: everything it does is inside the
+        transaction, which is aborted before a retry.
+        """
+        self._check_usable()
+        for _ in range(64):
+            try:
+                with self._resize.shared(), self._env.begin(write=True) as txn:
+                    tx = Tx(txn, self._dbs, self._clock(), write=True)
+                    result = fn(tx)
+                    tx.flush_counts()
+                    tx.bump("generation")
+                return result
+            except lmdb.MapFullError:
+                self._grow_map()
+            except lmdb.MapResizedError:
+                self._adopt_map_size()
+            except GraymatterError:
+                raise
+            except lmdb.Error as exc:
+                raise StoreError(f"store write failed: {_lmdb_message(exc)}") from None
+        raise StoreError("store write failed: the map could not be grown enough")
+
+    def _grow_map(self) -> None:
+        with self._resize.exclusive():
+            current = int(self._env.info()["map_size"])
+            if current >= MAX_MAP_SIZE:
+                raise StoreError("store write failed: the map reached its 1 TiB limit")
+            try:
+                self._env.set_mapsize(min(current * 2, MAX_MAP_SIZE))
+            except lmdb.Error as exc:
+                raise StoreError(f"cannot grow the store: {_lmdb_message(exc)}") from None
+
+    def _adopt_map_size(self) -> None:
+        with self._resize.exclusive():
+            try:
+                self._env.set_mapsize(0)
+            except lmdb.Error as exc:
+                raise StoreError(
+                    f"cannot adopt the store's new size: {_lmdb_message(exc)}"
+                ) from None
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    # ---- reads -------------------------------------------------------------------------
+    def generation(self) -> int:
+        """Bumped by every write transaction of any process: cheap change detection."""
+        return self.read(lambda tx: tx.meta_int("generation"))
+
+    def find(self, fact_id: str) -> Fact | None:
+        return self.read(lambda tx: tx.find(fact_id))
+
+    def get(self, fact_id: str) -> Fact:
+        return self.read(lambda tx: tx.load(fact_id))
+
+    def get_many(self, fact_ids: Iterable[str]) -> list[Fact | None]:
+        wanted = list(fact_ids)
+        return self.read(lambda tx: [tx.find(i) for i in wanted])
+
+    def list_facts(
+        self,
+        agent: str | None = None,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[Fact]:
+        """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
+
+        def run(tx: Tx) -> list[Fact]:
+            agents = [agent] if agent is not None else tx.agent_names()
+            if len(agents) == 1:
+                out: list[Fact] = []
+                for fact in tx.iter_facts(agents[0], state, before=before):
+                    out.append(fact)
+                    if limit is not None and len(out) >= limit:
+                        break
+                return out
+            streams = [tx.iter_facts(a, state, before=before) for a in agents]
+            return _merge_newest_first(streams, limit)
+
+        return self.read(run)
+
+    def fact_ids(self, agent: str, state: FactState = "live") -> list[str]:
+        """All ids of one agent's facts in one state, newest first, without decoding."""
+        return self.read(lambda tx: list(tx.iter_ids(agent, state)))
+
+    def agents(self) -> list[AgentSummary]:
+        def run(tx: Tx) -> list[AgentSummary]:
+            out = []
+            for name in tx.agent_names():
+                c = tx.agent_counts(name)
+                out.append(
+                    AgentSummary(
+                        agent_id=name,
+                        live_facts=c.live,
+                        tombstones=c.tombstones,
+                        pinned=c.pinned,
+                        avg_weight=round(c.weight_sum / c.live, 6) if c.live else 0.0,
+                    )
+                )
+            return out
+
+        return self.read(run)
+
+    def counters(self) -> Counters:
+        return self.read(
+            lambda tx: Counters(
+                consolidations=tx.meta_int("consolidations"),
+                facts_consolidated=tx.meta_int("facts_consolidated"),
+                reverts=tx.meta_int("reverts"),
+                cycles=tx.meta_int("cycles"),
+            )
+        )
+
+    def info(self) -> StoreInfo:
+        def run(tx: Tx) -> StoreInfo:
+            return StoreInfo(
+                data_dir=str(self.path),
+                schema_version=int(tx.meta_get("schema_version") or 0),
+                engine=tx.meta_get("engine") or "",
+                generation=tx.meta_int("generation"),
+                file_bytes=_file_size(self.path / DATA_FILE),
+                map_size=int(self._env.info()["map_size"]),
+                map_used=(int(self._env.info()["last_pgno"]) + 1) * int(self._env.stat()["psize"]),
+                created_at=tx.meta_get("created_at") or "",
+            )
+
+        return self.read(run)
+
+    def receipts(self, summary_id: str) -> list[str]:
+        return self.read(lambda tx: tx.receipts(summary_id))
+
+    def show(self, fact_id: str) -> ShowResult:
+        """A fact with its receipt chain: what replaced it, what it consumed, its cycle."""
+
+        def run(tx: Tx) -> ShowResult:
+            fact = tx.load(fact_id)
+            replaced_by = None
+            if fact.is_tombstone and not fact.is_retired:
+                replaced_by = tx.find(fact.superseded_by)
+            consumed = [f for f in (tx.find(i) for i in tx.receipts(fact.id)) if f is not None]
+            cycle = tx.record(fact.cycle_id) if fact.cycle_id else None
+            return ShowResult(fact=fact, replaced_by=replaced_by, consumed=consumed, cycle=cycle)
+
+        return self.read(run)
+
+    def records(self, agent: str | None = None, *, limit: int | None = None) -> list[CycleRecord]:
+        """Journal records newest first (cycle ids are ULIDs, so key order is time order)."""
+
+        def run(tx: Tx) -> list[CycleRecord]:
+            out: list[CycleRecord] = []
+            cursor = tx.txn.cursor(db=tx.dbs.journal)
+            for _key, raw in cursor.iterprev():
+                record = decode_record(raw)
+                if agent is None or record.agent_id == agent:
+                    out.append(record)
+                    if limit is not None and len(out) >= limit:
+                        break
+            return out
+
+        return self.read(run)
+
+    def record(self, cycle_id: str) -> CycleRecord:
+        found = self.read(lambda tx: tx.record(cycle_id))
+        if found is None:
+            raise NotFound(f"no cycle with id {cycle_id}")
+        return found
+
+    def all_facts(self) -> list[Fact]:
+        """Every fact of every agent, oldest first (exports)."""
+        return self.read(
+            lambda tx: [
+                f for a in tx.agent_names() for f in tx.iter_facts(a, "all", newest_first=False)
+            ]
+        )
+
+    # ---- curation ----------------------------------------------------------------------
+    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
+        """Store a new fact and return it as committed."""
+        validate_agent(agent)
+        validate_text(text)
+
+        def run(tx: Tx) -> Fact:
+            stamp = clock.format_time(tx.now)
+            fact = Fact(
+                id=new_id(tx.now),
+                agent_id=agent,
+                text=text,
+                created_at=stamp,
+                accessed_at=stamp,
+                pinned=pinned,
+                pinned_at=stamp if pinned else None,
+            )
+            tx.write_fact(fact, None)
+            return fact
+
+        return self.write(run)
+
+    def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
+        """Insert many facts in one transaction (demo data, benchmarks)."""
+        pending = list(items)
+        for item in pending:
+            validate_agent(item.agent_id)
+            validate_text(item.text)
+            if not 0.0 <= item.weight <= 1.0:
+                raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
+
+        def run(tx: Tx) -> list[Fact]:
+            out = []
+            for item in pending:
+                created = item.created_at or tx.now
+                accessed = item.accessed_at or created
+                fact = Fact(
+                    id=item.fact_id or new_id(created),
+                    agent_id=item.agent_id,
+                    text=item.text,
+                    created_at=clock.format_time(created),
+                    accessed_at=clock.format_time(accessed),
+                    access_count=item.access_count,
+                    weight=item.weight,
+                    pinned=item.pinned,
+                    pinned_at=clock.format_time(created) if item.pinned else None,
+                )
+                tx.write_fact(fact, None)
+                out.append(fact)
+            return out
+
+        return self.write(run)
+
+    def pin(self, fact_id: str) -> Fact:
+        def run(tx: Tx) -> Fact:
+            fact = tx.load(fact_id)
+            if fact.is_tombstone:
+                raise Conflict(
+                    f"fact {fact_id} is a tombstone (superseded); only live facts can be pinned"
+                )
+            if fact.pinned:
+                return fact
+            pinned = msgspec.structs.replace(fact, pinned=True, pinned_at=clock.format_time(tx.now))
+            tx.write_fact(pinned, fact)
+            return pinned
+
+        return self.write(run)
+
+    def unpin(self, fact_id: str) -> Fact:
+        def run(tx: Tx) -> Fact:
+            fact = tx.load(fact_id)
+            if not fact.pinned:
+                return fact
+            unpinned = msgspec.structs.replace(fact, pinned=False, pinned_at=None)
+            tx.write_fact(unpinned, fact)
+            return unpinned
+
+        return self.write(run)
+
+    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
+        """Replace a live fact's text: a new fact plus a tombstone pointing at it, in one
+        transaction. A pin moves to the revision. Returns (revision, tombstone)."""
+        validate_text(text)
+
+        def run(tx: Tx) -> tuple[Fact, Fact]:
+            old = tx.load(fact_id)
+            if old.is_tombstone:
+                raise Conflict(
+                    f"fact {fact_id} is already a tombstone; revise its replacement instead"
+                )
+            stamp = clock.format_time(tx.now)
+            revision = Fact(
+                id=new_id(tx.now),
+                agent_id=old.agent_id,
+                text=text,
+                created_at=stamp,
+                accessed_at=stamp,
+                pinned=old.pinned,
+                pinned_at=stamp if old.pinned else None,
+                confidence=old.confidence,
+            )
+            tomb = msgspec.structs.replace(
+                old, superseded_by=revision.id, pinned=False, pinned_at=None
+            )
+            tx.write_fact(revision, None)
+            tx.write_fact(tomb, old)
+            return revision, tomb
+
+        return self.write(run)
+
+    def retire(self, fact_id: str) -> Fact:
+        """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
+
+        def run(tx: Tx) -> Fact:
+            old = tx.load(fact_id)
+            if old.is_tombstone:
+                raise Conflict(f"fact {fact_id} is already a tombstone")
+            if old.pinned:
+                raise Conflict(f"fact {fact_id} is pinned; unpin it before retiring it")
+            tomb = msgspec.structs.replace(old, superseded_by=RETIRED)
+            tx.write_fact(tomb, old)
+            return tomb
+
+        return self.write(run)
+
+    def touch(self, fact_ids: Iterable[str]) -> int:
+        """Record an access to live facts; never resurrects a tombstone or recreates a fact."""
+        wanted = list(dict.fromkeys(fact_ids))
+
+        def run(tx: Tx) -> int:
+            stamp = clock.format_time(tx.now)
+            touched = 0
+            for fact_id in wanted:
+                fact = tx.find(fact_id)
+                if fact is None or fact.is_tombstone:
+                    continue
+                tx.write_fact(
+                    msgspec.structs.replace(
+                        fact, access_count=fact.access_count + 1, accessed_at=stamp
+                    ),
+                    fact,
+                )
+                touched += 1
+            return touched
+
+        return self.write(run)
+
+    def delete(self, fact_ids: Iterable[str]) -> list[Fact]:
+        """Remove facts and their extraction signatures. Used only by pruning."""
+        wanted = list(fact_ids)
+
+        def run(tx: Tx) -> list[Fact]:
+            removed = []
+            for fact_id in wanted:
+                fact = tx.find(fact_id)
+                if fact is not None:
+                    tx.delete_fact(fact)
+                    removed.append(fact)
+            return removed
+
+        return self.write(run)
+
+    # ---- import ------------------------------------------------------------------------
+    def import_all(self, facts: list[Fact], records: list[CycleRecord]) -> ImportResult:
+        """Insert facts and journal records keeping their IDs, all in one transaction.
+        Facts or records already present are left as they are (re-import is a no-op)."""
+
+        def run(tx: Tx) -> ImportResult:
+            added = skipped = rec_added = rec_skipped = 0
+            for fact in facts:
+                if tx.agent_of(fact.id) is not None:
+                    skipped += 1
+                    continue
+                tx.write_fact(fact, None)
+                added += 1
+            for fact in facts:
+                if (
+                    fact.is_tombstone
+                    and not fact.is_retired
+                    and tx.agent_of(fact.superseded_by) is None
+                ):
+                    raise InvalidInput(
+                        f"fact {fact.id} is superseded by {fact.superseded_by}, "
+                        "which is neither in the file nor in the store"
+                    )
+            for record in records:
+                if tx.record(record.cycle_id) is not None:
+                    rec_skipped += 1
+                    continue
+                tx.put_record(record)
+                rec_added += 1
+                if (
+                    record.kind == "consolidate"
+                    and record.outcome == "applied"
+                    and record.summary_id
+                    and not tx.receipts(record.summary_id)
+                ):
+                    tx.put_receipts(record.summary_id, record.consumed)
+            return ImportResult(added, skipped, rec_added, rec_skipped)
+
+        return self.write(run)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _merge_newest_first(streams: Sequence[Iterable[Fact]], limit: int | None) -> list[Fact]:
+    import heapq
+
+    merged = heapq.merge(*streams, key=lambda f: f.id, reverse=True)
+    out: list[Fact] = []
+    for fact in merged:
+        out.append(fact)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def validate_fact_id(value: str) -> str:
+    if not looks_like_id(value):
+        raise InvalidInput(f"not a fact id: {value!r} (expected a 26-character ULID)")
+    return value

@@ -1,0 +1,227 @@
+"""One transaction's view of the store: every index is maintained here and only here.
+
+`Tx.write_fact` and `Tx.delete_fact` are the single choke point through which a fact's
+row, its id index entry, its state index entry and its agent's counts change together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from graymatter_tui.errors import NotFound
+from graymatter_tui.model import CycleRecord, Fact, FactState
+from graymatter_tui.store.codec import (
+    AgentCounts,
+    decode_counts,
+    decode_fact,
+    decode_ids,
+    decode_record,
+    encode,
+)
+
+SEP = b"\x00"
+LIVE = b"L"
+TOMB = b"T"
+
+
+@dataclass(frozen=True)
+class Dbs:
+    facts: Any
+    ids: Any
+    state: Any
+    receipts: Any
+    journal: Any
+    meta: Any
+    agents: Any
+    graph_nodes: Any
+    graph_edges: Any
+    extracted: Any
+
+
+def fact_key(agent: str, fact_id: str) -> bytes:
+    return agent.encode() + SEP + fact_id.encode()
+
+
+def _state_key(agent: str, state: bytes, fact_id: str) -> bytes:
+    return agent.encode() + SEP + state + SEP + fact_id.encode()
+
+
+def _state_of(fact: Fact) -> bytes:
+    return LIVE if fact.is_live else TOMB
+
+
+class Tx:
+    def __init__(self, txn: Any, dbs: Dbs, now: datetime, *, write: bool) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.now = now
+        self.write = write
+        self._counts: dict[str, AgentCounts] = {}
+
+    # ---- facts -------------------------------------------------------------------------
+    def agent_of(self, fact_id: str) -> str | None:
+        raw = self.txn.get(fact_id.encode(), db=self.dbs.ids)
+        return None if raw is None else bytes(raw).decode()
+
+    def find(self, fact_id: str) -> Fact | None:
+        agent = self.agent_of(fact_id)
+        if agent is None:
+            return None
+        raw = self.txn.get(fact_key(agent, fact_id), db=self.dbs.facts)
+        return None if raw is None else decode_fact(raw)
+
+    def load(self, fact_id: str) -> Fact:
+        fact = self.find(fact_id)
+        if fact is None:
+            raise NotFound(f"no fact with id {fact_id}")
+        return fact
+
+    def write_fact(self, new: Fact, old: Fact | None) -> None:
+        """Insert or replace one fact, keeping every index and count in step."""
+        self.txn.put(fact_key(new.agent_id, new.id), encode(new), db=self.dbs.facts)
+        if old is None:
+            self.txn.put(new.id.encode(), new.agent_id.encode(), db=self.dbs.ids)
+        if old is None or _state_of(old) != _state_of(new):
+            if old is not None:
+                self.txn.delete(_state_key(old.agent_id, _state_of(old), old.id), db=self.dbs.state)
+            self.txn.put(_state_key(new.agent_id, _state_of(new), new.id), b"", db=self.dbs.state)
+        self._count(old, -1)
+        self._count(new, +1)
+
+    def delete_fact(self, fact: Fact) -> None:
+        self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
+        self.txn.delete(fact.id.encode(), db=self.dbs.ids)
+        self.txn.delete(_state_key(fact.agent_id, _state_of(fact), fact.id), db=self.dbs.state)
+        self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.extracted)
+        self._count(fact, -1)
+
+    def _count(self, fact: Fact | None, sign: int) -> None:
+        if fact is None:
+            return
+        counts = self._counts.get(fact.agent_id)
+        if counts is None:
+            counts = self.agent_counts(fact.agent_id)
+            self._counts[fact.agent_id] = counts
+        if fact.is_live:
+            counts.live += sign
+            counts.weight_sum += sign * fact.weight
+            if fact.pinned:
+                counts.pinned += sign
+        else:
+            counts.tombstones += sign
+
+    def agent_counts(self, agent: str) -> AgentCounts:
+        pending = self._counts.get(agent)
+        if pending is not None:
+            return pending
+        raw = self.txn.get(agent.encode(), db=self.dbs.agents)
+        return AgentCounts() if raw is None else decode_counts(raw)
+
+    def flush_counts(self) -> None:
+        for agent, counts in self._counts.items():
+            if counts.live == 0 and counts.tombstones == 0:
+                self.txn.delete(agent.encode(), db=self.dbs.agents)
+            else:
+                if counts.live == 0:
+                    counts.weight_sum = 0.0
+                self.txn.put(agent.encode(), encode(counts), db=self.dbs.agents)
+        self._counts.clear()
+
+    # ---- iteration -----------------------------------------------------------------------
+    def iter_ids(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[str]:
+        """Fact ids of one agent in one state, keys only (no decoding)."""
+        if state == "all":
+            prefix, db = agent.encode() + SEP, self.dbs.facts
+        else:
+            marker = LIVE if state == "live" else TOMB
+            prefix, db = agent.encode() + SEP + marker + SEP, self.dbs.state
+        start = len(prefix)
+        cursor = self.txn.cursor(db=db)
+        if newest_first:
+            upper = prefix + (before.encode() if before else b"\xff")
+            found = cursor.prev() if cursor.set_range(upper) else cursor.last()
+            while found:
+                key = cursor.key()
+                if not key.startswith(prefix):
+                    break
+                yield bytes(key[start:]).decode()
+                found = cursor.prev()
+        else:
+            lower = prefix + (before.encode() + b"\x00" if before else b"")
+            found = cursor.set_range(lower)
+            while found:
+                key = cursor.key()
+                if not key.startswith(prefix):
+                    break
+                yield bytes(key[start:]).decode()
+                found = cursor.next()
+
+    def iter_facts(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[Fact]:
+        if state == "all":
+            prefix = agent.encode() + SEP
+            cursor = self.txn.cursor(db=self.dbs.facts)
+            if newest_first:
+                upper = prefix + (before.encode() if before else b"\xff")
+                found = cursor.prev() if cursor.set_range(upper) else cursor.last()
+                while found:
+                    if not cursor.key().startswith(prefix):
+                        break
+                    yield decode_fact(cursor.value())
+                    found = cursor.prev()
+            else:
+                found = cursor.set_range(prefix)
+                while found:
+                    if not cursor.key().startswith(prefix):
+                        break
+                    yield decode_fact(cursor.value())
+                    found = cursor.next()
+            return
+        get = self.txn.get
+        facts_db = self.dbs.facts
+        head = agent.encode() + SEP
+        for fact_id in self.iter_ids(agent, state, before=before, newest_first=newest_first):
+            raw = get(head + fact_id.encode(), db=facts_db)
+            if raw is not None:
+                yield decode_fact(raw)
+
+    def agent_names(self) -> list[str]:
+        cursor = self.txn.cursor(db=self.dbs.agents)
+        return [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
+
+    # ---- meta, counters, receipts, journal ---------------------------------------------
+    def meta_get(self, key: str) -> str | None:
+        raw = self.txn.get(key.encode(), db=self.dbs.meta)
+        return None if raw is None else bytes(raw).decode()
+
+    def meta_put(self, key: str, value: str) -> None:
+        self.txn.put(key.encode(), value.encode(), db=self.dbs.meta)
+
+    def meta_int(self, key: str) -> int:
+        raw = self.meta_get(key)
+        return int(raw) if raw else 0
+
+    def bump(self, key: str, amount: int = 1) -> int:
+        value = self.meta_int(key) + amount
+        self.meta_put(key, str(value))
+        return value
+
+    def receipts(self, summary_id: str) -> list[str]:
+        raw = self.txn.get(summary_id.encode(), db=self.dbs.receipts)
+        return [] if raw is None else decode_ids(raw)
+
+    def put_receipts(self, summary_id: str, consumed: list[str]) -> None:
+        self.txn.put(summary_id.encode(), encode(consumed), db=self.dbs.receipts)
+
+    def record(self, cycle_id: str) -> CycleRecord | None:
+        raw = self.txn.get(cycle_id.encode(), db=self.dbs.journal)
+        return None if raw is None else decode_record(raw)
+
+    def put_record(self, record: CycleRecord) -> None:
+        self.txn.put(record.cycle_id.encode(), encode(record), db=self.dbs.journal)

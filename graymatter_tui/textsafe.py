@@ -1,0 +1,89 @@
+"""Untrusted text: validating what comes in, neutralising what goes out to a terminal.
+
+Stored text may contain anything a model or an agent wrote, including escape sequences
+that would move the cursor, rewrite the clipboard (OSC 52) or reorder a line (bidi
+overrides). Display code shows such characters as visible placeholders instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from graymatter_tui.errors import InvalidInput
+
+MAX_TEXT_BYTES = 64 * 1024
+MAX_AGENT_BYTES = 256
+
+# C0 controls, DEL, C1 controls, bidi embeddings/overrides/isolates, and other invisible
+# format characters that can disguise text. Tab and newline are handled by the callers.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\ufff9-\ufffb]"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_AGENT_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␀ ␛ … control pictures
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"<U+{code:04X}>"
+
+
+def neutralise(text: str, *, one_line: bool = False) -> str:
+    """Text safe to write to a terminal: every control or format character made visible.
+
+    With `one_line`, newlines become `⏎` and tabs a space so a row never breaks.
+    Lone surrogates (undecodable bytes) become U+FFFD.
+    """
+    if one_line:
+        text = text.replace("\r\n", "\u23ce").replace("\n", "\u23ce").replace("\t", " ")
+    else:
+        text = text.replace("\r\n", "\n")
+    text = _SURROGATE.sub("\ufffd", text)
+    return _UNSAFE.sub(_placeholder, text)
+
+
+def _utf8_length(value: str, what: str) -> int:
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} is not valid UTF-8 (undecodable byte at character {exc.start})"
+        ) from None
+
+
+def validate_text(text: str) -> str:
+    """A fact's text: non-blank, valid UTF-8, at most 64 KiB. Returned unchanged."""
+    size = _utf8_length(text, "text")
+    if not text.strip():
+        raise InvalidInput("text is empty")
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInput(f"text is {size} bytes; the limit is {MAX_TEXT_BYTES} bytes (64 KiB)")
+    return text
+
+
+def validate_agent(agent: str) -> str:
+    """An agent name: non-blank, at most 256 bytes, no control or bidi characters."""
+    size = _utf8_length(agent, "agent name")
+    if not agent.strip():
+        raise InvalidInput("agent name is empty")
+    if size > MAX_AGENT_BYTES:
+        raise InvalidInput(f"agent name is {size} bytes; the limit is {MAX_AGENT_BYTES}")
+    bad = _AGENT_FORBIDDEN.search(agent)
+    if bad:
+        raise InvalidInput(
+            f"agent name contains a control character (U+{ord(bad.group()):04X}) "
+            f"at position {bad.start()}"
+        )
+    return agent
+
+
+_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def looks_like_id(value: str) -> bool:
+    return bool(_ULID.match(value))
