@@ -134,6 +134,7 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     guard_mode: str = ""
     verdicts: list[GuardVerdict] = []
     stages: list[StageResult] = []
+    reverted_by: str = ""
     # Revert records only.
     reverted_cycle_id: str = ""
     restored: list[str] = []
@@ -147,3 +148,27 @@ def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
         for key in ("reverted_cycle_id", "restored", "retired_summary_id"):
             out.pop(key, None)
     return out
+
+
+class Proposal(msgspec.Struct, frozen=True, kw_only=True):
+    """What a summariser proposes. Untrusted until review has turned it into a plan."""
+
+    summary: str
+    consumes: list[str]
+    contradictions: list[str] = []
+
+
+class ApplyPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """Review's decision: exactly what apply would do, and why everything else is left out."""
+
+    summary: str
+    consume: list[str]
+    ignored: list[IgnoredId] = []
+    verdicts: list[GuardVerdict] = []
+    contradictions: list[str] = []
+    guard_mode: str = "keys"
+    discard_reason: str = ""
+
+    @property
+    def applicable(self) -> bool:
+        return not self.discard_reason and bool(self.consume)

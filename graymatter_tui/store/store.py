@@ -31,7 +31,9 @@ from graymatter_tui.model import (
     StoreInfo,
 )
 from graymatter_tui.store.codec import decode_record
+from graymatter_tui.store.cycle_ops import CycleOps
 from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
+from graymatter_tui.store.graph_ops import GraphOps
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.rwlock import ResizeLock
 from graymatter_tui.store.tx import Dbs, Tx
@@ -100,7 +102,7 @@ def _lmdb_message(exc: lmdb.Error) -> str:
     return text
 
 
-class Store:
+class Store(CycleOps, GraphOps):
     def __init__(
         self, path: Path, env: lmdb.Environment, dbs: Dbs, clock_fn: Callable[[], datetime]
     ) -> None:

@@ -120,6 +120,11 @@ class Tx:
         raw = self.txn.get(agent.encode(), db=self.dbs.agents)
         return AgentCounts() if raw is None else decode_counts(raw)
 
+    def set_weight_sum(self, agent: str, weight_sum: float) -> None:
+        counts = self.agent_counts(agent)
+        counts.weight_sum = weight_sum
+        self._counts[agent] = counts
+
     def flush_counts(self) -> None:
         for agent, counts in self._counts.items():
             if counts.live == 0 and counts.tombstones == 0:

@@ -64,6 +64,7 @@ _GO_DECODE_CONTEXT = (
     ("Invalid control character", "in string literal"),
     ("Invalid \\escape", "in string escape code"),
 )
+_STOP_GRACE = 1.5  # seconds stop() waits for handler threads to finish
 _MAX_BODY = 64 * 1024 * 1024  # refuse absurd request bodies rather than read them into memory
 
 
@@ -282,7 +283,6 @@ class _Abort(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_version = "Ollama"
 
     # ----------------------------------------------------------------- plumbing
 
@@ -411,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, _go_decode_error(err))
             return
         except (ValueError, UnicodeDecodeError):
-            self._send_error(400, "invalid character '\\ufffd' looking for beginning of value")
+            self._send_error(400, "invalid character '\ufffd' looking for beginning of value")
             return
         if not isinstance(data, dict):
             kind = _json_type_name(data)
@@ -619,6 +619,7 @@ class ScriptedOllama:
         self._thread: threading.Thread | None = None
         self._stop_event = threading.Event()
         self._connections: set[socket.socket] = set()
+        self._idle = threading.Condition(self._lock)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -654,8 +655,11 @@ class ScriptedOllama:
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
+        # Handler threads are daemons, but wait (briefly) so none outlives stop().
+        with self._idle:
+            self._idle.wait_for(lambda: not self._connections, timeout=_STOP_GRACE)
         if thread is not None:
-            thread.join(timeout=2.0)
+            thread.join(timeout=_STOP_GRACE)
 
     def __enter__(self) -> ScriptedOllama:
         return self.start()
@@ -689,6 +693,12 @@ class ScriptedOllama:
             self._state.responder = fn
 
     @property
+    def open_connections(self) -> int:
+        """Connections a handler thread is still serving (0 after a clean :meth:`stop`)."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
     def pending(self) -> int:
         """How many scripted replies are still queued."""
         with self._lock:
@@ -717,6 +727,7 @@ class ScriptedOllama:
     def _untrack(self, connection: socket.socket) -> None:
         with self._lock:
             self._connections.discard(connection)
+            self._idle.notify_all()
 
     def _knows(self, model: str) -> bool:
         wanted = _with_tag(model)

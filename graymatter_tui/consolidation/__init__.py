@@ -1,0 +1,1 @@
+"""The consolidation engine: staged cycle, review, coverage guard, summarisers."""

@@ -1,0 +1,402 @@
+"""The consolidation cycle as explicit stages.
+
+decay → select → propose → review → apply → prune → extract → graph_decay.
+
+A `Cycle` can be advanced one stage at a time (the TUI shows each result) or run to the
+end (the CLI). Store stages are synchronous (the TUI runs them in a thread worker);
+`propose` is the only network call and is async so it can be cancelled. Nothing is
+written outside a stage, so abandoning a cycle changes nothing beyond the stages already
+committed, and every cycle ends with one journal record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from graymatter_tui import clock
+from graymatter_tui.config import Settings
+from graymatter_tui.consolidation.review import Review, review_json, review_text
+from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
+from graymatter_tui.errors import Conflict
+from graymatter_tui.graph import extract_entities
+from graymatter_tui.model import BatchItem, CycleRecord, StageResult
+from graymatter_tui.store import Store
+from graymatter_tui.store.cycle_ops import PRUNE_BELOW, ApplyRequest, decay_weight
+from graymatter_tui.store.ids import new_id
+from graymatter_tui.textsafe import validate_agent
+
+STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
+STAGE_TITLES = {
+    "decay": "Decay",
+    "select": "Select batch",
+    "propose": "Propose",
+    "review": "Review",
+    "apply": "Apply",
+    "prune": "Prune",
+    "extract": "Extract entities",
+    "graph_decay": "Graph decay",
+}
+
+
+@dataclass(frozen=True)
+class CycleOptions:
+    threshold: int = 20
+    max_batch: int = 32
+    half_life_hours: float = 720.0
+    guard: str = "keys"
+    dry_run: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, dry_run: bool = False) -> CycleOptions:
+        return cls(
+            threshold=settings.threshold,
+            max_batch=settings.max_batch,
+            half_life_hours=settings.half_life_hours,
+            guard=settings.guard,
+            dry_run=dry_run,
+        )
+
+
+class Cycle:
+    def __init__(
+        self,
+        store: Store,
+        agent: str,
+        summariser: Summariser | None,
+        options: CycleOptions | None = None,
+    ) -> None:
+        validate_agent(agent)
+        self.store = store
+        self.agent = agent
+        self.summariser = summariser
+        self.options = options or CycleOptions()
+        started = store.now()
+        self._started = time.monotonic()
+        self.record = CycleRecord(
+            cycle_id=new_id(started),
+            agent_id=agent,
+            summariser=summariser.name if summariser else "none",
+            model=summariser.model if summariser else "",
+            started_at=clock.format_time(started),
+            guard_mode=self.options.guard,
+        )
+        self.position = 0
+        self.batch: list[BatchItem] = []
+        self.reply: Reply | None = None
+        self.review: Review | None = None
+        self.decided = False  # an outcome other than "applied" was reached; apply is skipped
+        self.done = False
+
+    # ---- navigation ------------------------------------------------------------------
+    @property
+    def next_stage(self) -> str | None:
+        return None if self.done else STAGES[self.position]
+
+    @property
+    def results(self) -> list[StageResult]:
+        return list(self.record.stages)
+
+    @property
+    def at_review(self) -> bool:
+        """Review is finished and apply has not run: the moment to apply or reject."""
+        return not self.done and self.next_stage == "apply"
+
+    def _decide(self, outcome: str, reason: str) -> None:
+        if not self.decided:
+            self.record.outcome = outcome
+            self.record.reason = reason
+            self.decided = True
+
+    def _finish_stage(self, stage: str, summary: str, **details: Any) -> StageResult:
+        result = StageResult(stage=stage, summary=summary, details=details)
+        self.record.stages = [*self.record.stages, result]
+        self.position += 1
+        if self.position == len(STAGES):
+            self._close()
+        return result
+
+    def _close(self) -> None:
+        if not self.record.outcome:
+            self.record.outcome = "dry_run" if self.options.dry_run else "skipped"
+        self.record.finished_at = clock.format_time(self.store.now())
+        self.record.stages = [
+            *self.record.stages[:-1],
+            msgspec.structs.replace(
+                self.record.stages[-1],
+                details={
+                    **self.record.stages[-1].details,
+                    "cycle_ms": round((time.monotonic() - self._started) * 1000, 1),
+                },
+            ),
+        ]
+        self.store.save_record(self.record)
+        self.done = True
+
+    # ---- running -----------------------------------------------------------------------
+    def advance(self) -> StageResult:
+        """Run the next stage that needs no model call (store stages)."""
+        stage = self.next_stage
+        if stage is None:
+            raise Conflict("the cycle has finished")
+        if stage == "propose":
+            raise Conflict("the next stage calls the summariser; use propose()")
+        return getattr(self, f"_stage_{stage}")()  # type: ignore[no-any-return]
+
+    async def step(self) -> StageResult:
+        if self.next_stage == "propose":
+            return await self.propose()
+        return self.advance()
+
+    async def run(self) -> CycleRecord:
+        while not self.done:
+            await self.step()
+        return self.record
+
+    def run_sync(self) -> CycleRecord:
+        return asyncio.run(self.run())
+
+    def reject(self) -> None:
+        """Refuse the reviewed proposal: nothing is applied and the cycle ends here."""
+        if not self.at_review:
+            raise Conflict("there is no reviewed proposal to reject")
+        self._decide("discarded", "rejected by the user at review")
+        self.decided = True
+        self.record.outcome, self.record.reason = "discarded", "rejected by the user at review"
+        for stage in STAGES[self.position :]:
+            self.record.stages = [
+                *self.record.stages,
+                StageResult(stage=stage, summary="not run: proposal rejected"),
+            ]
+        self.position = len(STAGES)
+        self.record.finished_at = clock.format_time(self.store.now())
+        self.store.save_record(self.record)
+        self.done = True
+
+    def repropose(self) -> None:
+        """Ask the summariser again: back to the propose stage, forgetting the last answer."""
+        if self.done or self.position not in (STAGES.index("review"), STAGES.index("apply")):
+            raise Conflict("a new proposal can be asked for only after propose and before apply")
+        keep = STAGES.index("propose")
+        self.record.stages = [s for s in self.record.stages if STAGES.index(s.stage) < keep]
+        self.position = keep
+        self.reply = None
+        self.review = None
+        self.decided = False
+        self.record.outcome = self.record.reason = ""
+        self.record.proposal = None
+        self.record.ignored, self.record.verdicts, self.record.contradictions = [], [], []
+        self.record.summary_text = self.record.raw_response = ""
+
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Abandon the cycle before it ends; stages already committed stay committed."""
+        if self.done:
+            return
+        stage = self.next_stage
+        self.record.outcome = "skipped"
+        self.record.reason = f"{reason} before {stage}"
+        self.record.finished_at = clock.format_time(self.store.now())
+        self.store.save_record(self.record)
+        self.done = True
+
+    # ---- stages ------------------------------------------------------------------------
+    def _stage_decay(self) -> StageResult:
+        outcome = self.store.decay(
+            self.agent, self.options.half_life_hours, dry_run=self.options.dry_run
+        )
+        verb = "would lower" if self.options.dry_run else "lowered"
+        return self._finish_stage(
+            "decay",
+            f"{verb} the weight of {outcome.changed} of {outcome.examined} facts",
+            examined=outcome.examined,
+            changed=outcome.changed,
+            largest_drops=[
+                {"id": c.id, "before": round(c.before, 6), "after": round(c.after, 6)}
+                for c in outcome.largest_drops
+            ],
+        )
+
+    def _stage_select(self) -> StageResult:
+        facts = self.store.list_facts(self.agent, "live")
+        now = self.store.now()
+        half_life = self.options.half_life_hours
+        live = len(facts)
+        unpinned: list[BatchItem] = []
+        for fact in facts:
+            if fact.pinned:
+                continue
+            hours = (now - clock.parse_time(fact.accessed_at)).total_seconds() / 3600
+            unpinned.append(
+                BatchItem(
+                    id=fact.id, text=fact.text, weight=decay_weight(fact.weight, hours, half_life)
+                )
+            )
+        details: dict[str, Any] = {
+            "live": live,
+            "unpinned": len(unpinned),
+            "threshold": self.options.threshold,
+            "max_batch": self.options.max_batch,
+        }
+        if self.summariser is None:
+            self._decide("skipped", "no summariser configured: decay and prune only")
+            return self._finish_stage("select", "no summariser: nothing to summarise", **details)
+        if live <= self.options.threshold:
+            reason = f"{live} live facts, not more than the threshold of {self.options.threshold}"
+            self._decide("skipped", reason)
+            return self._finish_stage("select", reason, **details)
+        unpinned.sort(key=lambda item: (item.weight, item.id))
+        size = min(len(unpinned) // 2, self.options.max_batch)
+        self.batch = unpinned[:size]
+        if not self.batch:
+            self._decide("skipped", "no unpinned facts to consolidate")
+            return self._finish_stage("select", "no unpinned facts to consolidate", **details)
+        self.record.batch = [item.id for item in self.batch]
+        self.record.batch_facts = list(self.batch)
+        why = f"the weakest {size} of {len(unpinned)} unpinned live facts" + (
+            f" (capped at {self.options.max_batch})" if size == self.options.max_batch else ""
+        )
+        return self._finish_stage("select", why, batch=len(self.batch), **details)
+
+    async def propose(self) -> StageResult:
+        if self.next_stage != "propose":
+            raise Conflict("the next stage is not propose")
+        if self.decided or self.summariser is None:
+            return self._finish_stage("propose", "not run: nothing to propose")
+        started = time.monotonic()
+        reply = await self.summariser.propose(self.batch)
+        latency = (time.monotonic() - started) * 1000
+        self.reply = reply
+        self.record.latency_ms = round(latency, 1)
+        self.record.prompt_sha256 = reply.prompt_sha256
+        self.record.raw_response = reply.raw[:JOURNAL_RESPONSE_CAP]
+        if reply.model:
+            self.record.model = reply.model
+        details = {"attempts": reply.attempts, "latency_ms": round(latency, 1)}
+        if reply.error:
+            self._decide("failed", reply.error)
+            return self._finish_stage("propose", f"failed: {reply.error}", **details)
+        if reply.nothing:
+            self._decide("skipped", reply.nothing)
+            return self._finish_stage("propose", f"no proposal: {reply.nothing}", **details)
+        if reply.invalid:
+            self._decide("discarded", reply.invalid)
+            return self._finish_stage("propose", f"unusable answer: {reply.invalid}", **details)
+        return self._finish_stage(
+            "propose", f"answer received ({len(reply.raw)} characters)", **details
+        )
+
+    def _stage_review(self) -> StageResult:
+        if self.decided or self.reply is None:
+            return self._finish_stage("review", "not run: no answer to review")
+        reviewer = review_json if self.reply.structured else review_text
+        review = reviewer(
+            self.reply.raw,
+            self.batch,
+            agent=self.agent,
+            guard_mode=self.options.guard,
+            lookup=self.store.find,
+        )
+        self.review = review
+        plan = review.plan
+        if review.proposal is not None:
+            self.record.proposal = msgspec.to_builtins(review.proposal)
+        self.record.summary_text = plan.summary
+        self.record.ignored = list(plan.ignored)
+        self.record.verdicts = list(plan.verdicts)
+        self.record.contradictions = list(plan.contradictions)
+        kept = sum(1 for v in plan.verdicts if not v.consumed)
+        details = {
+            "consume": len(plan.consume),
+            "ignored": len(plan.ignored),
+            "kept_by_guard": kept,
+            "guard": plan.guard_mode,
+        }
+        if not plan.applicable:
+            self._decide("discarded", plan.discard_reason)
+            return self._finish_stage("review", f"discarded: {plan.discard_reason}", **details)
+        summary = f"would consume {len(plan.consume)} of {len(self.batch)} batch facts"
+        if plan.ignored:
+            summary += f", {len(plan.ignored)} ids ignored"
+        if kept:
+            summary += f", {kept} kept by the coverage guard"
+        return self._finish_stage("review", summary, **details)
+
+    def _stage_apply(self) -> StageResult:
+        if self.decided or self.review is None:
+            return self._finish_stage("apply", "not run")
+        if self.options.dry_run:
+            self._decide("dry_run", "dry run: the plan was not applied")
+            return self._finish_stage("apply", "dry run: nothing applied")
+        plan = self.review.plan
+        outcome = self.store.apply_consolidation(
+            ApplyRequest(
+                cycle_id=self.record.cycle_id,
+                agent_id=self.agent,
+                summary=plan.summary,
+                consume=list(plan.consume),
+                snapshot={item.id: item.text for item in self.batch},
+            ),
+            self.record,
+        )
+        if not outcome.applied:
+            self._decide("discarded", outcome.reason)
+            return self._finish_stage("apply", f"discarded: {outcome.reason}")
+        self.decided = True
+        assert outcome.summary is not None
+        return self._finish_stage(
+            "apply",
+            f"summary {outcome.summary.id} written; {len(outcome.consumed)} facts tombstoned",
+            summary_id=outcome.summary.id,
+            consumed=len(outcome.consumed),
+        )
+
+    def _stage_prune(self) -> StageResult:
+        if self.options.dry_run:
+            doomed = [
+                f.id
+                for f in self.store.list_facts(self.agent, "all")
+                if not f.pinned and f.weight < PRUNE_BELOW
+            ]
+            return self._finish_stage(
+                "prune", f"dry run: would remove {len(doomed)} facts", would_prune=len(doomed)
+            )
+        if not self.record.outcome:
+            self.record.outcome = "skipped"
+        pruned = self.store.prune(self.agent, self.record)
+        return self._finish_stage(
+            "prune",
+            f"removed {len(pruned)} facts below weight {PRUNE_BELOW} (copied to the journal)",
+            pruned=len(pruned),
+        )
+
+    def _stage_extract(self) -> StageResult:
+        if self.options.dry_run:
+            return self._finish_stage("extract", "dry run: not run")
+        outcome = self.store.extract_graph(self.agent, extract_entities)
+        return self._finish_stage(
+            "extract",
+            f"extracted {outcome.extracted} new or changed facts "
+            f"({outcome.skipped_unchanged} unchanged skipped)",
+            extracted=outcome.extracted,
+            unchanged=outcome.skipped_unchanged,
+            nodes=outcome.nodes_touched,
+            edges=outcome.edges_touched,
+        )
+
+    def _stage_graph_decay(self) -> StageResult:
+        if self.options.dry_run:
+            return self._finish_stage("graph_decay", "dry run: not run")
+        outcome = self.store.decay_graph(self.agent, self.options.half_life_hours)
+        return self._finish_stage(
+            "graph_decay",
+            f"{outcome.nodes} nodes and {outcome.edges} edges decayed; "
+            f"{outcome.nodes_removed + outcome.edges_removed} removed",
+            nodes=outcome.nodes,
+            edges=outcome.edges,
+            nodes_removed=outcome.nodes_removed,
+            edges_removed=outcome.edges_removed,
+        )

@@ -1,0 +1,89 @@
+"""Shared fixtures: a fresh store in a temporary directory and the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from graymatter_tui.store import Store
+
+# Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
+FIXED_NOW = "2026-03-01T12:00:00Z"
+CLI_TIMEOUT = 120
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment without any graymatter or summariser settings, plus `extra`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
+    }
+    env["COLUMNS"] = "400"  # `list` truncates rows to the terminal width
+    env["PYTHONIOENCODING"] = "utf-8"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_graymatter(
+    *args: str,
+    input: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m graymatter_tui ARGS` and decode its output as UTF-8."""
+    data = input.encode("utf-8") if isinstance(input, str) else input
+    done = subprocess.run(
+        [sys.executable, "-m", "graymatter_tui", *args],
+        input=data if data is not None else b"",
+        capture_output=True,
+        env=clean_env(env),
+        timeout=CLI_TIMEOUT,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", errors="replace"),
+        done.stderr.decode("utf-8", errors="replace"),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh store in `tmp_path/store`, closed at teardown."""
+    opened = Store.open(tmp_path / "store")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def cli_dir(tmp_path: Path) -> Path:
+    """The data dir `run_cli` points GRAYMATTER_DIR at (not created in advance)."""
+    return tmp_path / "cli-data"
+
+
+@pytest.fixture
+def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real CLI in a subprocess with GRAYMATTER_DIR=cli_dir and a fixed GRAYMATTER_NOW.
+
+    `env` adds to (or overrides) those variables for one call.
+    """
+
+    def run(
+        *args: str,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}
+        if env:
+            merged.update(env)
+        return run_graymatter(*args, input=input, env=merged)
+
+    return run

@@ -1,0 +1,696 @@
+"""Round trips of every Store operation on a real LMDB store in a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from graymatter_tui import clock
+from graymatter_tui.errors import Conflict, InvalidInput, NotFound, StoreError
+from graymatter_tui.model import RETIRED, Fact, FactState
+from graymatter_tui.store import NewFact, Store
+
+UNKNOWN_ID = "01JC0000000000000000000001"  # a well-formed ULID no test store holds
+START = datetime(2026, 2, 1, 9, 0, 0, tzinfo=UTC)
+STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
+
+
+class ManualClock:
+    """A store clock that moves only when the test says so."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.current = start
+
+    def __call__(self) -> datetime:
+        return self.current
+
+    def advance(self, **delta: float) -> datetime:
+        self.current += timedelta(**delta)
+        return self.current
+
+
+@pytest.fixture
+def manual_clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def cstore(tmp_path: Path, manual_clock: ManualClock) -> Iterator[Store]:
+    """A fresh store whose clock is `manual_clock`."""
+    opened = Store.open(tmp_path / "clocked", clock_fn=manual_clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def stamp(moment: datetime) -> str:
+    return clock.format_time(moment)
+
+
+def ids(facts: list[Fact]) -> list[str]:
+    return [f.id for f in facts]
+
+
+def agent_map(store: Store) -> dict[str, Any]:
+    return {a.agent_id: a for a in store.agents()}
+
+
+def page_through(fetch: Callable[[str | None], list[Fact]]) -> list[list[str]]:
+    """Keyset paging: call `fetch(before)` until a page comes back empty."""
+    pages: list[list[str]] = []
+    before: str | None = None
+    for _ in range(1000):
+        page = fetch(before)
+        if not page:
+            return pages
+        pages.append(ids(page))
+        before = page[-1].id
+    raise AssertionError("paging never ended")
+
+
+# ---- put / get / find -----------------------------------------------------------------
+
+
+def test_put_returns_the_committed_fact(cstore: Store, manual_clock: ManualClock) -> None:
+    fact = cstore.put("agent-a", "The staging database listens on port 5432.")
+    assert ULID.from_str(fact.id)  # a valid ULID
+    assert len(fact.id) == 26
+    assert fact.agent_id == "agent-a"
+    assert fact.text == "The staging database listens on port 5432."
+    assert fact.created_at == fact.accessed_at == stamp(manual_clock.current)
+    assert fact.access_count == 0
+    assert fact.weight == 1.0
+    assert fact.superseded_by == ""
+    assert fact.pinned is False
+    assert fact.pinned_at is None
+    assert fact.cycle_id == ""
+    assert cstore.get(fact.id) == fact
+    assert cstore.find(fact.id) == fact
+
+
+def test_put_pinned_sets_pinned_at(cstore: Store, manual_clock: ManualClock) -> None:
+    fact = cstore.put("agent-a", "never forget", pinned=True)
+    assert fact.pinned is True
+    assert fact.pinned_at == stamp(manual_clock.current)
+    assert cstore.get(fact.id) == fact
+
+
+def test_put_keeps_text_exactly(store: Store) -> None:
+    text = "  line one\n\tline two \u00e9\u4e2d\U0001f600 [bold]x[/bold] \x1b[31m  "
+    fact = store.put("agent-a", text)
+    assert store.get(fact.id).text == text
+
+
+def test_facts_survive_close_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "reopen"
+    first = Store.open(path)
+    written = [first.put("a", f"fact {i}") for i in range(5)]
+    first.close()
+    second = Store.open(path)
+    try:
+        assert second is not first
+        assert [second.get(f.id) for f in written] == written
+    finally:
+        second.close()
+
+
+def test_get_unknown_id_raises_not_found_and_find_returns_none(store: Store) -> None:
+    store.put("a", "something")
+    with pytest.raises(NotFound, match=UNKNOWN_ID):
+        store.get(UNKNOWN_ID)
+    assert store.find(UNKNOWN_ID) is None
+    assert store.get_many([UNKNOWN_ID]) == [None]
+
+
+def test_get_many_keeps_order_and_marks_missing(store: Store) -> None:
+    a = store.put("a", "one")
+    b = store.put("b", "two")
+    assert store.get_many([b.id, UNKNOWN_ID, a.id]) == [b, None, a]
+
+
+# ---- listing and paging -----------------------------------------------------------------
+
+
+def _mixed_agent(store: Store, clk: ManualClock, agent: str, n: int) -> dict[str, list[str]]:
+    """n facts for `agent`, every third retired and every fifth revised. Returns ids by state."""
+    made = []
+    for i in range(n):
+        clk.advance(seconds=1)
+        made.append(store.put(agent, f"{agent} fact {i}"))
+    for i, fact in enumerate(made):
+        clk.advance(seconds=1)
+        if i % 3 == 0:
+            store.retire(fact.id)
+        elif i % 5 == 0:
+            store.revise(fact.id, f"{agent} fact {i}, revised")
+    everything = store.fact_ids(agent, "all")
+    return {
+        "live": [i for i in everything if store.get(i).is_live],
+        "tombstones": [i for i in everything if store.get(i).is_tombstone],
+        "all": everything,
+    }
+
+
+def test_list_per_agent_by_state_newest_first(cstore: Store, manual_clock: ManualClock) -> None:
+    by_state = _mixed_agent(cstore, manual_clock, "a", 12)
+    _mixed_agent(cstore, manual_clock, "b", 4)  # another agent's facts must not leak in
+    assert len(by_state["all"]) == 12 + 2  # 12 puts and 2 revisions (i = 5, 10)
+    assert len(by_state["tombstones"]) == 4 + 2  # i = 0, 3, 6, 9 retired; 5, 10 revised
+    for state in STATES:
+        listed = cstore.list_facts("a", state)
+        assert ids(listed) == sorted(by_state[state], reverse=True)
+        assert all(f.agent_id == "a" for f in listed)
+        if state == "live":
+            assert all(f.is_live for f in listed)
+        if state == "tombstones":
+            assert all(f.is_tombstone for f in listed)
+    assert cstore.list_facts("a") == cstore.list_facts("a", "live")
+    assert cstore.list_facts("nobody", "all") == []
+
+
+def test_list_newest_first_follows_creation_order(cstore: Store, manual_clock: ManualClock) -> None:
+    created = []
+    for i in range(10):
+        manual_clock.advance(minutes=1)
+        created.append(cstore.put("a", f"fact {i}"))
+    assert cstore.list_facts("a") == list(reversed(created))
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("page_size", [1, 4, 7, 50])
+def test_keyset_paging_within_an_agent(
+    cstore: Store, manual_clock: ManualClock, state: FactState, page_size: int
+) -> None:
+    _mixed_agent(cstore, manual_clock, "a", 17)
+    _mixed_agent(cstore, manual_clock, "b", 5)
+    full = ids(cstore.list_facts("a", state))
+    pages = page_through(lambda before: cstore.list_facts("a", state, limit=page_size, before=before))
+    assert all(len(p) <= page_size for p in pages)
+    assert all(len(p) == page_size for p in pages[:-1])
+    assert [i for p in pages for i in p] == full
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("page_size", [1, 3, 10])
+def test_keyset_paging_across_agents(
+    cstore: Store, manual_clock: ManualClock, state: FactState, page_size: int
+) -> None:
+    rng = random.Random(7)
+    for i in range(30):  # interleave agents so pages must merge them by id
+        manual_clock.advance(milliseconds=rng.randint(0, 3))
+        cstore.put(rng.choice(["alpha", "beta", "gamma"]), f"fact {i}")
+    for fact in cstore.list_facts("beta")[::2]:
+        cstore.retire(fact.id)
+    gamma = cstore.list_facts("gamma")
+    if gamma:
+        cstore.revise(gamma[-1].id, "gamma revised")
+
+    expected = sorted(
+        (i for a in ("alpha", "beta", "gamma") for i in cstore.fact_ids(a, state)), reverse=True
+    )
+    merged = cstore.list_facts(None, state)
+    assert ids(merged) == expected
+    pages = page_through(lambda before: cstore.list_facts(None, state, limit=page_size, before=before))
+    flat = [i for p in pages for i in p]
+    assert flat == expected  # no gaps, no repeats, newest first
+    assert len(set(flat)) == len(flat)
+
+
+def test_paging_before_the_oldest_id_is_empty(store: Store) -> None:
+    facts = [store.put("a", f"f{i}") for i in range(3)]
+    assert store.list_facts("a", before=facts[0].id) == []
+    assert store.list_facts(None, before=facts[0].id) == []
+    assert ids(store.list_facts("a", before=facts[2].id)) == [facts[1].id, facts[0].id]
+
+
+def test_list_of_an_empty_store_is_empty(store: Store) -> None:
+    for state in STATES:
+        assert store.list_facts(None, state) == []
+    assert store.agents() == []
+
+
+# ---- agents() ---------------------------------------------------------------------------
+
+
+def test_agents_counts(store: Store) -> None:
+    store.put_many(
+        [
+            NewFact("ops", "w 0.2", weight=0.2),
+            NewFact("ops", "w 0.4", weight=0.4),
+            NewFact("ops", "w 0.9", weight=0.9, pinned=True),
+            NewFact("research", "r1"),
+        ]
+    )
+    victim = store.put("ops", "to retire", pinned=False)
+    store.retire(victim.id)  # a tombstone's weight (1.0) must not count in avg_weight
+    agents = agent_map(store)
+    assert set(agents) == {"ops", "research"}
+    ops = agents["ops"]
+    assert (ops.live_facts, ops.tombstones, ops.pinned) == (3, 1, 1)
+    assert ops.avg_weight == pytest.approx(0.5, abs=1e-6)
+    research = agents["research"]
+    assert (research.live_facts, research.tombstones, research.pinned) == (1, 0, 0)
+    assert research.avg_weight == 1.0
+
+
+def test_agent_with_only_tombstones_is_listed_with_zero_average(store: Store) -> None:
+    fact = store.put("a", "only one")
+    store.retire(fact.id)
+    (summary,) = store.agents()
+    assert (summary.live_facts, summary.tombstones, summary.pinned) == (0, 1, 0)
+    assert summary.avg_weight == 0.0
+
+
+# ---- pin / unpin ------------------------------------------------------------------------
+
+
+def test_pin_and_unpin(cstore: Store, manual_clock: ManualClock) -> None:
+    fact = cstore.put("a", "pin me")
+    when = manual_clock.advance(hours=1)
+    pinned = cstore.pin(fact.id)
+    assert pinned.pinned is True
+    assert pinned.pinned_at == stamp(when)
+    assert pinned.text == fact.text and pinned.created_at == fact.created_at
+    assert cstore.get(fact.id) == pinned
+    assert agent_map(cstore)["a"].pinned == 1
+
+    manual_clock.advance(hours=1)
+    again = cstore.pin(fact.id)  # idempotent: same pin, same pinned_at, counted once
+    assert again == pinned
+    assert cstore.get(fact.id) == pinned
+    assert agent_map(cstore)["a"].pinned == 1
+
+    unpinned = cstore.unpin(fact.id)
+    assert unpinned.pinned is False
+    assert unpinned.pinned_at is None
+    assert cstore.get(fact.id) == unpinned
+    assert agent_map(cstore)["a"].pinned == 0
+    assert cstore.unpin(fact.id) == unpinned  # idempotent too
+    assert agent_map(cstore)["a"].live_facts == 1
+
+
+def test_pin_refuses_a_tombstone(store: Store) -> None:
+    fact = store.put("a", "gone soon")
+    tomb = store.retire(fact.id)
+    with pytest.raises(Conflict, match="tombstone"):
+        store.pin(fact.id)
+    assert store.get(fact.id) == tomb
+    assert agent_map(store)["a"].pinned == 0
+
+
+def test_pin_and_unpin_unknown_id(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.pin(UNKNOWN_ID)
+    with pytest.raises(NotFound):
+        store.unpin(UNKNOWN_ID)
+    assert store.find(UNKNOWN_ID) is None
+
+
+# ---- revise -----------------------------------------------------------------------------
+
+
+def test_revise_makes_a_new_fact_and_a_tombstone(cstore: Store, manual_clock: ManualClock) -> None:
+    old = cstore.put("a", "port 5432")
+    when = manual_clock.advance(minutes=5)
+    before = cstore.generation()
+    revision, tomb = cstore.revise(old.id, "port 6543")
+    assert cstore.generation() == before + 1  # one transaction
+    assert revision.id != old.id and revision.id > old.id
+    assert revision.agent_id == "a"
+    assert revision.text == "port 6543"
+    assert revision.is_live
+    assert revision.created_at == stamp(when)
+    assert tomb.id == old.id
+    assert tomb.text == old.text  # text never rewritten in place
+    assert tomb.superseded_by == revision.id
+    assert cstore.get(old.id) == tomb
+    assert cstore.get(revision.id) == revision
+    assert ids(cstore.list_facts("a", "live")) == [revision.id]
+    assert ids(cstore.list_facts("a", "tombstones")) == [old.id]
+    summary = agent_map(cstore)["a"]
+    assert (summary.live_facts, summary.tombstones) == (1, 1)
+
+
+def test_revise_moves_the_pin_to_the_revision(store: Store) -> None:
+    old = store.put("a", "pinned text", pinned=True)
+    revision, tomb = store.revise(old.id, "pinned text, revised")
+    assert revision.pinned is True and revision.pinned_at is not None
+    assert tomb.pinned is False and tomb.pinned_at is None
+    assert store.get(old.id).pinned is False
+    summary = agent_map(store)["a"]
+    assert (summary.live_facts, summary.tombstones, summary.pinned) == (1, 1, 1)
+
+
+def test_revise_refuses_a_tombstone(store: Store) -> None:
+    old = store.put("a", "v1")
+    revision, tomb = store.revise(old.id, "v2")
+    generation = store.generation()
+    with pytest.raises(Conflict, match="tombstone"):
+        store.revise(old.id, "v3")
+    assert store.get(old.id) == tomb
+    assert ids(store.list_facts("a", "all")) == [revision.id, old.id]
+    assert store.generation() == generation
+
+
+def test_revise_rejects_bad_text_and_unknown_ids(store: Store) -> None:
+    old = store.put("a", "v1")
+    with pytest.raises(InvalidInput):
+        store.revise(old.id, "   ")
+    with pytest.raises(NotFound):
+        store.revise(UNKNOWN_ID, "text")
+    assert store.list_facts("a", "all") == [old]
+
+
+# ---- retire -----------------------------------------------------------------------------
+
+
+def test_retire(store: Store) -> None:
+    fact = store.put("a", "obsolete")
+    tomb = store.retire(fact.id)
+    assert tomb.superseded_by == RETIRED == "agent"
+    assert tomb.text == fact.text
+    assert store.get(fact.id) == tomb
+    assert store.list_facts("a") == []
+    assert ids(store.list_facts("a", "tombstones")) == [fact.id]
+
+
+def test_retire_refuses_a_tombstone(store: Store) -> None:
+    fact = store.put("a", "obsolete")
+    tomb = store.retire(fact.id)
+    with pytest.raises(Conflict):
+        store.retire(fact.id)
+    assert store.get(fact.id) == tomb
+    assert agent_map(store)["a"].tombstones == 1
+
+
+def test_retire_refuses_a_pinned_fact(store: Store) -> None:
+    fact = store.put("a", "keep", pinned=True)
+    with pytest.raises(Conflict, match="pinned"):
+        store.retire(fact.id)
+    assert store.get(fact.id) == fact
+    assert agent_map(store)["a"].pinned == 1
+
+
+def test_retire_unknown_id(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.retire(UNKNOWN_ID)
+
+
+# ---- touch ------------------------------------------------------------------------------
+
+
+def test_touch_updates_live_facts_only(cstore: Store, manual_clock: ManualClock) -> None:
+    live = cstore.put("a", "live")
+    dead = cstore.put("a", "dead")
+    tomb = cstore.retire(dead.id)
+    when = manual_clock.advance(hours=3)
+    touched = cstore.touch([live.id, dead.id, UNKNOWN_ID, live.id])
+    assert touched == 1  # duplicates count once; tombstones and unknown ids are skipped
+    after = cstore.get(live.id)
+    assert after.access_count == 1
+    assert after.accessed_at == stamp(when)
+    assert after.created_at == live.created_at
+    assert after.weight == live.weight
+    assert cstore.get(dead.id) == tomb  # not resurrected, not counted
+    assert cstore.find(UNKNOWN_ID) is None  # never recreated
+    assert cstore.fact_ids("a", "all") == sorted([live.id, dead.id], reverse=True)
+    summary = agent_map(cstore)["a"]
+    assert (summary.live_facts, summary.tombstones) == (1, 1)
+
+    manual_clock.advance(hours=1)
+    assert cstore.touch([live.id]) == 1
+    assert cstore.get(live.id).access_count == 2
+
+
+def test_touch_after_delete_does_not_recreate(store: Store) -> None:
+    fact = store.put("a", "short-lived")
+    store.delete([fact.id])
+    assert store.touch([fact.id]) == 0
+    assert store.find(fact.id) is None
+    assert store.agents() == []
+
+
+# ---- delete -----------------------------------------------------------------------------
+
+
+def test_delete_removes_fact_and_indexes(store: Store) -> None:
+    keep = store.put("a", "keep")
+    gone = store.put("a", "gone")
+    dead = store.put("a", "dead")
+    store.retire(dead.id)
+
+    removed = store.delete([gone.id, dead.id, UNKNOWN_ID])
+    assert sorted(ids(removed)) == sorted([gone.id, dead.id])
+    for fact_id in (gone.id, dead.id):
+        assert store.find(fact_id) is None
+        with pytest.raises(NotFound):
+            store.get(fact_id)
+        # the id index entry
+        assert store.read(lambda tx, i=fact_id: tx.agent_of(i)) is None
+    # the state index entries (fact_ids reads only the state index)
+    assert store.fact_ids("a", "live") == [keep.id]
+    assert store.fact_ids("a", "tombstones") == []
+    assert store.fact_ids("a", "all") == [keep.id]
+    assert store.list_facts("a", "all") == [keep]
+    summary = agent_map(store)["a"]
+    assert (summary.live_facts, summary.tombstones, summary.pinned) == (1, 0, 0)
+
+
+def test_delete_of_an_agents_last_fact_drops_the_agent(store: Store) -> None:
+    a = store.put("a", "only")
+    b = store.put("b", "other", pinned=True)
+    assert [x.id for x in store.delete([a.id, a.id])] == [a.id]
+    assert set(agent_map(store)) == {"b"}
+    store.delete([b.id])
+    assert store.agents() == []
+    assert store.list_facts(None, "all") == []
+
+
+def test_delete_unknown_is_a_no_op(store: Store) -> None:
+    fact = store.put("a", "x")
+    assert store.delete([UNKNOWN_ID]) == []
+    assert store.list_facts("a") == [fact]
+
+
+# ---- show, counters, fact_ids -----------------------------------------------------------
+
+
+def test_show_receipt_chain_of_a_revision(store: Store) -> None:
+    old = store.put("a", "v1")
+    revision, tomb = store.revise(old.id, "v2")
+    shown = store.show(old.id)
+    assert shown.fact == tomb
+    assert shown.replaced_by == revision
+    assert shown.consumed == []
+    assert shown.cycle is None
+
+    newer = store.show(revision.id)
+    assert newer.fact == revision
+    assert newer.replaced_by is None
+    assert newer.consumed == []
+    assert newer.cycle is None
+
+    # a chain of two revisions: each tombstone points at its direct replacement
+    third, second_tomb = store.revise(revision.id, "v3")
+    assert store.show(revision.id).replaced_by == third
+    assert store.show(revision.id).fact == second_tomb
+    assert store.show(old.id).replaced_by == second_tomb
+
+
+def test_show_of_a_retired_fact_has_no_replacement(store: Store) -> None:
+    fact = store.put("a", "x")
+    tomb = store.retire(fact.id)
+    shown = store.show(fact.id)
+    assert shown.fact == tomb
+    assert shown.replaced_by is None
+
+
+def test_show_unknown(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.show(UNKNOWN_ID)
+
+
+def test_counters_of_a_fresh_store_are_zero(store: Store) -> None:
+    counters = store.counters()
+    assert (
+        counters.consolidations,
+        counters.facts_consolidated,
+        counters.reverts,
+        counters.cycles,
+    ) == (0, 0, 0, 0)
+    store.put("a", "x")  # curation never moves a consolidation counter
+    assert store.counters() == counters
+
+
+def test_fact_ids(store: Store) -> None:
+    made = [store.put("a", f"f{i}") for i in range(6)]
+    store.put("b", "other agent")
+    store.retire(made[1].id)
+    store.retire(made[4].id)
+    assert store.fact_ids("a") == [made[i].id for i in (5, 3, 2, 0)]
+    assert store.fact_ids("a", "tombstones") == [made[4].id, made[1].id]
+    assert store.fact_ids("a", "all") == [f.id for f in reversed(made)]
+    assert store.fact_ids("unknown-agent", "all") == []
+
+
+# ---- generation -------------------------------------------------------------------------
+
+
+def test_generation_bumps_once_per_write_and_never_on_reads(store: Store) -> None:
+    start = store.generation()
+    assert start >= 1
+
+    def bumped_by(action: Callable[[], object]) -> int:
+        before = store.generation()
+        action()
+        return store.generation() - before
+
+    a = store.put("a", "one")
+    assert store.generation() == start + 1
+    b = store.put("a", "two")
+    assert bumped_by(lambda: store.put_many([NewFact("b", f"n{i}") for i in range(50)])) == 1
+    assert bumped_by(lambda: store.pin(a.id)) == 1
+    assert bumped_by(lambda: store.unpin(a.id)) == 1
+    assert bumped_by(lambda: store.revise(a.id, "one, revised")) == 1
+    assert bumped_by(lambda: store.retire(b.id)) == 1
+    c = store.put("a", "three")
+    assert bumped_by(lambda: store.touch([c.id])) == 1
+    assert bumped_by(lambda: store.delete([c.id])) == 1
+
+    reads: list[Callable[[], object]] = [
+        lambda: store.get(a.id),
+        lambda: store.find(UNKNOWN_ID),
+        lambda: store.get_many([a.id, b.id]),
+        lambda: store.list_facts(None, "all"),
+        lambda: store.list_facts("a", "tombstones", limit=1),
+        lambda: store.fact_ids("a", "all"),
+        lambda: store.agents(),
+        lambda: store.counters(),
+        lambda: store.info(),
+        lambda: store.show(a.id),
+        lambda: store.all_facts(),
+    ]
+    for read in reads:
+        assert bumped_by(read) == 0
+
+
+def test_failed_writes_do_not_bump_the_generation(store: Store) -> None:
+    fact = store.put("a", "x")
+    store.retire(fact.id)
+    pinned = store.put("a", "p", pinned=True)
+    generation = store.generation()
+    failing: list[Callable[[], object]] = [
+        lambda: store.pin(fact.id),
+        lambda: store.revise(fact.id, "y"),
+        lambda: store.retire(fact.id),
+        lambda: store.retire(pinned.id),
+        lambda: store.pin(UNKNOWN_ID),
+        lambda: store.put("a", ""),
+        lambda: store.put("", "text"),
+        lambda: store.put_many([NewFact("a", "ok"), NewFact("a", "bad weight", weight=1.5)]),
+    ]
+    for action in failing:
+        with pytest.raises((Conflict, NotFound, InvalidInput)):
+            action()
+    assert store.generation() == generation
+    assert len(store.list_facts("a", "all")) == 2
+
+
+# ---- the clock and ids ------------------------------------------------------------------
+
+
+def test_graymatter_now_pins_created_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAYMATTER_NOW", "2026-01-15T14:30:00.25+02:00")
+    with Store.open(tmp_path / "pinned-clock") as opened:
+        fact = opened.put("a", "as of a date")
+        assert fact.created_at == "2026-01-15T12:30:00.250000Z"
+        assert fact.accessed_at == fact.created_at
+        expected_ms = int(datetime(2026, 1, 15, 12, 30, 0, 250000, tzinfo=UTC).timestamp() * 1000)
+        assert ULID.from_str(fact.id).milliseconds == expected_ms
+        assert opened.now() == datetime(2026, 1, 15, 12, 30, 0, 250000, tzinfo=UTC)
+
+
+def test_a_malformed_graymatter_now_is_invalid_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Store.open(tmp_path / "bad-clock") as opened:
+        monkeypatch.setenv("GRAYMATTER_NOW", "yesterday")
+        with pytest.raises(InvalidInput, match="GRAYMATTER_NOW"):
+            opened.put("a", "x")
+        monkeypatch.delenv("GRAYMATTER_NOW")
+        assert opened.list_facts("a") == []
+
+
+def test_ids_sort_by_creation_time(cstore: Store, manual_clock: ManualClock) -> None:
+    rng = random.Random(3)
+    made: list[Fact] = []
+    for i in range(60):
+        # many facts share a millisecond; some steps are large
+        manual_clock.advance(milliseconds=rng.choice([0, 0, 0, 1, 7, 86_400_000]))
+        made.append(cstore.put("a", f"fact {i}"))
+    assert ids(made) == sorted(ids(made))
+    assert len(set(ids(made))) == len(made)
+    for fact in made:
+        created = clock.parse_time(fact.created_at)
+        assert ULID.from_str(fact.id).milliseconds == int(created.timestamp() * 1000)
+    assert cstore.list_facts("a") == list(reversed(made))
+
+
+# ---- one Store per path, closing --------------------------------------------------------
+
+
+def test_open_twice_returns_the_same_store(tmp_path: Path) -> None:
+    path = tmp_path / "shared"
+    first = Store.open(path)
+    try:
+        assert Store.open(path) is first
+        assert Store.open(str(path)) is first
+        assert Store.open(tmp_path / "." / "shared") is first
+        link = tmp_path / "link"
+        os.symlink(path, link)
+        assert Store.open(link) is first
+    finally:
+        first.close()
+    reopened = Store.open(path)
+    try:
+        assert reopened is not first
+    finally:
+        reopened.close()
+
+
+def test_use_after_close_raises_store_error(tmp_path: Path) -> None:
+    opened = Store.open(tmp_path / "closing")
+    fact = opened.put("a", "x")
+    opened.close()
+    opened.close()  # closing twice is harmless
+    actions: list[Callable[[], object]] = [
+        lambda: opened.put("a", "y"),
+        lambda: opened.get(fact.id),
+        lambda: opened.find(fact.id),
+        lambda: opened.list_facts("a"),
+        lambda: opened.agents(),
+        lambda: opened.generation(),
+        lambda: opened.pin(fact.id),
+        lambda: opened.touch([fact.id]),
+        lambda: opened.delete([fact.id]),
+    ]
+    for action in actions:
+        with pytest.raises(StoreError, match="closed"):
+            action()
+    with Store.open(tmp_path / "closing") as again:
+        assert again.get(fact.id) == fact  # nothing was lost or changed
+
+
+def test_context_manager_closes(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "ctx") as opened:
+        opened.put("a", "x")
+    with pytest.raises(StoreError):
+        opened.agents()
