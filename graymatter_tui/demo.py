@@ -46,7 +46,7 @@ _OPS = [
     "{service} runs {d1} replicas in production behind the gateway.",
     "On-call for {service} this week is {person} ({email}).",
     "Incident INC-{n4}: {service} latency spiked to {n3} ms after a config push.",
-    "Backups of the ledger database run nightly at 02:{d1}0 UTC.",
+    "Backups of the ledger database run nightly at 0{d1}:30 UTC.",
     "{service} depends on Postgres 16 on port 5432 in staging.",
     "Runbook for {service}: https://runbooks.example.com/{service}.",
     "Disk alerts fire at {n2}% usage on the build servers.",

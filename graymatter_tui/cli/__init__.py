@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from graymatter_tui import __version__
-from graymatter_tui.cli import admin, facts
+from graymatter_tui.cli import admin, cycles, facts
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
 
@@ -57,6 +57,10 @@ for command in (
     admin.export,
     admin.import_,
     admin.demo,
+    cycles.consolidate,
+    cycles.journal,
+    cycles.revert,
+    cycles.doctor,
 ):
     cli.add_command(command)
 

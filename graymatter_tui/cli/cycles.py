@@ -1,0 +1,249 @@
+"""Commands of the consolidation cycle: consolidate, journal, revert, doctor."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from graymatter_tui.cli.common import common_options, settings_for
+from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
+from graymatter_tui.consolidation import summarisers
+from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
+from graymatter_tui.consolidation.diff import build_diff
+from graymatter_tui.consolidation.invariants import check_invariants
+from graymatter_tui.errors import GraymatterError, InvalidInput
+from graymatter_tui.model import CycleRecord, cycle_to_dict
+from graymatter_tui.store import Store
+from graymatter_tui.textsafe import looks_like_id, neutralise
+
+EXIT_NOT_APPLIED = 3
+
+
+def _cycle_id(value: str) -> str:
+    if not looks_like_id(value):
+        raise InvalidInput(f"not a cycle id: {value!r} (expected a 26-character ULID)")
+    return value
+
+
+def print_record(record: CycleRecord) -> None:
+    """A cycle for a person: header, stages, then the diff."""
+    say(
+        f"cycle {record.cycle_id}  {neutralise(record.agent_id, one_line=True)}  "
+        f"{record.kind}  {record.outcome or 'unfinished'}"
+    )
+    if record.reason:
+        say(f"  reason: {neutralise(record.reason, one_line=True)}")
+    if record.kind == "revert":
+        say(f"  reverted cycle {record.reverted_cycle_id}: restored {len(record.restored)} facts,")
+        say(f"  retired summary {record.retired_summary_id}")
+        return
+    model = f" ({neutralise(record.model, one_line=True)})" if record.model else ""
+    say(f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}")
+    for stage in record.stages:
+        say(f"  {stage.stage:<12} {neutralise(stage.summary, one_line=True)}")
+    if record.reverted_by:
+        say(f"  reverted later by {record.reverted_by}")
+    diff = build_diff(record)
+    if diff.rows:
+        say("")
+        for row in diff.rows:
+            text = neutralise(row.text, one_line=True)
+            head = f"  {row.sign} {row.id or '':<26} "
+            say(f"{head}{text}" if text else head.rstrip())
+            if row.note and row.kind in ("guarded", "ignored", "summary"):
+                say(f"    {neutralise(row.note, one_line=True)}")
+        say(f"  {diff.counts_line}")
+    if record.pruned:
+        say(f"  pruned {len(record.pruned)} facts (copies kept in this record)")
+
+
+@click.command()
+@click.argument("agent")
+@click.option("--llm", type=click.Choice(SUMMARISERS), default=None, help="Summariser to use.")
+@click.option("--threshold", type=click.IntRange(min=0), default=None, help="Live-fact threshold.")
+@click.option("--guard", type=click.Choice(GUARD_MODES), default=None, help="Coverage guard mode.")
+@click.option("--dry-run", is_flag=True, help="Propose and review, apply nothing.")
+@common_options
+def consolidate(
+    agent: str,
+    llm: str | None,
+    threshold: int | None,
+    guard: str | None,
+    dry_run: bool,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Run one consolidation cycle for AGENT. Exit 3 when a proposal was not applied."""
+    settings = settings_for(data_dir).with_overrides(
+        summariser=llm, threshold=threshold, guard=guard
+    )
+    store = Store.open(settings.data_dir)
+    cycle = Cycle(
+        store,
+        agent,
+        summarisers.from_settings(settings),
+        CycleOptions.from_settings(settings, dry_run=dry_run),
+    )
+    record = cycle.run_sync()
+    if as_json:
+        emit_json(cycle_to_dict(record))
+    else:
+        print_record(record)
+    if record.outcome in ("failed", "discarded"):
+        sys.exit(EXIT_NOT_APPLIED)
+
+
+@click.command()
+@click.argument("target", required=False)
+@click.argument("cycle_id", required=False)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
+@common_options
+def journal(
+    target: str | None,
+    cycle_id: str | None,
+    limit: int | None,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """The cycle journal, newest first: `journal [AGENT]` or `journal show CYCLE`."""
+    store = Store.open(settings_for(data_dir).data_dir)
+    if target == "show":
+        if cycle_id is None:
+            raise click.UsageError("journal show needs a CYCLE id")
+        record = store.record(_cycle_id(cycle_id))
+        if as_json:
+            emit_json(cycle_to_dict(record))
+        else:
+            print_record(record)
+        return
+    if cycle_id is not None:
+        raise click.UsageError(f"unexpected argument {cycle_id!r}")
+    records = store.records(target, limit=limit)
+    if as_json:
+        emit_json([cycle_to_dict(r) for r in records])
+        return
+    if not records:
+        say("no cycles yet")
+    for r in records:
+        detail = (
+            f"restored {len(r.restored)}"
+            if r.kind == "revert"
+            else f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
+        )
+        say(
+            f"{r.started_at[:19]}  {r.cycle_id}  {neutralise(r.agent_id, one_line=True)[:24]:<24} "
+            f"{r.kind:<11} {r.summariser:<9} {r.outcome:<9} {detail}"
+        )
+
+
+@click.command()
+@click.argument("cycle_id", metavar="CYCLE")
+@common_options
+def revert(cycle_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """Undo an applied cycle: its facts live again, its summary retired."""
+    record = Store.open(settings_for(data_dir).data_dir).revert(_cycle_id(cycle_id))
+    if as_json:
+        emit_json(cycle_to_dict(record))
+    else:
+        say(
+            f"reverted cycle {cycle_id}: {len(record.restored)} facts live again, "
+            f"summary {record.retired_summary_id} retired (record {record.cycle_id})"
+        )
+
+
+def _deep_verify(path: Path) -> tuple[str, str]:
+    """Walk every table in a child process: a corrupt file may crash the reader."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "graymatter_tui.store.verify", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except subprocess.TimeoutExpired:
+        return "fail", "the integrity walk did not finish within 10 minutes"
+    if done.returncode < 0:
+        return (
+            "fail",
+            f"reading the store crashed the verifier (signal {-done.returncode}): corrupt",
+        )
+    if done.returncode != 0:
+        line = (done.stdout.strip() or done.stderr.strip()).splitlines()[-1:] or ["unknown error"]
+        return "fail", f"integrity walk failed: {line[0][:200]}"
+    return "ok", "every table and value decodes"
+
+
+def doctor_checks(settings: Settings) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = []
+
+    def add(name: str, status: str, detail: str) -> None:
+        checks.append({"name": name, "status": status, "detail": detail})
+
+    path = settings.data_dir
+    if not path.is_dir():
+        add("data_dir", "fail", f"{path} does not exist or is not a directory")
+        return checks
+    mode = path.stat().st_mode & 0o777
+    add(
+        "data_dir",
+        "ok" if not mode & 0o077 else "warn",
+        f"{path} (mode {mode:o})" + ("" if not mode & 0o077 else "; others can read it, use 0700"),
+    )
+    try:
+        store = Store.open(path)
+        info = store.info()
+    except GraymatterError as exc:
+        add("store", "fail", str(exc))
+        return checks
+    agents = store.agents()
+    counters = store.counters()
+    add(
+        "store",
+        "ok",
+        f"schema {info.schema_version}, {info.engine}; {sum(a.live_facts for a in agents)} live "
+        f"facts across {len(agents)} agents; consolidations {counters.consolidations} (facts "
+        f"consolidated {counters.facts_consolidated}), reverts {counters.reverts}",
+    )
+    status, detail = _deep_verify(path)
+    add("integrity", status, detail)
+    if status == "ok":
+        for check in check_invariants(store):
+            add(
+                check.name,
+                "ok" if check.ok else "fail",
+                check.title if check.ok else "; ".join(check.violations[:3]),
+            )
+    summariser = summarisers.from_settings(settings)
+    if summariser is None:
+        add("summariser", "ok", "none configured: cycles decay and prune only")
+    else:
+        reach = asyncio.run(summariser.check())
+        add("summariser", "ok" if reach.ok else "warn", f"{summariser.name}: {reach.detail}")
+    return checks
+
+
+@click.command()
+@click.option("--llm", type=click.Choice(SUMMARISERS), default=None, help="Summariser to check.")
+@common_options
+def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
+    """Check the data dir, the store's integrity, invariants I-1…I-6 and the summariser."""
+    settings = settings_for(data_dir).with_overrides(summariser=llm)
+    checks = doctor_checks(settings)
+    ok = all(c["status"] != "fail" for c in checks)
+    if as_json:
+        emit_json({"data_dir": str(settings.data_dir), "ok": ok, "checks": checks})
+    else:
+        marks = {"ok": "✓", "warn": "!", "fail": "✗"}
+        for c in checks:
+            say(f"  {marks[c['status']]} {c['name']:<11} {neutralise(c['detail'], one_line=True)}")
+        failed = sum(1 for c in checks if c["status"] == "fail")
+        say("")
+        say("Everything looks good." if ok else f"{failed} check(s) failed.")
+    if not ok:
+        sys.exit(1)

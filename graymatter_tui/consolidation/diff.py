@@ -1,0 +1,73 @@
+"""The proposal diff as data: what the TUI and `journal show` draw for one cycle.
+
+Built from a CycleRecord alone, so a cycle's diff can be replayed from the journal long
+after its facts have changed or been pruned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from graymatter_tui.model import CycleRecord
+
+RowKind = Literal["consumed", "kept", "guarded", "summary", "ignored", "contradiction"]
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    kind: RowKind
+    id: str
+    text: str
+    note: str = ""
+
+    @property
+    def sign(self) -> str:
+        return {"consumed": "−", "summary": "+", "guarded": "!", "ignored": "?"}.get(self.kind, " ")
+
+
+@dataclass(frozen=True)
+class Diff:
+    rows: list[DiffRow]
+    consumed: int
+    kept: int
+    guarded: int
+    ignored: int
+
+    @property
+    def counts_line(self) -> str:
+        return (
+            f"{self.consumed} consumed · {self.kept} kept · {self.guarded} kept by the guard · "
+            f"{self.ignored} ids ignored"
+        )
+
+
+def build_diff(record: CycleRecord) -> Diff:
+    consumed = set(record.consumed) if record.outcome == "applied" else set()
+    planned = {v.id for v in record.verdicts if v.consumed}
+    if record.outcome != "applied":
+        consumed = planned
+    guarded = {v.id: v.missing for v in record.verdicts if not v.consumed}
+    rows: list[DiffRow] = []
+    for item in record.batch_facts:
+        if item.id in consumed:
+            rows.append(DiffRow("consumed", item.id, item.text, f"weight {item.weight:.3f}"))
+        elif item.id in guarded:
+            missing = ", ".join(guarded[item.id][:6])
+            rows.append(DiffRow("guarded", item.id, item.text, f"kept: summary lacks {missing}"))
+        else:
+            rows.append(DiffRow("kept", item.id, item.text, "not consumed"))
+    if record.summary_text:
+        note = f"summary {record.summary_id}" if record.summary_id else "proposed summary"
+        rows.append(DiffRow("summary", record.summary_id, record.summary_text, note))
+    for ignored in record.ignored:
+        rows.append(DiffRow("ignored", ignored.id, "", ignored.reason))
+    for note in record.contradictions:
+        rows.append(DiffRow("contradiction", "", note, "contradiction noted by the summariser"))
+    return Diff(
+        rows=rows,
+        consumed=sum(1 for r in rows if r.kind == "consumed"),
+        kept=sum(1 for r in rows if r.kind == "kept"),
+        guarded=len(guarded),
+        ignored=len(record.ignored),
+    )

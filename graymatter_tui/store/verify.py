@@ -1,0 +1,53 @@
+"""Deep integrity check of a store, meant to run in a child process.
+
+Some corrupt LMDB files crash the reading process with SIGBUS or an assertion instead of
+raising, so `doctor` runs this walker in a subprocess and reports a crash as corruption:
+`python -m graymatter_tui.store.verify DIR` prints one JSON line and exits 0 when every
+table and every value decodes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import msgspec
+
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.store.codec import decode_fact, decode_record
+from graymatter_tui.store.store import Store
+from graymatter_tui.store.tx import Tx
+
+
+def verify(path: str) -> dict[str, object]:
+    store = Store.open(path)
+    counts: dict[str, int] = {}
+
+    def walk(tx: Tx) -> None:
+        txn, dbs = tx.txn, tx.dbs
+        for name in dbs.__dataclass_fields__:
+            db = getattr(dbs, name)
+            n = 0
+            for _key, value in txn.cursor(db=db).iternext():
+                if name == "facts":
+                    decode_fact(value)
+                elif name == "journal":
+                    decode_record(value)
+                n += 1
+            counts[name] = n
+
+    store.read(walk)
+    store.close()
+    return {"ok": True, "tables": counts}
+
+
+def main() -> None:
+    try:
+        result = verify(sys.argv[1])
+    except (GraymatterError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        print(msgspec.json.encode({"ok": False, "error": str(exc)}).decode())
+        sys.exit(1)
+    print(msgspec.json.encode(result).decode())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""The data directory and `data.mdb` on disk: permissions, and damaged or foreign files.
+
+A damaged file must give a clear StoreError and stay byte-for-byte as it was. Cases that
+could crash LMDB itself (SIGBUS on a truncated map) run in a subprocess, so a crash shows
+up as a negative return code instead of killing the test run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from graymatter_tui.errors import StoreError
+from graymatter_tui.store import NewFact, Store
+
+NOBODY = 65534
+
+# Opens the store at argv[1] and scans every fact; prints a StoreError and exits 1.
+OPEN_AND_SCAN = textwrap.dedent(
+    """
+    import sys
+    from graymatter_tui.errors import StoreError
+    from graymatter_tui.store import Store
+    try:
+        store = Store.open(sys.argv[1])
+        facts = store.list_facts(None, "all")
+        print(len(facts))
+    except StoreError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    """
+)
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def digest(path: Path) -> tuple[int, str]:
+    data = path.read_bytes()
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def make_store(path: Path, n: int) -> None:
+    with Store.open(path) as opened:
+        for start in range(0, n, 1000):
+            opened.put_many(
+                [NewFact("agent", f"fact {i} " + "x" * 200) for i in range(start, min(n, start + 1000))]
+            )
+
+
+def open_in_subprocess(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", OPEN_AND_SCAN, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+# ---- permissions ------------------------------------------------------------------------
+
+
+def test_new_store_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "data"
+    with Store.open(path) as opened:
+        opened.put("a", "x")
+    assert mode_of(path) == 0o700
+    assert mode_of(path / "data.mdb") == 0o600
+    assert mode_of(path / "lock.mdb") == 0o600
+
+
+def test_permissions_hold_with_a_permissive_umask(tmp_path: Path) -> None:
+    path = tmp_path / "umask0"
+    script = (
+        "import os, sys; os.umask(0)\n"
+        "from graymatter_tui.store import Store\n"
+        "Store.open(sys.argv[1]).put('a', 'x')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert mode_of(path) == 0o700
+    assert mode_of(path / "data.mdb") == 0o600
+    assert mode_of(path / "lock.mdb") == 0o600
+
+
+# ---- a data dir that cannot be used -----------------------------------------------------
+
+
+def test_data_dir_that_is_a_regular_file(tmp_path: Path) -> None:
+    path = tmp_path / "not-a-dir"
+    path.write_bytes(b"hello")
+    with pytest.raises(StoreError, match="not a directory"):
+        Store.open(path)
+    assert path.read_bytes() == b"hello"
+
+
+def test_data_mdb_that_is_a_directory(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    (path / "data.mdb").mkdir(parents=True)
+    with pytest.raises(StoreError, match="not a regular file"):
+        Store.open(path)
+
+
+# ---- damaged files ----------------------------------------------------------------------
+
+
+def test_zero_byte_data_mdb_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    path.mkdir(mode=0o700)
+    (path / "data.mdb").write_bytes(b"")
+    with pytest.raises(StoreError, match="empty"):
+        Store.open(path)
+    assert (path / "data.mdb").stat().st_size == 0
+    with pytest.raises(StoreError, match="empty"):  # and again: nothing was "repaired"
+        Store.open(path)
+    assert (path / "data.mdb").stat().st_size == 0
+
+
+def test_zero_byte_data_mdb_of_a_real_store(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    make_store(path, 10)
+    os.truncate(path / "data.mdb", 0)
+    with pytest.raises(StoreError, match="empty"):
+        Store.open(path)
+    assert (path / "data.mdb").stat().st_size == 0
+
+
+def test_garbage_data_mdb_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    path.mkdir(mode=0o700)
+    garbage = os.urandom(64 * 1024)
+    (path / "data.mdb").write_bytes(garbage)
+    with pytest.raises(StoreError) as caught:
+        Store.open(path)
+    assert "data.mdb" in str(caught.value)
+    assert (path / "data.mdb").read_bytes() == garbage
+
+
+@pytest.mark.parametrize("keep", ["three pages", "half", "all but one page"])
+def test_truncated_store_is_refused_without_a_crash(tmp_path: Path, keep: str) -> None:
+    path = tmp_path / "store"
+    make_store(path, 3000)
+    data = path / "data.mdb"
+    with lmdb.open(str(path), max_dbs=16, readonly=True, lock=False) as env:
+        page = env.stat()["psize"]
+    size = data.stat().st_size
+    assert size > 20 * page
+    new_size = {"three pages": 3 * page, "half": size // 2, "all but one page": size - page}[keep]
+    os.truncate(data, new_size)
+    before = digest(data)
+
+    done = open_in_subprocess(path)
+    assert done.returncode == 1, (done.returncode, done.stderr)  # a signal would be negative
+    assert "truncated" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert digest(data) == before
+
+
+def test_foreign_lmdb_file_is_not_touched(tmp_path: Path) -> None:
+    path = tmp_path / "foreign"
+    path.mkdir()
+    env = lmdb.open(str(path), max_dbs=0)
+    with env.begin(write=True) as txn:
+        txn.put(b"someone-else", b"their data")
+    env.close()
+    before = digest(path / "data.mdb")
+    with pytest.raises(StoreError, match="not a graymatter-tui store"):
+        Store.open(path)
+    assert digest(path / "data.mdb") == before
+    env = lmdb.open(str(path), max_dbs=0, readonly=True)
+    with env.begin() as txn:
+        assert txn.get(b"someone-else") == b"their data"
+        assert txn.stat()["entries"] == 1
+    env.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    make_store(path, 3)
+    env = lmdb.open(str(path), max_dbs=16)
+    meta = env.open_db(b"meta")
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"99", db=meta)
+    env.close()
+    before = digest(path / "data.mdb")
+    with pytest.raises(StoreError, match="newer") as caught:
+        Store.open(path)
+    assert "99" in str(caught.value)
+    assert digest(path / "data.mdb") == before
+
+
+def test_a_refused_store_does_not_stay_registered(tmp_path: Path) -> None:
+    """After a refusal is fixed, the next open works (no half-open Store left behind)."""
+    path = tmp_path / "store"
+    make_store(path, 3)
+    env = lmdb.open(str(path), max_dbs=16)
+    meta = env.open_db(b"meta")
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"99", db=meta)
+    env.close()
+    with pytest.raises(StoreError):
+        Store.open(path)
+    env = lmdb.open(str(path), max_dbs=16)
+    meta = env.open_db(b"meta")
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"1", db=meta)
+    env.close()
+    with Store.open(path) as opened:
+        assert len(opened.list_facts("agent")) == 3
+
+
+# ---- a data dir this user may not write -------------------------------------------------
+
+# Runs the real CLI as `nobody`. The interpreter may live where `nobody` cannot execute it
+# (here: under /root), so privileges are dropped after the imports, before any file access.
+AS_NOBODY = textwrap.dedent(
+    f"""
+    import os, sys, heapq
+    import graymatter_tui.cli, graymatter_tui.cli.admin, graymatter_tui.cli.facts
+    os.setgroups([])
+    os.setgid({NOBODY})
+    os.setuid({NOBODY})
+    sys.argv = ["graymatter-tui", *sys.argv[1:]]
+    graymatter_tui.cli.main()
+    """
+)
+
+
+@pytest.fixture
+def public_tmp() -> Iterator[Path]:
+    """A root-owned 0755 directory under /tmp that `nobody` can traverse (tmp_path cannot)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged user")
+    path = Path(tempfile.mkdtemp(prefix="gm-perm-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run_as_nobody(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    env["GRAYMATTER_NOW"] = "2026-03-01T12:00:00Z"
+    if env_dir is not None:
+        env["GRAYMATTER_DIR"] = str(env_dir)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", AS_NOBODY, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd="/",
+            timeout=60,
+            check=False,
+        )
+    except OSError as exc:
+        pytest.skip(f"cannot start a subprocess as nobody: {exc}")
+    if "PermissionError" in done.stderr and "setuid" in done.stderr:
+        pytest.skip("cannot switch to the nobody user here")
+    return done
+
+
+def assert_clear_error(done: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("graymatter-tui: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_root_owned_0700_data_dir_via_environment(public_tmp: Path) -> None:
+    data = public_tmp / "data"
+    make_store(data, 2)
+    before = digest(data / "data.mdb")
+    for args in (["list"], ["remember", "a", "x"], ["status", "--json"]):
+        done = run_as_nobody(*args, env_dir=data)
+        assert_clear_error(done, "not readable and writable")
+        assert done.stdout == ""
+    assert digest(data / "data.mdb") == before
+
+
+def test_root_owned_read_only_data_dir(public_tmp: Path) -> None:
+    data = public_tmp / "ro"
+    make_store(data, 2)
+    data.chmod(0o755)  # readable and searchable by nobody, not writable
+    for name in ("data.mdb", "lock.mdb"):
+        (data / name).chmod(0o644)
+    before = digest(data / "data.mdb")
+    done = run_as_nobody("--dir", str(data), "remember", "a", "x")
+    assert_clear_error(done, "not readable and writable")
+    assert digest(data / "data.mdb") == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: --dir naming an unreadable dir is reported by click as a usage error "
+    "(exit 2, multi-line 'Usage: ... Invalid value for --dir') instead of exit 1",
+)
+def test_root_owned_0700_data_dir_via_dir_flag(public_tmp: Path) -> None:
+    data = public_tmp / "data"
+    make_store(data, 2)
+    done = run_as_nobody("list", "--dir", str(data))
+    assert_clear_error(done, "data")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: prepare_directory calls Path.exists(), which raises PermissionError when "
+    "a parent is not searchable; the CLI prints a traceback instead of a one-line error",
+)
+def test_data_dir_under_an_unsearchable_parent(public_tmp: Path) -> None:
+    parent = public_tmp / "private"
+    parent.mkdir(mode=0o700)
+    done = run_as_nobody("list", env_dir=parent / "data")
+    assert_clear_error(done, str(parent / "data"))

@@ -1,0 +1,123 @@
+"""Map growth: a store opened with a tiny map grows as it fills, and other processes adopt it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from graymatter_tui.store import NewFact, Store
+
+TINY_MAP = 64 * 1024
+FILLER = "x" * 2000  # ~2 KB per fact
+
+
+def batch(agent: str, start: int, n: int) -> list[NewFact]:
+    return [NewFact(agent, f"{agent} {i:08d} {FILLER}") for i in range(start, start + n)]
+
+
+def test_map_grows_past_50_mb_in_one_process(tmp_path: Path) -> None:
+    path = tmp_path / "grow"
+    store = Store.open(path, map_size=TINY_MAP)
+    try:
+        first_map = store.info().map_size
+        assert first_map <= 2 * TINY_MAP
+        written: dict[str, int] = {"a": 0, "b": 0}
+        n = 0
+        while (path / "data.mdb").stat().st_size <= 50_000_000:
+            agent = "a" if n % 2 == 0 else "b"
+            facts = store.put_many(batch(agent, written[agent], 2500))
+            assert len(facts) == 2500
+            written[agent] += 2500
+            n += 1
+        info = store.info()
+        assert info.map_size > 50_000_000
+        assert info.map_size > first_map
+        assert info.file_bytes > 50_000_000
+        assert info.map_used <= info.map_size
+
+        summaries = {a.agent_id: a for a in store.agents()}
+        for agent, count in written.items():
+            assert summaries[agent].live_facts == count
+            ids = store.fact_ids(agent)
+            assert len(ids) == count
+            facts = store.list_facts(agent)
+            assert len(facts) == count
+            texts = sorted(f.text for f in facts)
+            assert texts == [f"{agent} {i:08d} {FILLER}" for i in range(count)]
+
+        # still writable, and everything is there after a reopen
+        extra = store.put("a", "after growth")
+    finally:
+        store.close()
+    with Store.open(path, map_size=TINY_MAP) as reopened:
+        assert reopened.get(extra.id) == extra
+        assert reopened.info().map_size >= info.map_size // 2
+        assert sum(a.live_facts for a in reopened.agents()) == sum(written.values()) + 1
+
+
+def test_one_big_transaction_grows_the_map(tmp_path: Path) -> None:
+    """A single put_many far bigger than the map: grown and retried, all or nothing."""
+    with Store.open(tmp_path / "big", map_size=TINY_MAP) as store:
+        generation = store.generation()
+        facts = store.put_many(batch("a", 0, 6000))  # ~24 MB of pages
+        assert store.generation() == generation + 1  # the retries were aborted, one commit
+        assert store.fact_ids("a") == sorted((f.id for f in facts), reverse=True)
+        assert store.agents()[0].live_facts == 6000
+
+
+CHILD_WRITER = textwrap.dedent(
+    """
+    import sys
+    from graymatter_tui.store import NewFact, Store
+    store = Store.open(sys.argv[1], map_size=64 * 1024)
+    for b in range(int(sys.argv[2])):
+        store.put_many(
+            [NewFact("child", f"child {b:03d} {i:05d} " + "y" * 2000) for i in range(1000)]
+        )
+    print(store.info().map_size)
+    store.put("child", "last")
+    """
+)
+
+
+def test_reader_adopts_a_map_grown_by_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "shared"
+    parent = Store.open(path, map_size=TINY_MAP)
+    try:
+        mine = parent.put("parent", "written before the child")
+        parent_map = parent.info().map_size
+        assert parent_map <= 2 * TINY_MAP
+
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD_WRITER, str(path), "12"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        child_map = int(done.stdout.strip())
+        assert child_map >= 32 * parent_map
+
+        # The parent kept its old, tiny map open: reading must adopt the new size.
+        child_facts = parent.list_facts("child")
+        assert len(child_facts) == 12_001
+        assert child_facts[0].text == "last"
+        assert parent.info().map_size >= child_map
+        counts = {a.agent_id: a.live_facts for a in parent.agents()}
+        assert counts == {"parent": 1, "child": 12_001}
+
+        # and writing again works, including a write that needs yet more room
+        again = parent.put("parent", "written after the child")
+        more = parent.put_many(batch("parent", 0, 3000))
+        assert parent.get(again.id) == again
+        assert parent.get(mine.id) == mine
+        assert len(parent.fact_ids("parent")) == 2 + len(more)
+    finally:
+        parent.close()
+
+    with Store.open(path) as reopened:
+        counts = {a.agent_id: a.live_facts for a in reopened.agents()}
+        assert counts == {"parent": 3002, "child": 12_001}
