@@ -25,7 +25,10 @@ def parse_time(value: str) -> datetime:
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with microseconds and a `Z`, the form every stored timestamp uses."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is several times faster than strftime; bulk writes format two per fact.
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def now() -> datetime:

@@ -26,7 +26,7 @@ from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
 from graymatter_tui.model import BatchItem, CycleRecord, StageResult
 from graymatter_tui.store import Store
-from graymatter_tui.store.cycle_ops import PRUNE_BELOW, ApplyRequest, decay_weight
+from graymatter_tui.store.cycle_ops import PRUNE_BELOW, ApplyRequest
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.textsafe import validate_agent
 
@@ -221,20 +221,10 @@ class Cycle:
         )
 
     def _stage_select(self) -> StageResult:
-        facts = self.store.list_facts(self.agent, "live")
-        now = self.store.now()
-        half_life = self.options.half_life_hours
-        live = len(facts)
-        unpinned: list[BatchItem] = []
-        for fact in facts:
-            if fact.pinned:
-                continue
-            hours = (now - clock.parse_time(fact.accessed_at)).total_seconds() / 3600
-            unpinned.append(
-                BatchItem(
-                    id=fact.id, text=fact.text, weight=decay_weight(fact.weight, hours, half_life)
-                )
-            )
+        selection = self.store.selection(
+            self.agent, self.options.half_life_hours, max_batch=self.options.max_batch
+        )
+        live, unpinned = selection.live, selection.candidates
         details: dict[str, Any] = {
             "live": live,
             "unpinned": len(unpinned),
@@ -248,9 +238,11 @@ class Cycle:
             reason = f"{live} live facts, not more than the threshold of {self.options.threshold}"
             self._decide("skipped", reason)
             return self._finish_stage("select", reason, **details)
-        unpinned.sort(key=lambda item: (item.weight, item.id))
-        size = min(len(unpinned) // 2, self.options.max_batch)
-        self.batch = unpinned[:size]
+        size = len(selection.batch)
+        self.batch = [
+            BatchItem(id=f.id, text=f.text, weight=round(weight, 6))
+            for weight, f in selection.batch
+        ]
         if not self.batch:
             self._decide("skipped", "no unpinned facts to consolidate")
             return self._finish_stage("select", "no unpinned facts to consolidate", **details)
@@ -356,11 +348,8 @@ class Cycle:
 
     def _stage_prune(self) -> StageResult:
         if self.options.dry_run:
-            doomed = [
-                f.id
-                for f in self.store.list_facts(self.agent, "all")
-                if not f.pinned and f.weight < PRUNE_BELOW
-            ]
+            candidates = self.store.selection(self.agent, self.options.half_life_hours).candidates
+            doomed = [fact_id for weight, fact_id in candidates if weight < PRUNE_BELOW]
             return self._finish_stage(
                 "prune", f"dry run: would remove {len(doomed)} facts", would_prune=len(doomed)
             )

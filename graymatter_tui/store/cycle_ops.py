@@ -7,6 +7,7 @@ change another process made in the meantime.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,9 +18,8 @@ import msgspec
 from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact
-from graymatter_tui.store.codec import decode_fact, encode
 from graymatter_tui.store.ids import new_id
-from graymatter_tui.store.tx import SEP, Tx
+from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx
 
 T = TypeVar("T")
 
@@ -38,6 +38,13 @@ class DecayOutcome:
     examined: int
     changed: int
     largest_drops: list[WeightChange]
+
+
+@dataclass(frozen=True)
+class Selection:
+    live: int
+    candidates: list[tuple[float, str]]
+    batch: list[tuple[float, Fact]]
 
 
 @dataclass(frozen=True)
@@ -74,39 +81,76 @@ class CycleOps:
 
     def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
         """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
-        With `dry_run`, report what would change and write nothing."""
+        Only the vitals rows are rewritten. With `dry_run`, report and write nothing."""
 
         def run(tx: Tx) -> DecayOutcome:
-            now = tx.now
-            prefix = agent.encode() + SEP
-            cursor = tx.txn.cursor(db=tx.dbs.facts)
-            examined = 0
-            drops: list[WeightChange] = []
+            now_ms = tx.now.timestamp() * 1000
+            rate = math.log(2) / (half_life_hours * 3_600_000)
+            prefix_len = len(agent.encode()) + 1
+            cursor = tx.txn.cursor(db=tx.dbs.vitals)
+            unpack, pack, exp = VITALS.unpack_from, VITALS.pack, math.exp
+            examined = changed = 0
+            drops: list[tuple[float, bytes, float, float]] = []
             weight_sum = 0.0
-            parse = clock.parse_time
+            prefix = agent.encode() + SEP
             found = cursor.set_range(prefix)
             while found:
                 key = cursor.key()
                 if not key.startswith(prefix):
                     break
-                fact = decode_fact(cursor.value())
+                weight, accessed, flags = unpack(cursor.value())
                 examined += 1
-                weight = fact.weight
-                if not fact.pinned:
-                    hours = (now - parse(fact.accessed_at)).total_seconds() / 3600.0
-                    weight = decay_weight(fact.weight, hours, half_life_hours)
-                    if weight < fact.weight:
-                        drops.append(WeightChange(fact.id, fact.weight, weight))
-                        cursor.put(bytes(key), encode(msgspec.structs.replace(fact, weight=weight)))
-                if fact.is_live:
+                if not flags & FLAG_PINNED:
+                    fresh = exp(-rate * max(now_ms - accessed, 0.0))
+                    if fresh < weight:
+                        changed += 1
+                        entry = (fresh - weight, bytes(key), weight, fresh)
+                        if len(drops) < 5:
+                            heapq.heappush(drops, (-entry[0], *entry[1:]))
+                        elif -entry[0] > drops[0][0]:
+                            heapq.heapreplace(drops, (-entry[0], *entry[1:]))
+                        if not dry_run:
+                            cursor.put(bytes(key), pack(fresh, accessed, flags))
+                        weight = fresh
+                if not flags & FLAG_TOMBSTONE:
                     weight_sum += weight
                 found = cursor.next()
             if not dry_run:
                 tx.set_weight_sum(agent, weight_sum)
-            drops.sort(key=lambda c: c.after - c.before)
-            return DecayOutcome(examined=examined, changed=len(drops), largest_drops=drops[:5])
+            largest = [
+                WeightChange(key[prefix_len:].decode(), before, after)
+                for _drop, key, before, after in sorted(drops, reverse=True)
+            ]
+            return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
 
         return self.read(run) if dry_run else self.write(run)
+
+    def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
+        """The live count, every live unpinned fact's (weight, id) from vitals alone, and
+        the batch: the weakest half of them (weakest first, ties by id), at most
+        `max_batch`, read in the same transaction. Weights are taken as decay would
+        leave them now, so a dry run selects exactly what a real cycle would."""
+
+        def run(tx: Tx) -> Selection:
+            now_ms = tx.now.timestamp() * 1000
+            rate = math.log(2) / (half_life_hours * 3_600_000)
+            prefix_len = len(agent.encode()) + 1
+            live = 0
+            out: list[tuple[float, str]] = []
+            exp = math.exp
+            for key, weight, accessed, flags in tx.iter_vitals(agent):
+                if flags & FLAG_TOMBSTONE:
+                    continue
+                live += 1
+                if flags & FLAG_PINNED:
+                    continue
+                fresh = exp(-rate * max(now_ms - accessed, 0.0))
+                out.append((min(weight, fresh), key[prefix_len:].decode()))
+            size = min(len(out) // 2, max_batch)
+            batch = [(weight, tx.load(fact_id)) for weight, fact_id in heapq.nsmallest(size, out)]
+            return Selection(live=live, candidates=out, batch=batch)
+
+        return self.read(run)
 
     def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
         """Summary, tombstones, receipts, counters and journal record: all or nothing.
@@ -162,11 +206,12 @@ class CycleOps:
         """Delete unpinned facts below 0.01 and copy each into the journal record, together."""
 
         def run(tx: Tx) -> list[Fact]:
-            doomed = [
-                f
-                for f in tx.iter_facts(agent, "all", newest_first=False)
-                if not f.pinned and f.weight < PRUNE_BELOW
+            doomed_keys = [
+                key
+                for key, weight, _accessed, flags in tx.iter_vitals(agent)
+                if not flags & FLAG_PINNED and weight < PRUNE_BELOW
             ]
+            doomed = [tx.load(key.split(SEP, 1)[1].decode()) for key in doomed_keys]
             for fact in doomed:
                 tx.delete_fact(fact)
             record.pruned = list(record.pruned) + doomed

@@ -87,23 +87,31 @@ class GraphOps:
         def run(tx: Tx) -> ExtractOutcome:
             stamp = clock.format_time(tx.now)
             examined = extracted = unchanged = 0
-            nodes: set[bytes] = set()
-            edges: set[bytes] = set()
+            # Many facts mention the same entities: gather the updates, write each once.
+            nodes: dict[bytes, Node] = {}
+            edges: dict[bytes, Edge] = {}
             head = agent.encode() + SEP
-            for fact in tx.iter_facts(agent, "live", newest_first=False):
+            # A fact's text never changes in place (a revision is a new fact), so an entry
+            # in the watermark table means this text was extracted; only new ids decode.
+            for fact_id in tx.iter_ids(agent, "live", newest_first=False):
                 examined += 1
-                key = head + fact.id.encode()
-                signature = text_signature(fact.text)
-                if tx.txn.get(key, db=tx.dbs.extracted) == signature:
+                key = head + fact_id.encode()
+                if tx.txn.get(key, db=tx.dbs.extracted) is not None:
                     unchanged += 1
                     continue
+                fact = tx.load(fact_id)
+                signature = text_signature(fact.text)
                 entities = list(extract(fact.text))
                 for entity in entities:
-                    nodes.add(_upsert_node(tx, head, entity, stamp))
+                    _upsert_node(tx, nodes, head, entity, stamp)
                 for a, b in itertools.combinations(sorted(e.id for e in entities), 2):
-                    edges.add(_link(tx, head, a, b, fact.id, stamp))
+                    _link(tx, edges, head, a, b, fact.id, stamp)
                 tx.txn.put(key, signature, db=tx.dbs.extracted)
                 extracted += 1
+            for node_key, node in nodes.items():
+                tx.txn.put(node_key, encode(node), db=tx.dbs.graph_nodes)
+            for edge_key, edge in edges.items():
+                tx.txn.put(edge_key, encode(edge), db=tx.dbs.graph_edges)
             return ExtractOutcome(examined, extracted, unchanged, len(nodes), len(edges))
 
         return self.write(run)
@@ -163,27 +171,33 @@ class GraphOps:
         return self.read(run)
 
 
-def _upsert_node(tx: Tx, head: bytes, entity: EntityLike, stamp: str) -> bytes:
+def _upsert_node(
+    tx: Tx, pending: dict[bytes, Node], head: bytes, entity: EntityLike, stamp: str
+) -> None:
     key = head + entity.id.encode()
-    raw = tx.txn.get(key, db=tx.dbs.graph_nodes)
-    node = (
-        _decode_node(raw)
-        if raw is not None
-        else Node(id=entity.id, label=entity.label, type=entity.type)
-    )
+    node = pending.get(key)
+    if node is None:
+        raw = tx.txn.get(key, db=tx.dbs.graph_nodes)
+        node = (
+            _decode_node(raw)
+            if raw is not None
+            else Node(id=entity.id, label=entity.label, type=entity.type)
+        )
+        pending[key] = node
     node.weight = 1.0
     node.last_seen = stamp
     node.mentions += 1
-    tx.txn.put(key, encode(node), db=tx.dbs.graph_nodes)
-    return key
 
 
-def _link(tx: Tx, head: bytes, a: str, b: str, fact_id: str, stamp: str) -> bytes:
+def _link(
+    tx: Tx, pending: dict[bytes, Edge], head: bytes, a: str, b: str, fact_id: str, stamp: str
+) -> None:
     key = head + a.encode() + SEP + b.encode()
-    raw = tx.txn.get(key, db=tx.dbs.graph_edges)
-    edge = _decode_edge(raw) if raw is not None else Edge(source=a, target=b, created_at=stamp)
+    edge = pending.get(key)
+    if edge is None:
+        raw = tx.txn.get(key, db=tx.dbs.graph_edges)
+        edge = _decode_edge(raw) if raw is not None else Edge(source=a, target=b, created_at=stamp)
+        pending[key] = edge
     if fact_id not in edge.sources:
-        edge.sources = ([*edge.sources, fact_id])[-MAX_EDGE_SOURCES:]
+        edge.sources = [*edge.sources, fact_id][-MAX_EDGE_SOURCES:]
     edge.weight = 1.0
-    tx.txn.put(key, encode(edge), db=tx.dbs.graph_edges)
-    return key

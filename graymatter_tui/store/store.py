@@ -468,22 +468,28 @@ class Store(CycleOps, GraphOps):
 
         def run(tx: Tx) -> list[Fact]:
             out = []
+            fmt = clock.format_time
             for item in pending:
                 created = item.created_at or tx.now
                 accessed = item.accessed_at or created
-                fact = Fact(
-                    id=item.fact_id or new_id(created),
-                    agent_id=item.agent_id,
-                    text=item.text,
-                    created_at=clock.format_time(created),
-                    accessed_at=clock.format_time(accessed),
-                    access_count=item.access_count,
-                    weight=item.weight,
-                    pinned=item.pinned,
-                    pinned_at=clock.format_time(created) if item.pinned else None,
+                created_at = fmt(created)
+                out.append(
+                    Fact(
+                        id=item.fact_id or new_id(created),
+                        agent_id=item.agent_id,
+                        text=item.text,
+                        created_at=created_at,
+                        accessed_at=created_at if accessed is created else fmt(accessed),
+                        access_count=item.access_count,
+                        weight=item.weight,
+                        pinned=item.pinned,
+                        pinned_at=created_at if item.pinned else None,
+                    )
                 )
-                tx.write_fact(fact, None)
-                out.append(fact)
+            known = [f.id for f in out if tx.agent_of(f.id) is not None]
+            if known or len({f.id for f in out}) != len(out):
+                raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
+            tx.insert_many(out)
             return out
 
         return self.write(run)

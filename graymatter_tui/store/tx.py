@@ -6,11 +6,15 @@ row, its id index entry, its state index entry and its agent's counts change tog
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
+from graymatter_tui import clock
 from graymatter_tui.errors import NotFound
 from graymatter_tui.model import CycleRecord, Fact, FactState
 from graymatter_tui.store.codec import (
@@ -26,6 +30,25 @@ SEP = b"\x00"
 LIVE = b"L"
 TOMB = b"T"
 
+# Vitals: the numbers decay and selection need, kept beside each fact row under the same
+# key so a cycle never has to decode 100k JSON rows. The weight here is authoritative:
+# decay rewrites only vitals, and every read of a fact takes its weight from them.
+VITALS = struct.Struct("<dqB")
+FLAG_PINNED = 1
+FLAG_TOMBSTONE = 2
+
+
+def epoch_ms(stamp: str) -> int:
+    try:
+        return int(datetime.fromisoformat(stamp).timestamp() * 1000)
+    except ValueError:
+        return int(clock.parse_time(stamp).timestamp() * 1000)
+
+
+def pack_vitals(fact: Fact) -> bytes:
+    flags = (FLAG_PINNED if fact.pinned else 0) | (FLAG_TOMBSTONE if fact.is_tombstone else 0)
+    return VITALS.pack(fact.weight, epoch_ms(fact.accessed_at), flags)
+
 
 @dataclass(frozen=True)
 class Dbs:
@@ -39,6 +62,7 @@ class Dbs:
     graph_nodes: Any
     graph_edges: Any
     extracted: Any
+    vitals: Any
 
 
 def fact_key(agent: str, fact_id: str) -> bytes:
@@ -66,12 +90,22 @@ class Tx:
         raw = self.txn.get(fact_id.encode(), db=self.dbs.ids)
         return None if raw is None else bytes(raw).decode()
 
+    def _decode(self, key: bytes, raw: Any) -> Fact:
+        fact = decode_fact(raw)
+        vitals = self.txn.get(key, db=self.dbs.vitals)
+        if vitals is not None:
+            weight = VITALS.unpack_from(vitals)[0]
+            if weight != fact.weight:
+                return msgspec.structs.replace(fact, weight=weight)
+        return fact
+
     def find(self, fact_id: str) -> Fact | None:
         agent = self.agent_of(fact_id)
         if agent is None:
             return None
-        raw = self.txn.get(fact_key(agent, fact_id), db=self.dbs.facts)
-        return None if raw is None else decode_fact(raw)
+        key = fact_key(agent, fact_id)
+        raw = self.txn.get(key, db=self.dbs.facts)
+        return None if raw is None else self._decode(key, raw)
 
     def load(self, fact_id: str) -> Fact:
         fact = self.find(fact_id)
@@ -81,7 +115,9 @@ class Tx:
 
     def write_fact(self, new: Fact, old: Fact | None) -> None:
         """Insert or replace one fact, keeping every index and count in step."""
-        self.txn.put(fact_key(new.agent_id, new.id), encode(new), db=self.dbs.facts)
+        key = fact_key(new.agent_id, new.id)
+        self.txn.put(key, encode(new), db=self.dbs.facts)
+        self.txn.put(key, pack_vitals(new), db=self.dbs.vitals)
         if old is None:
             self.txn.put(new.id.encode(), new.agent_id.encode(), db=self.dbs.ids)
         if old is None or _state_of(old) != _state_of(new):
@@ -91,8 +127,27 @@ class Tx:
         self._count(old, -1)
         self._count(new, +1)
 
+    def insert_many(self, facts: list[Fact]) -> None:
+        """Insert new facts in bulk (same rows as `write_fact` with no old fact)."""
+        keys = [fact_key(f.agent_id, f.id) for f in facts]
+        self.txn.cursor(db=self.dbs.facts).putmulti(
+            [(k, encode(f)) for k, f in zip(keys, facts, strict=True)]
+        )
+        self.txn.cursor(db=self.dbs.vitals).putmulti(
+            [(k, pack_vitals(f)) for k, f in zip(keys, facts, strict=True)]
+        )
+        self.txn.cursor(db=self.dbs.ids).putmulti(
+            [(f.id.encode(), f.agent_id.encode()) for f in facts]
+        )
+        self.txn.cursor(db=self.dbs.state).putmulti(
+            [(_state_key(f.agent_id, _state_of(f), f.id), b"") for f in facts]
+        )
+        for fact in facts:
+            self._count(fact, +1)
+
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
+        self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.vitals)
         self.txn.delete(fact.id.encode(), db=self.dbs.ids)
         self.txn.delete(_state_key(fact.agent_id, _state_of(fact), fact.id), db=self.dbs.state)
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.extracted)
@@ -176,25 +231,42 @@ class Tx:
                 upper = prefix + (before.encode() if before else b"\xff")
                 found = cursor.prev() if cursor.set_range(upper) else cursor.last()
                 while found:
-                    if not cursor.key().startswith(prefix):
+                    key = bytes(cursor.key())
+                    if not key.startswith(prefix):
                         break
-                    yield decode_fact(cursor.value())
+                    yield self._decode(key, cursor.value())
                     found = cursor.prev()
             else:
                 found = cursor.set_range(prefix)
                 while found:
-                    if not cursor.key().startswith(prefix):
+                    key = bytes(cursor.key())
+                    if not key.startswith(prefix):
                         break
-                    yield decode_fact(cursor.value())
+                    yield self._decode(key, cursor.value())
                     found = cursor.next()
             return
         get = self.txn.get
         facts_db = self.dbs.facts
         head = agent.encode() + SEP
         for fact_id in self.iter_ids(agent, state, before=before, newest_first=newest_first):
-            raw = get(head + fact_id.encode(), db=facts_db)
+            key = head + fact_id.encode()
+            raw = get(key, db=facts_db)
             if raw is not None:
-                yield decode_fact(raw)
+                yield self._decode(key, raw)
+
+    def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
+        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
+        prefix = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.vitals)
+        unpack = VITALS.unpack_from
+        found = cursor.set_range(prefix)
+        while found:
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            weight, accessed, flags = unpack(cursor.value())
+            yield bytes(key), weight, accessed, flags
+            found = cursor.next()
 
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)

@@ -1,0 +1,106 @@
+"""Helpers shared by the benchmarks: timing, fact generation and table printing."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from graymatter_tui.store import NewFact
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+WORDS = [
+    "deploy",
+    "staging",
+    "database",
+    "port",
+    "ledger",
+    "invoice",
+    "customer",
+    "ticket",
+    "refund",
+    "gateway",
+    "latency",
+    "backup",
+    "replica",
+    "runbook",
+    "incident",
+    "alert",
+    "metric",
+    "recall",
+    "summary",
+    "agent",
+    "memory",
+    "vector",
+]
+
+
+def fact_texts(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        f"{' '.join(rng.choices(WORDS, k=12)).capitalize()} (ref OPS-{rng.randint(1000, 9999)}) "
+        f"#{i}"
+        for i in range(n)
+    ]
+
+
+def new_facts(agent: str, n: int, *, seed: int = 7, dupes: float = 0.0) -> list[NewFact]:
+    rng = random.Random(seed)
+    texts = fact_texts(n, seed)
+    twins = set()
+    if dupes:
+        for i in range(0, n - 1, max(int(1 / dupes), 2)):
+            texts[i + 1] = texts[i] + " Confirmed."
+            twins.add(i + 1)
+    out = []
+    age = timedelta(0)
+    for index, text in enumerate(texts):
+        if index not in twins:  # a near-duplicate shares its twin's age, so both decay alike
+            age = timedelta(hours=rng.uniform(0, 24 * 90))
+        out.append(
+            NewFact(
+                agent_id=agent,
+                text=text,
+                created_at=NOW - age,
+                accessed_at=NOW - age / 2,
+                access_count=rng.randint(0, 5),
+            )
+        )
+    return out
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def best_of(n: int, fn: Callable[[], object]) -> float:
+    return min(timed(fn) for _ in range(n))
+
+
+def percentile(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    index = min(round(p / 100 * (len(ordered) - 1)), len(ordered) - 1)
+    return ordered[index]
+
+
+def median(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def row(name: str, raw: float, ours: float, unit: str = "s") -> str:
+    scale = 1000 if unit == "ms" else 1
+    ratio = ours / raw if raw else float("inf")
+    return (
+        f"| {name:<50} | {raw * scale:>10.3f} {unit} | {ours * scale:>10.3f} {unit} "
+        f"| {ratio:>5.2f}× |"
+    )
+
+
+HEADER = (
+    f"| {'operation':<50} | {'raw py-lmdb':>13} | {'graymatter':>13} | ratio  |\n"
+    f"|{'-' * 52}|{'-' * 15}|{'-' * 15}|--------|"
+)

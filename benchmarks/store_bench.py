@@ -1,0 +1,144 @@
+"""Store throughput against raw py-lmdb doing the same bytes, in one run.
+
+    python benchmarks/store_bench.py [--facts 100000]
+
+Raw baselines: the same Fact structs encoded with the same msgspec encoder and written
+with plain `txn.put` (bulk), read back with a cursor and the same typed decoder (scan),
+and one synchronous single-put transaction (remember). Goal (DESIGN.md §7): bulk and
+scan within 3× of raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import lmdb
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import HEADER, NOW, median, new_facts, percentile, row
+
+from graymatter_tui import clock
+from graymatter_tui.model import Fact
+from graymatter_tui.store import Store
+from graymatter_tui.store.ids import new_id
+
+encode = msgspec.json.Encoder().encode
+decode = msgspec.json.Decoder(Fact).decode
+
+
+def as_facts(items: list) -> list[Fact]:  # type: ignore[type-arg]
+    return [
+        Fact(
+            id=new_id(i.created_at),
+            agent_id=i.agent_id,
+            text=i.text,
+            created_at=clock.format_time(i.created_at),
+            accessed_at=clock.format_time(i.accessed_at),
+            access_count=i.access_count,
+        )
+        for i in items
+    ]
+
+
+def raw_bulk(path: str, facts: list[Fact], *, indexes: bool) -> tuple[float, lmdb.Environment]:
+    """Raw puts of the fact rows; with `indexes`, also the id-index and state-index rows our
+    store writes for each fact (the same bytes as our store)."""
+    env = lmdb.open(path, map_size=4 << 30, max_dbs=4, lib_version=0)
+    db, ids, state = env.open_db(b"facts"), env.open_db(b"ids"), env.open_db(b"state")
+    started = time.perf_counter()
+    with env.begin(write=True) as txn:
+        for f in facts:
+            agent, fid = f.agent_id.encode(), f.id.encode()
+            txn.put(agent + b"\0" + fid, encode(f), db=db)
+            if indexes:
+                txn.put(fid, agent, db=ids)
+                txn.put(agent + b"\0L\0" + fid, b"", db=state)
+    return time.perf_counter() - started, env
+
+
+def raw_scan(env: lmdb.Environment, agent: str) -> float:
+    db = env.open_db(b"facts")
+    prefix = agent.encode() + b"\0"
+    started = time.perf_counter()
+    with env.begin() as txn:
+        cursor = txn.cursor(db=db)
+        out = []
+        if cursor.set_range(prefix):
+            for key, value in cursor:
+                if not key.startswith(prefix):
+                    break
+                out.append(decode(value))
+    elapsed = time.perf_counter() - started
+    assert out
+    return elapsed
+
+
+def raw_remember(env: lmdb.Environment, n: int) -> list[float]:
+    db = env.open_db(b"facts")
+    samples = []
+    for i in range(n):
+        stamp = clock.format_time(NOW)
+        fact = Fact(
+            id=new_id(NOW), agent_id="solo", text=f"fact {i}", created_at=stamp, accessed_at=stamp
+        )
+        started = time.perf_counter()
+        with env.begin(write=True) as txn:
+            txn.put(b"solo\0" + fact.id.encode(), encode(fact), db=db)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--singles", type=int, default=300)
+    args = parser.parse_args()
+    items = new_facts("bench", args.facts)
+    facts = as_facts(items)
+    with (
+        tempfile.TemporaryDirectory() as raw_dir,
+        tempfile.TemporaryDirectory() as raw3_dir,
+        tempfile.TemporaryDirectory() as our_dir,
+    ):
+        raw_put, env = raw_bulk(raw_dir, facts, indexes=False)
+        raw3_put, env3 = raw_bulk(raw3_dir, facts, indexes=True)
+        env3.close()
+        store = Store.open(Path(our_dir) / "store", clock_fn=lambda: NOW)
+        started = time.perf_counter()
+        store.put_many(items)
+        our_put = time.perf_counter() - started
+
+        raw_read = min(raw_scan(env, "bench") for _ in range(3))
+        our_read = 1e9
+        for _ in range(3):
+            started = time.perf_counter()
+            got = store.list_facts("bench", "live")
+            our_read = min(our_read, time.perf_counter() - started)
+        assert len(got) == args.facts
+
+        raw_single = raw_remember(env, args.singles)
+        our_single = []
+        for i in range(args.singles):
+            started = time.perf_counter()
+            store.put("solo", f"fact {i}")
+            our_single.append(time.perf_counter() - started)
+        env.close()
+        store.close()
+
+    print(f"store_bench: {args.facts} facts, {args.singles} single writes, lmdb {lmdb.__version__}")
+    print(HEADER)
+    print(row(f"bulk put of {args.facts} facts (raw: same rows)", raw3_put, our_put))
+    print(row(f"bulk put of {args.facts} facts (raw: fact rows)", raw_put, our_put))
+    print(row(f"scan + decode one agent ({args.facts})", raw_read, our_read))
+    print(row("single remember p50", median(raw_single), median(our_single), "ms"))
+    print(row("single remember p99", percentile(raw_single, 99), percentile(our_single, 99), "ms"))
+
+
+if __name__ == "__main__":
+    main()
