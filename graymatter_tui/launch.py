@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
 from graymatter_tui.config import Settings
 from graymatter_tui.demo import create_demo
 from graymatter_tui.store import Store
@@ -33,10 +31,7 @@ def launch_tui(
     store = Store.open(settings.data_dir)
     if demo:
         create_demo(store)
-    try:
-        from graymatter_tui.app import GraymatterApp
-    except ImportError:
-        click.echo("The TUI is not available in this build yet; try `graymatter-tui status`.")
-        return
+    from graymatter_tui.app import GraymatterApp
+
     app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent=agent)
     app.run()

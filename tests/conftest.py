@@ -16,6 +16,7 @@ from graymatter_tui.store import Store
 FIXED_NOW = "2026-03-01T12:00:00Z"
 CLI_TIMEOUT = 120
 
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent's environment without any graymatter or summariser settings, plus `extra`."""
     env = {
@@ -32,7 +33,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run_graymatter(
     *args: str,
-    input: str | bytes | None = None,
+    input: str | bytes | None = None,  # noqa: A002 (mirrors subprocess.run)
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `python -m graymatter_tui ARGS` and decode its output as UTF-8."""
@@ -78,7 +79,7 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(
         *args: str,
-        input: str | bytes | None = None,
+        input: str | bytes | None = None,  # noqa: A002 (mirrors subprocess.run)
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}

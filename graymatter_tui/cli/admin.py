@@ -6,7 +6,6 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -15,40 +14,9 @@ from graymatter_tui.cli.common import common_options, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import InvalidInput
+from graymatter_tui.overview import status_payload
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import neutralise, validate_agent
-
-
-def status_payload(store: Store) -> dict[str, Any]:
-    agents = store.agents()
-    counters = store.counters()
-    info = store.info()
-    return {
-        "data_dir": info.data_dir,
-        "schema_version": info.schema_version,
-        "engine": info.engine,
-        "live_facts": sum(a.live_facts for a in agents),
-        "tombstones": sum(a.tombstones for a in agents),
-        "pinned": sum(a.pinned for a in agents),
-        "consolidations": counters.consolidations,
-        "facts_consumed": counters.facts_consolidated,
-        "reverts": counters.reverts,
-        "cycles": counters.cycles,
-        "generation": info.generation,
-        "file_bytes": info.file_bytes,
-        "map_size": info.map_size,
-        "map_used": info.map_used,
-        "agents": [
-            {
-                "agent_id": a.agent_id,
-                "live_facts": a.live_facts,
-                "tombstones": a.tombstones,
-                "pinned": a.pinned,
-                "avg_weight": a.avg_weight,
-            }
-            for a in agents
-        ],
-    }
 
 
 @click.command()

@@ -64,6 +64,9 @@ def build_diff(record: CycleRecord) -> Diff:
         rows.append(DiffRow("ignored", ignored.id, "", ignored.reason))
     for note in record.contradictions:
         rows.append(DiffRow("contradiction", "", note, "contradiction noted by the summariser"))
+    # Read like a diff: what goes (−), what replaces it (+), then what stayed and why.
+    order = {"consumed": 0, "summary": 1, "guarded": 2, "ignored": 3, "contradiction": 4, "kept": 5}
+    rows.sort(key=lambda r: order[r.kind])
     return Diff(
         rows=rows,
         consumed=sum(1 for r in rows if r.kind == "consumed"),

@@ -17,7 +17,7 @@ import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, NotFound
-from graymatter_tui.model import RETIRED, CycleRecord, Fact
+from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx
 
@@ -124,6 +124,20 @@ class CycleOps:
             return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
 
         return self.read(run) if dry_run else self.write(run)
+
+    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
+        """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
+
+        def run(tx: Tx) -> dict[str, float]:
+            prefix_len = len(agent.encode()) + 1
+            want_tomb = {"live": (False,), "tombstones": (True,), "all": (False, True)}[state]
+            return {
+                key[prefix_len:].decode(): weight
+                for key, weight, _accessed, flags in tx.iter_vitals(agent)
+                if bool(flags & FLAG_TOMBSTONE) in want_tomb
+            }
+
+        return self.read(run)
 
     def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
         """The live count, every live unpinned fact's (weight, id) from vitals alone, and

@@ -111,6 +111,7 @@ CASES: list[tuple[str, tuple[str, ...], str | None, str]] = [
     ("retire a tombstone", ("retire", "{retired}"), None, "tombstone"),
     ("retire a pinned fact", ("retire", "{pinned}"), None, "pinned"),
     ("import a missing file", ("import", "/nonexistent/graymatter.jsonl"), None, "cannot read"),
+    ("export to a missing dir", ("export", "--out", "/nonexistent/x.jsonl"), None, "cannot write"),
     ("bad GRAYMATTER_NOW", ("remember", "a", "x", "--env", "GRAYMATTER_NOW=soon"), None, "RFC"),
     ("bad GRAYMATTER_MAP_SIZE", ("status", "--env", "GRAYMATTER_MAP_SIZE=lots"), None, "MAP_SIZE"),
 ]
@@ -167,7 +168,9 @@ USAGE = [
 
 
 @pytest.mark.parametrize("args", [pytest.param(a, id=n) for n, a in USAGE])
-def test_usage_errors_exit_2(run_cli: RunCli, seeded: dict[str, str], args: tuple[str, ...]) -> None:
+def test_usage_errors_exit_2(
+    run_cli: RunCli, seeded: dict[str, str], args: tuple[str, ...]
+) -> None:
     done = run_cli(*args)
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr
@@ -215,7 +218,12 @@ ID_C = "01KG0000000000000000000003"
     ("lines", "needles"),
     [
         pytest.param(
-            [HEADER, _fact_line(ID_A, "good one"), '{"type": "fact", "fact": {', _fact_line(ID_B, "b")],
+            [
+                HEADER,
+                _fact_line(ID_A, "good one"),
+                '{"type": "fact", "fact": {',
+                _fact_line(ID_B, "b"),
+            ],
             ["nothing imported", "line 3", "malformed JSON"],
             id="malformed line in the middle",
         ),
@@ -250,7 +258,24 @@ ID_C = "01KG0000000000000000000003"
             id="malformed upstream array",
         ),
         pytest.param(
-            [json.dumps([{"id": ID_A, "agent_id": "x", "text": "t", "created_at": "2026-01-01T00:00:00Z"}, {"id": ID_A, "agent_id": "x", "text": "u", "created_at": "2026-01-01T00:00:00Z"}])],
+            [
+                json.dumps(
+                    [
+                        {
+                            "id": ID_A,
+                            "agent_id": "x",
+                            "text": "t",
+                            "created_at": "2026-01-01T00:00:00Z",
+                        },
+                        {
+                            "id": ID_A,
+                            "agent_id": "x",
+                            "text": "u",
+                            "created_at": "2026-01-01T00:00:00Z",
+                        },
+                    ]
+                )
+            ],
             ["nothing imported", "item 2", "duplicate id"],
             id="upstream duplicate id",
         ),

@@ -444,8 +444,9 @@ JSON_VALUES = st.recursive(
 
 @st.composite
 def answers(draw: st.DrawFn, ids: list[str], *, min_id: int = 1) -> str:
-    """Arbitrary text, arbitrary JSON, or proposal-shaped JSON with arbitrary contents."""
-    kind = draw(st.sampled_from(["text", "json", "proposal", "proposal", "proposal"]))
+    """Arbitrary text, arbitrary JSON, proposal-shaped JSON with arbitrary contents, or a
+    well-formed proposal naming batch ids, strangers and junk."""
+    kind = draw(st.sampled_from(["text", "json", "shaped", "valid", "valid"]))
     if kind == "text":
         return draw(st.text(max_size=200))
     if kind == "json":
@@ -456,16 +457,19 @@ def answers(draw: st.DrawFn, ids: list[str], *, min_id: int = 1) -> str:
     good_summary = st.sampled_from(
         ["merged", "Batch fact number one, two and six; SUP-1234 went to Maria Lopez."]
     )
-    obj: dict[str, Any] = {
-        "summary": draw(st.one_of(good_summary, st.text(max_size=120), JSON_VALUES)),
-        "consumes": draw(
-            st.one_of(
-                st.lists(an_id, max_size=12),
-                st.lists(st.one_of(an_id, JSON_SCALARS), max_size=12),
-                JSON_VALUES,
-            )
-        ),
-    }
+    obj: dict[str, Any]
+    if kind == "valid":
+        obj = {
+            "summary": draw(st.one_of(good_summary, st.text(min_size=1, max_size=120))),
+            "consumes": draw(st.lists(an_id, min_size=1, max_size=12)),
+        }
+    else:
+        obj = {
+            "summary": draw(st.one_of(st.text(max_size=120), JSON_VALUES)),
+            "consumes": draw(
+                st.one_of(st.lists(st.one_of(an_id, JSON_SCALARS), max_size=12), JSON_VALUES)
+            ),
+        }
     if draw(st.booleans()):
         obj["contradictions"] = draw(st.one_of(st.lists(st.text(max_size=20)), JSON_VALUES))
     text = json.dumps(obj, ensure_ascii=draw(st.booleans()))

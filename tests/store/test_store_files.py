@@ -56,7 +56,10 @@ def make_store(path: Path, n: int) -> None:
     with Store.open(path) as opened:
         for start in range(0, n, 1000):
             opened.put_many(
-                [NewFact("agent", f"fact {i} " + "x" * 200) for i in range(start, min(n, start + 1000))]
+                [
+                    NewFact("agent", f"fact {i} " + "x" * 200)
+                    for i in range(start, min(n, start + 1000))
+                ]
             )
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import pytest
+
+from graymatter_tui.errors import InvalidInput
 from graymatter_tui.store import NewFact, Store
 
 TINY_MAP = 64 * 1024
@@ -121,3 +125,48 @@ def test_reader_adopts_a_map_grown_by_another_process(tmp_path: Path) -> None:
     with Store.open(path) as reopened:
         counts = {a.agent_id: a.live_facts for a in reopened.agents()}
         assert counts == {"parent": 3002, "child": 12_001}
+
+
+def test_threads_writing_while_the_map_grows(tmp_path: Path) -> None:
+    """Writers and readers in several threads of one process share one Environment."""
+    store = Store.open(tmp_path / "threads", map_size=TINY_MAP)
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(40):
+                store.put_many(batch(f"thread-{k}", i * 20, 20))
+                assert len(store.list_facts(f"thread-{k}", limit=5)) == 5
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads), "a writer hung"
+        assert errors == []
+        assert {a.agent_id: a.live_facts for a in store.agents()} == {
+            f"thread-{k}": 800 for k in range(4)
+        }
+        assert store.info().map_size > 1_000_000
+    finally:
+        store.close()
+
+
+def test_graymatter_map_size_sets_the_initial_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAYMATTER_MAP_SIZE", str(3 * 1024 * 1024))
+    with Store.open(tmp_path / "env-map") as store:
+        assert store.info().map_size == 3 * 1024 * 1024
+    monkeypatch.setenv("GRAYMATTER_MAP_SIZE", "1000")  # clamped to the 64 KiB minimum
+    with Store.open(tmp_path / "env-map-small") as store:
+        assert store.info().map_size == TINY_MAP
+        store.put_many(batch("a", 0, 100))  # and it still grows
+        assert store.info().map_size > TINY_MAP
+    monkeypatch.setenv("GRAYMATTER_MAP_SIZE", "a lot")
+    with pytest.raises(InvalidInput, match="GRAYMATTER_MAP_SIZE"):
+        Store.open(tmp_path / "env-map-bad")

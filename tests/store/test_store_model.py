@@ -53,9 +53,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     # ---- helpers ----------------------------------------------------------------------
     def pick(self, index: int, *, live: bool | None = None) -> str | None:
-        candidates = sorted(
-            i for i, f in self.model.items() if live is None or f.live == live
-        )
+        candidates = sorted(i for i, f in self.model.items() if live is None or f.live == live)
         return candidates[index % len(candidates)] if candidates else None
 
     def wrote(self) -> None:
@@ -190,8 +188,7 @@ class StoreMachine(RuleBasedStateMachine):
                     (
                         i
                         for i, f in self.model.items()
-                        if f.agent == agent
-                        and (state == "all" or f.live == (state == "live"))
+                        if f.agent == agent and (state == "all" or f.live == (state == "live"))
                     ),
                     reverse=True,
                 )

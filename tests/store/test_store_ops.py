@@ -192,7 +192,9 @@ def test_keyset_paging_within_an_agent(
     _mixed_agent(cstore, manual_clock, "a", 17)
     _mixed_agent(cstore, manual_clock, "b", 5)
     full = ids(cstore.list_facts("a", state))
-    pages = page_through(lambda before: cstore.list_facts("a", state, limit=page_size, before=before))
+    pages = page_through(
+        lambda before: cstore.list_facts("a", state, limit=page_size, before=before)
+    )
     assert all(len(p) <= page_size for p in pages)
     assert all(len(p) == page_size for p in pages[:-1])
     assert [i for p in pages for i in p] == full
@@ -218,7 +220,9 @@ def test_keyset_paging_across_agents(
     )
     merged = cstore.list_facts(None, state)
     assert ids(merged) == expected
-    pages = page_through(lambda before: cstore.list_facts(None, state, limit=page_size, before=before))
+    pages = page_through(
+        lambda before: cstore.list_facts(None, state, limit=page_size, before=before)
+    )
     flat = [i for p in pages for i in p]
     assert flat == expected  # no gaps, no repeats, newest first
     assert len(set(flat)) == len(flat)
@@ -694,3 +698,34 @@ def test_context_manager_closes(tmp_path: Path) -> None:
         opened.put("a", "x")
     with pytest.raises(StoreError):
         opened.agents()
+
+
+# ---- validation limits ------------------------------------------------------------------
+
+
+def test_text_and_agent_size_limits_are_bytes(store: Store) -> None:
+    assert store.put("a", "x" * 65536).text == "x" * 65536  # exactly 64 KiB is fine
+    assert store.put("é" * 128, "ok").agent_id == "é" * 128  # 256 bytes is fine
+    with pytest.raises(InvalidInput, match="65537 bytes"):
+        store.put("a", "x" * 65537)
+    with pytest.raises(InvalidInput, match="65537 bytes"):
+        store.put("a", "x" * 65535 + "é")  # 65536 characters but 65537 bytes
+    with pytest.raises(InvalidInput, match="257"):
+        store.put("a" * 257, "x")
+    with pytest.raises(InvalidInput, match="258"):
+        store.put("é" * 129, "x")
+    with pytest.raises(InvalidInput):
+        store.put("a", "bad \ud800 surrogate")
+    for bad in ("a\nb", "a\tb", "a\x7fb", "a\x85b", "a\u202eb", "a\u2066b"):
+        with pytest.raises(InvalidInput, match="control character"):
+            store.put(bad, "x")
+    assert {a.agent_id for a in store.agents()} == {"a", "é" * 128}
+
+
+def test_show_of_a_tombstone_whose_replacement_was_deleted(store: Store) -> None:
+    old = store.put("a", "v1")
+    revision, tomb = store.revise(old.id, "v2")
+    store.delete([revision.id])
+    shown = store.show(old.id)
+    assert shown.fact == tomb
+    assert shown.replaced_by is None

@@ -1,0 +1,324 @@
+"""The Textual application: wiring, bindings, palette commands, workers and polling.
+No business logic lives here: every change goes through a Store method or the Cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from graymatter_tui.config import Settings
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.messages import StoreChanged
+from graymatter_tui.screens.consolidate import ConsolidatePane
+from graymatter_tui.screens.detail import FactDetailScreen
+from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
+from graymatter_tui.screens.facts import FactsPane
+from graymatter_tui.screens.help import HelpScreen
+from graymatter_tui.screens.journal import JournalPane
+from graymatter_tui.screens.status import StatusPane
+from graymatter_tui.screens.tombstones import TombstonesPane
+from graymatter_tui.store import Store
+from graymatter_tui.textsafe import neutralise
+
+TABS = ("facts", "tombstones", "consolidate", "journal", "status")
+POLL_SECONDS = 0.5
+
+
+class GraymatterApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "graymatter-tui"
+    BINDINGS = [
+        Binding("1", "tab('facts')", "Facts", id="tab-facts"),
+        Binding("2", "tab('tombstones')", "Tombstones", id="tab-tombstones"),
+        Binding("3", "tab('consolidate')", "Consolidate", id="tab-consolidate"),
+        Binding("4", "tab('journal')", "Journal", id="tab-journal"),
+        Binding("5", "tab('status')", "Status", id="tab-status"),
+        Binding("A", "choose_agent", "Agent", id="choose-agent"),
+        Binding("question_mark,f1", "help", "Help", id="help"),
+        Binding("ctrl+r", "reload", "Reload", id="reload"),
+        Binding("q,ctrl+q", "quit", "Quit", id="quit", priority=False),
+    ]
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        settings: Settings,
+        read_only: bool = False,
+        agent: str | None = None,
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.settings = settings
+        self.read_only = read_only
+        self.agent = agent or ""
+        self.poll_seconds = poll_seconds
+        self._generation = -1
+        self._dirty: set[str] = set(TABS)
+        self.last_error = ""
+
+    # ---- layout ----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("", id="topbar", markup=False)
+        with TabbedContent(initial="facts", id="tabs"):
+            with TabPane("1 Facts", id="facts"):
+                yield FactsPane(id="facts-pane")
+            with TabPane("2 Tombstones", id="tombstones"):
+                yield TombstonesPane(id="tombstones-pane")
+            with TabPane("3 Consolidate", id="consolidate"):
+                yield ConsolidatePane(id="consolidate-pane")
+            with TabPane("4 Journal", id="journal"):
+                yield JournalPane(id="journal-pane")
+            with TabPane("5 Status", id="status"):
+                yield StatusPane(id="status-pane")
+        yield Static("", id="errorbar", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if not self.agent:
+            agents = self._agents_or_none()
+            self.agent = agents[0] if agents else "default"
+        self.query_one("#errorbar", Static).display = False
+        self._poll()
+        self.set_interval(self.poll_seconds, self._poll)
+        self.query_one("#fact-list").focus()
+
+    def _agents_or_none(self) -> list[str]:
+        try:
+            return [a.agent_id for a in self.store.agents()]
+        except GraymatterError as exc:
+            self._show_error(str(exc))
+            return []
+
+    # ---- refreshing ------------------------------------------------------------------
+    def _pane(self, tab: str) -> Any:
+        return self.query_one(f"#{tab}-pane")
+
+    def _active_tab(self) -> str:
+        return self.query_one(TabbedContent).active or "facts"
+
+    def _reload_active(self) -> None:
+        tab = self._active_tab()
+        if tab in self._dirty:
+            pane = self._pane(tab)
+            if hasattr(pane, "reload"):
+                pane.reload()
+            self._dirty.discard(tab)
+        self._update_topbar()
+
+    def _poll(self) -> None:
+        """Pick up writes from any process (the generation moves with every write)."""
+        try:
+            generation = self.store.generation()
+        except GraymatterError as exc:
+            self._show_error(str(exc))
+            return
+        if generation != self._generation:
+            self._generation = generation
+            self._dirty = set(TABS)
+        try:
+            self._reload_active()
+        except GraymatterError as exc:
+            self._show_error(str(exc))
+            return
+        if self.last_error:
+            self._clear_error()
+
+    def _update_topbar(self) -> None:
+        badge = "  [READ-ONLY]" if self.read_only else ""
+        live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
+        self.query_one("#topbar", Static).update(
+            f" graymatter-tui · agent {neutralise(self.agent, one_line=True)} ({live} live)"
+            f" · {neutralise(str(self.store.path), one_line=True)}{badge}"
+        )
+        self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
+
+    def _show_error(self, message: str) -> None:
+        self.last_error = message
+        bar = self.query_one("#errorbar", Static)
+        bar.update(f" Store error: {neutralise(message, one_line=True)} — ctrl+r retries")
+        bar.display = True
+
+    def _clear_error(self) -> None:
+        self.last_error = ""
+        self.query_one("#errorbar", Static).display = False
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        try:
+            self._reload_active()
+        except GraymatterError as exc:
+            self._show_error(str(exc))
+        self._focus_tab(self._active_tab())
+
+    def _focus_tab(self, tab: str) -> None:
+        focus = {"facts": "#fact-list", "tombstones": "#tomb-list", "journal": "#journal-table"}
+        target = self.query_one(focus[tab]) if tab in focus else self._pane(tab)
+        target.focus()
+
+    def on_store_changed(self, message: StoreChanged) -> None:
+        self._poll()
+
+    # ---- services for panes ------------------------------------------------------------
+    def may_mutate(self) -> bool:
+        if self.read_only:
+            self.notify("Read-only mode: changes are disabled.", severity="warning")
+            return False
+        return True
+
+    def run_write(
+        self, label: str, fn: Callable[[], Any], then: Callable[[Any], None] | None = None
+    ) -> None:
+        """Run one store write in a worker thread (a write may wait for another process's
+        writer lock, which must never block the UI), then refresh."""
+
+        def job() -> None:
+            try:
+                result = fn()
+            except GraymatterError as exc:
+                self.call_from_thread(self.notify, str(exc), title="Not done", severity="error")
+                return
+            self.call_from_thread(self._after_write, label, result, then)
+
+        self.run_worker(job, thread=True, group="writes", exit_on_error=False, description=label)
+
+    def _after_write(self, label: str, result: Any, then: Callable[[Any], None] | None) -> None:
+        self.notify(label)
+        if then is not None:
+            then(result)
+        self._poll()
+
+    def show_fact(self, fact_id: str) -> None:
+        self.push_screen(FactDetailScreen(self.store, fact_id))
+
+    # ---- actions ---------------------------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        self._focus_tab(tab)
+
+    def action_reload(self) -> None:
+        self._clear_error()
+        self._dirty = set(TABS)
+        self._poll()
+        if not self.last_error:
+            self.notify("Reloaded.")
+
+    def action_help(self) -> None:
+        sections: list[tuple[str, list[Binding]]] = [
+            ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
+            ("Lists", [b for b in _bindings("VirtualList")]),
+            ("Facts", list(FactsPane.BINDINGS)),  # type: ignore[arg-type]
+            ("Tombstones", [Binding("enter", "", "Open the summary that replaced it")]),
+            ("Consolidate", list(ConsolidatePane.BINDINGS)),  # type: ignore[arg-type]
+            ("Journal", [Binding("enter", "", "Replay the cycle's diff"), *JournalPane.BINDINGS]),  # type: ignore[list-item]
+            ("Palette", [Binding("ctrl+p", "", "Command palette: agent, cycle, export, theme")]),
+        ]
+        self.push_screen(HelpScreen(sections))
+
+    def action_choose_agent(self) -> None:
+        try:
+            agents = self.store.agents()
+        except GraymatterError as exc:
+            self._show_error(str(exc))
+            return
+        choices = [
+            (a.agent_id, f"{a.agent_id}  ({a.live_facts} live, {a.tombstones} tombstones)")
+            for a in agents
+        ]
+        if not choices:
+            self.notify("The store has no agents yet.")
+            return
+
+        def chosen(agent: str | None) -> None:
+            if agent and agent != self.agent:
+                self.agent = agent
+                self._dirty = set(TABS)
+                self._pane("consolidate").agent_changed()
+                self._reload_active()
+
+        self.push_screen(ChooseScreen("Agent", choices, self.agent), chosen)
+
+    def action_export(self) -> None:
+        default = str(self.store.path / "export.jsonl")
+
+        def chosen(path: str | None) -> None:
+            if not path:
+                return
+            from pathlib import Path
+
+            from graymatter_tui import exchange
+
+            def job() -> int:
+                data = b"".join(line + b"\n" for line in exchange.export_jsonl(self.store))
+                Path(path).expanduser().write_bytes(data)
+                return len(data)
+
+            self.run_write(f"exported to {path}", job)
+
+        self.push_screen(LineEntryScreen("Export everything (jsonl) to file", default), chosen)
+
+    def _pane_action(self, tab: str, action: str) -> Callable[[], None]:
+        def run() -> None:
+            self.action_tab(tab)
+            getattr(self._pane(tab), f"action_{action}")()
+
+        return run
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Switch agent", "Choose the agent to show", self.action_choose_agent)
+        yield SystemCommand(
+            "New cycle",
+            "Start a new consolidation cycle",
+            self._pane_action("consolidate", "new_cycle"),
+        )
+        yield SystemCommand(
+            "Step cycle",
+            "Run the next stage of the cycle",
+            self._pane_action("consolidate", "next_stage"),
+        )
+        yield SystemCommand(
+            "Run cycle to the end",
+            "Run every remaining stage",
+            self._pane_action("consolidate", "run_to_end"),
+        )
+        yield SystemCommand(
+            "Apply proposal",
+            "Apply the reviewed proposal",
+            self._pane_action("consolidate", "apply"),
+        )
+        yield SystemCommand(
+            "Reject proposal",
+            "Discard the reviewed proposal",
+            self._pane_action("consolidate", "reject"),
+        )
+        yield SystemCommand(
+            "Choose summariser",
+            "ollama, anthropic, local or none",
+            self._pane_action("consolidate", "choose_summariser"),
+        )
+        yield SystemCommand(
+            "Revert cycle",
+            "Revert the cycle selected in the journal",
+            self._pane_action("journal", "revert"),
+        )
+        yield SystemCommand(
+            "Pin or unpin fact",
+            "Toggle the pin of the selected fact",
+            self._pane_action("facts", "pin"),
+        )
+        yield SystemCommand(
+            "Export", "Export every fact and the journal to a jsonl file", self.action_export
+        )
+        yield SystemCommand("Reload", "Read the store again", self.action_reload)
+
+
+def _bindings(widget: str) -> list[Binding]:
+    from graymatter_tui.widgets.virtual_list import VirtualList
+
+    return [b for b in VirtualList.BINDINGS if isinstance(b, Binding)]

@@ -1,0 +1,46 @@
+"""Store-wide figures shared by `status` and the TUI's Status screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graymatter_tui.store import Store
+
+
+def status_payload(store: Store) -> dict[str, Any]:
+    agents = store.agents()
+    counters = store.counters()
+    info = store.info()
+    return {
+        "data_dir": info.data_dir,
+        "schema_version": info.schema_version,
+        "engine": info.engine,
+        "live_facts": sum(a.live_facts for a in agents),
+        "tombstones": sum(a.tombstones for a in agents),
+        "pinned": sum(a.pinned for a in agents),
+        "consolidations": counters.consolidations,
+        "facts_consumed": counters.facts_consolidated,
+        "reverts": counters.reverts,
+        "cycles": counters.cycles,
+        "generation": info.generation,
+        "file_bytes": info.file_bytes,
+        "map_size": info.map_size,
+        "map_used": info.map_used,
+        "agents": [
+            {
+                "agent_id": a.agent_id,
+                "live_facts": a.live_facts,
+                "tombstones": a.tombstones,
+                "pinned": a.pinned,
+                "avg_weight": a.avg_weight,
+            }
+            for a in agents
+        ],
+    }
+
+
+def weight_histogram(weights: list[float], buckets: int = 10) -> list[int]:
+    counts = [0] * buckets
+    for weight in weights:
+        counts[min(int(weight * buckets), buckets - 1)] += 1
+    return counts

@@ -1,0 +1,1 @@
+"""Screens and the tab panes of the main screen, one file each."""

@@ -1,0 +1,301 @@
+"""Consolidate: run a cycle stage by stage and read the proposal as a diff before apply.
+
+Store stages run in a thread (LMDB write transactions begin and commit there); the model
+call is awaited in an async worker so `esc` can cancel it and the UI never freezes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from graymatter_tui.consolidation import summarisers
+from graymatter_tui.consolidation.cycle import STAGE_TITLES, STAGES, Cycle, CycleOptions
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.messages import StoreChanged
+from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.dialogs import ChooseScreen
+from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.diff_view import DiffView
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SUMMARISER_CHOICES = [
+    ("ollama", "ollama — local model over HTTP"),
+    ("anthropic", "anthropic — Messages API"),
+    ("local", "local — offline near-duplicate merge"),
+    ("none", "none — decay and prune only"),
+]
+
+
+class ConsolidatePane(Vertical, can_focus=True):
+    BINDINGS = [
+        Binding("n", "next_stage", "Next stage", id="cycle-next"),
+        Binding("a", "apply", "Apply", id="cycle-apply"),
+        Binding("r", "reject", "Reject", id="cycle-reject"),
+        Binding("p", "repropose", "Propose again", id="cycle-repropose"),
+        Binding("g", "run_to_end", "Run to end", id="cycle-run"),
+        Binding("c", "new_cycle", "New cycle", id="cycle-new"),
+        Binding("m", "choose_summariser", "Summariser", id="cycle-summariser"),
+        Binding("escape", "cancel", "Cancel call", id="cycle-cancel"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.cycle: Cycle | None = None
+        self.busy = False
+        self._call_started: float | None = None
+        self._worker: Worker[None] | None = None
+        self._reach = "checking…"
+        self._note = ""
+
+    @property
+    def host(self) -> Host:
+        return cast(Host, self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="summariser-line", classes="pane-bar-line", markup=False)
+        yield Static("", id="stepper", markup=False)
+        yield Static("", id="call-status", markup=False)
+        yield DiffView(id="diff")
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._tick)
+        self.check_summariser()
+        self.render_state()
+
+    # ---- rendering -----------------------------------------------------------------------
+    def render_state(self) -> None:
+        settings = self.host.settings
+        line = Text()
+        line.append(" Summariser ", style="bold")
+        line.append(settings.summariser, style="bold cyan")
+        line.append(f"  {self._reach}", style="dim")
+        line.append(f"   guard {settings.guard} · threshold {settings.threshold} · ")
+        line.append(f"max batch {settings.max_batch}   (m change)", style="dim")
+        self.query_one("#summariser-line", Static).update(line)
+        self.query_one("#stepper", Static).update(self._stepper())
+        record = self.cycle.record if self.cycle else None
+        self.query_one(DiffView).show_record(record)
+
+    def _stepper(self) -> Text:
+        out = Text()
+        cycle = self.cycle
+        if cycle is None:
+            out.append(" No cycle yet. ", style="dim")
+            out.append("n", style="bold")
+            out.append(" starts one and runs the first stage; ", style="dim")
+            out.append("g", style="bold")
+            out.append(" runs it to the end.\n", style="dim")
+            if self._note:
+                out.append(f" {self._note}\n", style="yellow")
+            return out
+        done = {r.stage: r for r in cycle.record.stages}
+        out.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
+        out.append(neutralise(cycle.agent, one_line=True), style="bold")
+        out.append(f" · {cycle.record.summariser}\n", style="dim")
+        for stage in STAGES:
+            result = done.get(stage)
+            if result is not None:
+                out.append("  ✓ ", style="green")
+                out.append(f"{STAGE_TITLES[stage]:<17}", style="bold")
+                out.append(neutralise(result.summary, one_line=True) + "\n")
+            elif stage == cycle.next_stage:
+                marker = SPINNER[int(time.monotonic() * 10) % len(SPINNER)] if self.busy else "▶"
+                out.append(f"  {marker} ", style="bold yellow")
+                out.append(f"{STAGE_TITLES[stage]:<17}", style="bold yellow reverse")
+                hint = "running…" if self.busy else self._hint(stage)
+                out.append(f" {hint}\n", style="yellow")
+            else:
+                out.append(f"  · {STAGE_TITLES[stage]}\n", style="dim")
+        if cycle.done:
+            outcome = cycle.record.outcome
+            color = "green" if outcome == "applied" else "yellow"
+            out.append(f"\n Outcome: {outcome}", style=f"bold {color}")
+            if cycle.record.reason:
+                out.append(f" — {neutralise(cycle.record.reason, one_line=True)}")
+            out.append("   (c new cycle)\n", style="dim")
+        if self._note:
+            out.append(f" {self._note}\n", style="yellow")
+        return out
+
+    def _hint(self, stage: str) -> str:
+        if stage == "apply" and self.cycle and not self.cycle.decided:
+            return "a apply · r reject · p propose again"
+        if stage == "propose":
+            return "n call the summariser · esc cancels a running call"
+        return "n next"
+
+    def _tick(self) -> None:
+        status = self.query_one("#call-status", Static)
+        if self._call_started is None:
+            status.update("")
+            return
+        elapsed = time.monotonic() - self._call_started
+        spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
+        status.update(
+            Text(
+                f" {spin} waiting for {self.host.settings.summariser}: {elapsed:5.1f} s   "
+                "(esc cancels)",
+                style="bold yellow",
+            )
+        )
+        self.query_one("#stepper", Static).update(self._stepper())
+
+    # ---- running stages --------------------------------------------------------------
+    def _new_cycle(self) -> Cycle:
+        settings = self.host.settings
+        return Cycle(
+            self.host.store,
+            self.host.agent,
+            summarisers.from_settings(settings),
+            CycleOptions.from_settings(settings),
+        )
+
+    def _start(
+        self, *, one: bool = False, through_review: bool = False, to_end: bool = False
+    ) -> None:
+        if self.busy:
+            self.app.notify("A stage is still running.", severity="warning")
+            return
+        if not self.host.may_mutate():
+            return
+        self._note = ""
+        if self.cycle is None or self.cycle.done:
+            try:
+                self.cycle = self._new_cycle()
+            except GraymatterError as exc:
+                self.app.notify(str(exc), severity="error")
+                return
+        self.busy = True
+        self._worker = self._run(self.cycle, one=one, through_review=through_review, to_end=to_end)
+
+    @work(exclusive=True, group="cycle", exit_on_error=False)
+    async def _run(self, cycle: Cycle, *, one: bool, through_review: bool, to_end: bool) -> None:
+        try:
+            while not cycle.done:
+                stage = cycle.next_stage
+                if stage == "propose":
+                    self._call_started = time.monotonic()
+                    try:
+                        await cycle.propose()
+                    finally:
+                        self._call_started = None
+                else:
+                    await asyncio.to_thread(cycle.advance)
+                self.render_state()
+                if one or (through_review and stage == "review"):
+                    break
+                if not to_end and cycle.at_review and not cycle.decided:
+                    break
+        finally:
+            self.busy = False
+            self.render_state()
+            self.app.post_message(StoreChanged())
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._worker:
+            return
+        if event.state == WorkerState.CANCELLED:
+            self._note = "Model call cancelled: p asks again, c abandons this cycle."
+            self.busy = False
+            self._call_started = None
+            self.render_state()
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.busy = False
+            self._call_started = None
+            self._note = f"Stage failed: {error}" if error else "Stage failed"
+            self.app.notify(self._note + " — ctrl+r retries", severity="error")
+            self.render_state()
+
+    # ---- actions ---------------------------------------------------------------------
+    def action_next_stage(self) -> None:
+        self._start(one=True)
+
+    def action_run_to_end(self) -> None:
+        self._start(to_end=True)
+
+    def action_new_cycle(self) -> None:
+        if self.busy:
+            self.app.notify("Cancel the running call first (esc).", severity="warning")
+            return
+        if self.cycle is not None and not self.cycle.done:
+            self.host.run_write("cycle abandoned", self.cycle.cancel)
+        self.cycle = None
+        self._note = ""
+        self.render_state()
+
+    def action_apply(self) -> None:
+        if self.cycle is None or not self.cycle.at_review or self.cycle.decided:
+            self.app.notify("Nothing to apply: step to review first (n).", severity="warning")
+            return
+        self._start(to_end=True)
+
+    def action_reject(self) -> None:
+        cycle = self.cycle
+        if cycle is None or not cycle.at_review or self.busy:
+            self.app.notify("Nothing to reject: step to review first (n).", severity="warning")
+            return
+
+        def after(_result: object) -> None:
+            self.render_state()
+
+        self.host.run_write("proposal rejected; nothing applied", cycle.reject, after)
+
+    def action_repropose(self) -> None:
+        cycle = self.cycle
+        if cycle is None or self.busy:
+            return
+        try:
+            cycle.repropose()
+        except GraymatterError as exc:
+            self.app.notify(str(exc), severity="warning")
+            return
+        self._start(through_review=True)
+
+    def action_cancel(self) -> None:
+        if self.busy and self._worker is not None and self._call_started is not None:
+            self._worker.cancel()
+        elif self.busy:
+            self.app.notify("A store stage is finishing; it cannot be interrupted.")
+
+    def action_choose_summariser(self) -> None:
+        if self.busy:
+            return
+
+        def chosen(value: str | None) -> None:
+            if value:
+                self.host.settings = self.host.settings.with_overrides(summariser=value)
+                self._reach = "checking…"
+                self.check_summariser()
+                self.render_state()
+
+        self.app.push_screen(
+            ChooseScreen("Summariser", SUMMARISER_CHOICES, self.host.settings.summariser), chosen
+        )
+
+    @work(exclusive=True, group="reach", exit_on_error=False)
+    async def check_summariser(self) -> None:
+        summariser = summarisers.from_settings(self.host.settings)
+        if summariser is None:
+            self._reach = "✓ nothing to contact"
+        else:
+            reach = await summariser.check()
+            self._reach = ("✓ " if reach.ok else "✗ ") + reach.detail
+        self.render_state()
+
+    def agent_changed(self) -> None:
+        if self.cycle is not None and not self.cycle.done and not self.busy:
+            self.host.run_write("cycle abandoned (agent changed)", self.cycle.cancel)
+        if not self.busy:
+            self.cycle = None
+        self.render_state()

@@ -1,0 +1,116 @@
+"""The fact-detail modal: every field, the text, and the receipt chain both ways.
+
+Selecting a related fact opens its own detail on top, so `esc` walks back the chain.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.model import Fact
+from graymatter_tui.store import Store
+from graymatter_tui.textsafe import neutralise
+
+
+def _field_table(fact: Fact) -> Text:
+    if fact.is_live:
+        state = "live, pinned" if fact.pinned else "live"
+    elif fact.is_retired:
+        state = "tombstone — retired by agent (no replacement)"
+    else:
+        state = f"tombstone — superseded by {fact.superseded_by}"
+    rows = [
+        ("id", fact.id),
+        ("agent", neutralise(fact.agent_id, one_line=True)),
+        ("state", state),
+        ("weight", f"{fact.weight:.4f}"),
+        ("created", fact.created_at),
+        ("accessed", f"{fact.accessed_at}  ({fact.access_count} times)"),
+        ("pinned at", fact.pinned_at or "—"),
+        ("cycle", fact.cycle_id or "—"),
+    ]
+    out = Text()
+    for key, value in rows:
+        out.append(f"{key:>10}  ", style="bold")
+        out.append(value + "\n")
+    return out
+
+
+class FactDetailScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="detail-back"),
+    ]
+
+    def __init__(self, store: Store, fact_id: str) -> None:
+        super().__init__()
+        self.store = store
+        self.fact_id = fact_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog detail"):
+            yield Static("", id="detail-title", classes="dialog-title", markup=False)
+            with VerticalScroll(id="detail-body"):
+                yield Static("", id="detail-fields", markup=False)
+                yield Static("", id="detail-text", classes="detail-text", markup=False)
+            yield Static("", id="detail-chain-title", classes="dialog-subtitle", markup=False)
+            yield OptionList(id="detail-chain", markup=False)
+            yield Static("enter open · esc back", classes="dialog-hint", markup=False)
+
+    def on_mount(self) -> None:
+        try:
+            result = self.store.show(self.fact_id)
+        except GraymatterError as exc:
+            self.query_one("#detail-title", Static).update(f"Cannot show {self.fact_id}: {exc}")
+            return
+        fact = result.fact
+        kind = "Summary" if result.consumed else ("Tombstone" if fact.is_tombstone else "Fact")
+        self.query_one("#detail-title", Static).update(f"{kind} {fact.id}")
+        self.query_one("#detail-fields", Static).update(_field_table(fact))
+        self.query_one("#detail-text", Static).update(Text(neutralise(fact.text)))
+        chain = self.query_one("#detail-chain", OptionList)
+        options: list[Option] = []
+        if result.replaced_by is not None:
+            options.append(
+                Option(
+                    Text.assemble(
+                        ("replaced by  ", "bold green"),
+                        neutralise(result.replaced_by.text, one_line=True),
+                    ),
+                    id=result.replaced_by.id,
+                )
+            )
+        elif fact.is_tombstone and not fact.is_retired:
+            options.append(
+                Option(f"replaced by {fact.superseded_by} (pruned since)", disabled=True)
+            )
+        for consumed in result.consumed:
+            options.append(
+                Option(
+                    Text.assemble(
+                        ("consumed  − ", "bold red"), neutralise(consumed.text, one_line=True)
+                    ),
+                    id=consumed.id,
+                )
+            )
+        title = self.query_one("#detail-chain-title", Static)
+        if options:
+            title.update(f"Receipt chain ({len(result.consumed)} consumed)")
+            chain.add_options(options)
+            chain.focus()
+        else:
+            title.update("No receipt chain: nothing replaced this fact and it consumed nothing.")
+            chain.display = False
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.push_screen(FactDetailScreen(self.store, event.option.id))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,194 @@
+"""Facts: the live facts of the chosen agent, filtered as you type, sorted by recency or
+weight. Drawn line by line, so 1M facts open as fast as 100."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Static
+
+from graymatter_tui.model import Fact
+from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
+from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.widgets.virtual_list import VirtualList
+
+SORTS = ("recency", "weight")
+
+
+class FactsPane(Vertical):
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="facts-filter"),
+        Binding("s", "toggle_sort", "Sort", id="facts-sort"),
+        Binding("p", "pin", "Pin/unpin", id="facts-pin"),
+        Binding("a", "add", "Add", id="facts-add"),
+        Binding("e", "revise", "Revise", id="facts-revise"),
+        Binding("x", "retire", "Retire", id="facts-retire"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sort = "recency"
+        self.query_text = ""
+        self._all_ids: list[str] = []
+        self._texts: dict[str, str] | None = None
+        self._weights: dict[str, float] | None = None
+
+    @property
+    def host(self) -> Host:
+        return cast(Host, self.app)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-bar"):
+            yield Input(placeholder="filter (/) — type to narrow, esc to return", id="filter")
+            yield Static("", id="facts-info", classes="pane-info", markup=False)
+        yield VirtualList(id="fact-list", empty_text="No live facts for this agent.")
+
+    @property
+    def fact_list(self) -> VirtualList:
+        return self.query_one("#fact-list", VirtualList)
+
+    def current_fact(self) -> Fact | None:
+        source = self.fact_list.source
+        if isinstance(source, FactRows):
+            return source.fact(self.fact_list.cursor)
+        return None
+
+    # ---- data ------------------------------------------------------------------------
+    def reload(self, *, keep: bool = True) -> None:
+        """Read ids again (after a write or an agent change), keeping the cursor's fact."""
+        keep_id = None
+        if keep and (current := self.current_fact()) is not None:
+            keep_id = current.id
+        store = self.host.store
+        self._all_ids = store.fact_ids(self.host.agent, "live")
+        self._texts = None
+        self._weights = None
+        if self.query_text:
+            self._build_text_index()
+        self._show(keep_id)
+
+    def _visible_ids(self) -> list[str]:
+        ids = self._all_ids
+        if self.query_text and self._texts is not None:
+            needle = self.query_text.casefold()
+            texts = self._texts
+            ids = [i for i in ids if needle in texts.get(i, "")]
+        if self.sort == "weight":
+            if self._weights is None:
+                self._weights = self.host.store.weights(self.host.agent, "live")
+            weights = self._weights
+            ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i))
+        return ids
+
+    def _show(self, keep_id: str | None = None) -> None:
+        ids = self._visible_ids()
+        rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
+        cursor = rows.index_of(keep_id) if keep_id else None
+        self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
+        info = f"{len(ids)} of {len(self._all_ids)}" if self.query_text else f"{len(ids)} live"
+        if self.query_text and self._texts is None:
+            info = "indexing text…"
+        self.query_one("#facts-info", Static).update(f"{info} · sorted by {self.sort}")
+
+    @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
+    def _build_text_index(self) -> None:
+        facts = self.host.store.list_facts(self.host.agent, "live")
+        texts = {f.id: f.text.casefold() for f in facts}
+        self.app.call_from_thread(self._index_ready, texts)
+
+    def _index_ready(self, texts: dict[str, str]) -> None:
+        self._texts = texts
+        self._show()
+
+    # ---- events ----------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        if self.query_text and self._texts is None:
+            self._build_text_index()
+        self._show()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.fact_list.focus()
+
+    def on_key(self, event: Any) -> None:
+        if event.key == "escape" and self.query_one("#filter", Input).has_focus:
+            self.fact_list.focus()
+            event.stop()
+
+    def on_virtual_list_selected(self, event: VirtualList.Selected) -> None:
+        fact = self.current_fact()
+        if fact is not None:
+            self.host.show_fact(fact.id)
+
+    # ---- actions ---------------------------------------------------------------------
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_toggle_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        current = self.current_fact()
+        self._show(current.id if current else None)
+
+    def action_pin(self) -> None:
+        fact = self.current_fact()
+        if fact is None or not self.host.may_mutate():
+            return
+        store = self.host.store
+        if fact.pinned:
+            self.host.run_write(f"unpinned {fact.id}", lambda: store.unpin(fact.id))
+        else:
+            self.host.run_write(f"pinned {fact.id}", lambda: store.pin(fact.id))
+
+    def action_add(self) -> None:
+        if not self.host.may_mutate():
+            return
+        agent = self.host.agent
+        store = self.host.store
+
+        def done(text: str | None) -> None:
+            if text and text.strip():
+                self.host.run_write("fact added", lambda: store.put(agent, text))
+
+        self.app.push_screen(TextEntryScreen(f"New fact for {agent}"), done)
+
+    def action_revise(self) -> None:
+        fact = self.current_fact()
+        if fact is None or not self.host.may_mutate():
+            return
+        store = self.host.store
+
+        def done(text: str | None) -> None:
+            if text is not None and text != fact.text:
+                self.host.run_write(
+                    "fact revised (the old text is kept as a tombstone)",
+                    lambda: store.revise(fact.id, text),
+                )
+
+        self.app.push_screen(
+            TextEntryScreen(f"Revise {fact.id}", fact.text, hint="ctrl+s save · esc cancel"),
+            done,
+        )
+
+    def action_retire(self) -> None:
+        fact = self.current_fact()
+        if fact is None or not self.host.may_mutate():
+            return
+        store = self.host.store
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.host.run_write(f"retired {fact.id}", lambda: store.retire(fact.id))
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Retire this fact? It becomes a tombstone (kept until decay prunes it).",
+                fact.text,
+                yes="Retire",
+            ),
+            done,
+        )

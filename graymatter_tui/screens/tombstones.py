@@ -1,0 +1,62 @@
+"""Tombstones: every superseded fact with its receipt — the summary that replaced it (or
+"retired by agent"), the cycle, its weight and the days left before pruning."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from graymatter_tui.model import Fact
+from graymatter_tui.screens.base import Host
+from graymatter_tui.widgets.fact_rows import TombstoneRows
+from graymatter_tui.widgets.virtual_list import VirtualList
+
+
+class TombstonesPane(Vertical):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+
+    @property
+    def host(self) -> Host:
+        return cast(Host, self.app)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-bar"):
+            yield Static(
+                " weight  prune  text (struck through)" + " " * 26 + "→ [cycle] replaced by",
+                classes="pane-header",
+                markup=False,
+            )
+            yield Static("", id="tombs-info", classes="pane-info", markup=False)
+        yield VirtualList(id="tomb-list", empty_text="No tombstones: nothing has been superseded.")
+
+    @property
+    def tomb_list(self) -> VirtualList:
+        return self.query_one("#tomb-list", VirtualList)
+
+    def current_fact(self) -> Fact | None:
+        source = self.tomb_list.source
+        return source.fact(self.tomb_list.cursor) if isinstance(source, TombstoneRows) else None
+
+    def reload(self, *, keep: bool = True) -> None:
+        keep_id = None
+        if keep and (current := self.current_fact()) is not None:
+            keep_id = current.id
+        store = self.host.store
+        ids = store.fact_ids(self.host.agent, "tombstones")
+        rows = TombstoneRows(ids, store.get_many, store.now(), self.host.settings.half_life_hours)
+        cursor = rows.index_of(keep_id) if keep_id else None
+        self.tomb_list.set_source(rows, cursor=cursor or 0)
+        self.query_one("#tombs-info", Static).update(f"{len(ids)} tombstones")
+
+    def on_virtual_list_selected(self, event: VirtualList.Selected) -> None:
+        fact = self.current_fact()
+        if fact is None:
+            return
+        if fact.is_tombstone and not fact.is_retired:
+            self.host.show_fact(fact.superseded_by)
+        else:
+            self.host.show_fact(fact.id)

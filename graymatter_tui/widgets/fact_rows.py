@@ -1,0 +1,139 @@
+"""Row sources for the fact lists: facts fetched from the store a page at a time, only
+for the rows being drawn, and formatted as literal text (never markup)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.segment import Segment
+from rich.style import Style
+
+from graymatter_tui import clock
+from graymatter_tui.model import Fact
+from graymatter_tui.textsafe import neutralise
+
+PAGE = 64
+BAR_CELLS = 8
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+DIM = Style(dim=True)
+PIN = Style(color="yellow", bold=True)
+BAR = Style(color="green")
+BAR_LOW = Style(color="red")
+
+
+def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
+    eighths = max(0, min(round(weight * cells * 8), cells * 8))
+    full, part = divmod(eighths, 8)
+    bar = "█" * full + (_BLOCKS[part] if part else "")
+    return bar.ljust(cells)
+
+
+def age_text(now: datetime, stamp: str) -> str:
+    seconds = max((now - clock.parse_time(stamp)).total_seconds(), 0.0)
+    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds // 60)}m"
+
+
+def days_until_prune(fact: Fact, now: datetime, half_life_hours: float) -> float:
+    """Days until decay takes the weight below 0.01 (0 when it already is)."""
+    if fact.pinned:
+        return math.inf
+    if fact.weight < 0.01:
+        return 0.0
+    hours = (now - clock.parse_time(fact.accessed_at)).total_seconds() / 3600
+    return max(half_life_hours * math.log2(100) - hours, 0.0) / 24
+
+
+class FactRows:
+    """Live facts: pin star, weight bar, age, access count, text."""
+
+    def __init__(
+        self, ids: list[str], fetch: Callable[[list[str]], list[Fact | None]], now: datetime
+    ) -> None:
+        self.ids = ids
+        self._fetch = fetch
+        self.now = now
+        self._cache: dict[str, Fact | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def fact(self, index: int) -> Fact | None:
+        if not 0 <= index < len(self.ids):
+            return None
+        fact_id = self.ids[index]
+        if fact_id not in self._cache:
+            start = max(index - PAGE // 4, 0)
+            wanted = [i for i in self.ids[start : start + PAGE] if i not in self._cache]
+            for wanted_id, found in zip(wanted, self._fetch(wanted), strict=True):
+                self._cache[wanted_id] = found
+        return self._cache.get(fact_id)
+
+    def index_of(self, fact_id: str) -> int | None:
+        try:
+            return self.ids.index(fact_id)
+        except ValueError:
+            return None
+
+    def row(self, index: int, width: int) -> list[Segment]:
+        fact = self.fact(index)
+        if fact is None:
+            return [Segment("  (gone)", DIM)]
+        star = Segment(" ★ " if fact.pinned else "   ", PIN)
+        bar_style = BAR_LOW if fact.weight < 0.1 else BAR
+        return [
+            star,
+            Segment(weight_bar(fact.weight), bar_style),
+            Segment(f" {fact.weight:4.2f} {age_text(self.now, fact.created_at):>4} ", DIM),
+            Segment(f"{fact.access_count:>4}  ", DIM),
+            Segment(neutralise(fact.text, one_line=True)),
+        ]
+
+
+class TombstoneRows(FactRows):
+    """Tombstones with their receipt: what replaced them, the cycle, days until prune."""
+
+    def __init__(
+        self,
+        ids: list[str],
+        fetch: Callable[[list[str]], list[Fact | None]],
+        now: datetime,
+        half_life_hours: float,
+    ) -> None:
+        super().__init__(ids, fetch, now)
+        self.half_life_hours = half_life_hours
+        self._summaries: dict[str, Fact | None] = {}
+
+    def summary_of(self, fact: Fact) -> Fact | None:
+        target = fact.superseded_by
+        if fact.is_retired or not target:
+            return None
+        if target not in self._summaries:
+            self._summaries[target] = self._fetch([target])[0]
+        return self._summaries[target]
+
+    def row(self, index: int, width: int) -> list[Segment]:
+        fact = self.fact(index)
+        if fact is None:
+            return [Segment("  (gone)", DIM)]
+        days = days_until_prune(fact, self.now, self.half_life_hours)
+        head = [
+            Segment(f" {weight_bar(fact.weight, 4)}", BAR_LOW if fact.weight < 0.1 else BAR),
+            Segment(f" {fact.weight:4.2f} {days:>5.0f}d ", DIM),
+            Segment(neutralise(fact.text, one_line=True)[:48].ljust(48) + " ", Style(strike=True)),
+        ]
+        if fact.is_retired:
+            return [*head, Segment("retired by agent", DIM)]
+        summary = self.summary_of(fact)
+        cycle = f"[{fact.cycle_id[-6:]}] " if fact.cycle_id else "[revise] "
+        if summary is None:
+            return [*head, Segment(f"→ {cycle}", DIM), Segment("summary pruned", DIM)]
+        return [
+            *head,
+            Segment(f"→ {cycle}", DIM),
+            Segment(neutralise(summary.text, one_line=True), Style(color="green")),
+        ]

@@ -1,0 +1,171 @@
+"""A list drawn line by line (Textual's Line API), for lists of any length.
+
+Only the rows on screen are ever built: the widget asks its `RowSource` for row N when
+line N scrolls into view, so 1M facts cost no more to show than 100. There is no widget
+and no row object per item (compare the stock DataTable, which builds every row).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+class RowSource(Protocol):
+    def __len__(self) -> int: ...
+
+    def row(self, index: int, width: int) -> list[Segment]:
+        """Segments for row `index`, text already neutralised, any length."""
+        ...
+
+
+class EmptySource:
+    def __len__(self) -> int:
+        return 0
+
+    def row(self, index: int, width: int) -> list[Segment]:
+        return []
+
+
+class VirtualList(ScrollView, can_focus=True):
+    """A cursor over rows of a RowSource; posts Highlighted and Selected messages."""
+
+    COMPONENT_CLASSES = {"virtual-list--cursor", "virtual-list--empty"}
+    DEFAULT_CSS = """
+    VirtualList { height: 1fr; background: $surface; }
+    VirtualList > .virtual-list--cursor { background: $accent 40%; }
+    VirtualList:focus > .virtual-list--cursor { background: $accent; color: $text; }
+    VirtualList > .virtual-list--empty { color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("enter", "select", "Open", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True)
+
+    class Highlighted(Message):
+        def __init__(self, sender: VirtualList, index: int) -> None:
+            super().__init__()
+            self.list = sender
+            self.index = index
+
+        @property
+        def control(self) -> VirtualList:
+            return self.list
+
+    class Selected(Message):
+        def __init__(self, sender: VirtualList, index: int) -> None:
+            super().__init__()
+            self.list = sender
+            self.index = index
+
+        @property
+        def control(self) -> VirtualList:
+            return self.list
+
+    def __init__(
+        self,
+        *,
+        empty_text: str = "Nothing here.",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.source: RowSource = EmptySource()
+        self.empty_text = empty_text
+
+    def set_source(self, source: RowSource, *, cursor: int | None = None) -> None:
+        """Show a new source; keep the cursor where asked (clamped)."""
+        self.source = source
+        self.virtual_size = Size(self.size.width, len(source))
+        count = len(source)
+        target = self.cursor if cursor is None else cursor
+        self.cursor = max(0, min(target, count - 1)) if count else 0
+        self.refresh()
+
+    # ---- drawing ---------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        count = len(self.source)
+        if count == 0:
+            if y == 0:
+                style = self.get_component_rich_style("virtual-list--empty")
+                return Strip([Segment(" " + self.empty_text, style)]).adjust_cell_length(width)
+            return Strip.blank(width)
+        if index >= count:
+            return Strip.blank(width)
+        segments = self.source.row(index, width)
+        strip = Strip(segments).adjust_cell_length(max(width, 1))
+        if index == self.cursor:
+            strip = strip.apply_style(self.get_component_rich_style("virtual-list--cursor"))
+        return strip.crop(scroll_x, scroll_x + width) if scroll_x else strip
+
+    # ---- cursor ------------------------------------------------------------------------
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._refresh_row(old)
+        self._refresh_row(new)
+        self.scroll_to_region(Region(0, new, 1, 1), animate=False, force=True, immediate=True)
+        if len(self.source):
+            self.post_message(self.Highlighted(self, new))
+
+    def _refresh_row(self, index: int) -> None:
+        top = self.scroll_offset.y
+        self.refresh(Region(0, index - top, self.size.width, 1))
+
+    def _move(self, delta: int) -> None:
+        count = len(self.source)
+        if count:
+            self.cursor = max(0, min(self.cursor + delta, count - 1))
+
+    def action_cursor_up(self) -> None:
+        self._move(-1)
+
+    def action_cursor_down(self) -> None:
+        self._move(1)
+
+    def action_page_up(self) -> None:
+        self._move(-max(self.size.height - 1, 1))
+
+    def action_page_down(self) -> None:
+        self._move(max(self.size.height - 1, 1))
+
+    def action_first(self) -> None:
+        self._move(-len(self.source))
+
+    def action_last(self) -> None:
+        self._move(len(self.source))
+
+    def action_select(self) -> None:
+        if len(self.source):
+            self.post_message(self.Selected(self, self.cursor))
+
+    def on_click(self, event: object) -> None:
+        offset = getattr(event, "y", None)
+        if offset is None or not len(self.source):
+            return
+        index = self.scroll_offset.y + int(offset)
+        if 0 <= index < len(self.source):
+            if index == self.cursor and getattr(event, "chain", 1) >= 2:
+                self.action_select()
+            self.cursor = index
+
+
+def styled(text: str, style: Style | None = None) -> Segment:
+    return Segment(text, style)
