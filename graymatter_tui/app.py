@@ -8,6 +8,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
@@ -69,14 +70,15 @@ class GraymatterApp(App[None]):
         with TabbedContent(initial="facts", id="tabs"):
             with TabPane("1 Facts", id="facts"):
                 yield FactsPane(id="facts-pane")
+            # Hidden panes mount just after the first frame, so Facts paints sooner.
             with TabPane("2 Tombstones", id="tombstones"):
-                yield TombstonesPane(id="tombstones-pane")
+                yield Lazy(TombstonesPane(id="tombstones-pane"))
             with TabPane("3 Consolidate", id="consolidate"):
-                yield ConsolidatePane(id="consolidate-pane")
+                yield Lazy(ConsolidatePane(id="consolidate-pane"))
             with TabPane("4 Journal", id="journal"):
-                yield JournalPane(id="journal-pane")
+                yield Lazy(JournalPane(id="journal-pane"))
             with TabPane("5 Status", id="status"):
-                yield StatusPane(id="status-pane")
+                yield Lazy(StatusPane(id="status-pane"))
         yield Static("", id="errorbar", markup=False)
         yield Footer()
 

@@ -112,7 +112,7 @@ def _fill(template: str, rng: random.Random) -> str:
 
 def _decayed(now: datetime, accessed: datetime) -> float:
     hours = max((now - accessed).total_seconds() / 3600.0, 0.0)
-    return round(math.exp(-math.log(2) * hours / HALF_LIFE_HOURS), 6)
+    return math.exp(-math.log(2) * hours / HALF_LIFE_HOURS)
 
 
 def demo_facts(now: datetime, seed: int = 42) -> list[NewFact]:

@@ -56,6 +56,7 @@ class ConsolidatePane(Vertical, can_focus=True):
         self._worker: Worker[None] | None = None
         self._reach = "checking…"
         self._note = ""
+        self._ticking = False
 
     @property
     def host(self) -> Host:
@@ -137,8 +138,11 @@ class ConsolidatePane(Vertical, can_focus=True):
     def _tick(self) -> None:
         status = self.query_one("#call-status", Static)
         if self._call_started is None:
-            status.update("")
+            if self._ticking:
+                self._ticking = False
+                status.update("")
             return
+        self._ticking = True
         elapsed = time.monotonic() - self._call_started
         spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
         status.update(

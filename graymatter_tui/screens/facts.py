@@ -37,6 +37,7 @@ class FactsPane(Vertical):
         self._all_ids: list[str] = []
         self._texts: dict[str, str] | None = None
         self._weights: dict[str, float] | None = None
+        self._last_match: tuple[str, list[str]] = ("", [])
 
     @property
     def host(self) -> Host:
@@ -68,6 +69,7 @@ class FactsPane(Vertical):
         self._all_ids = store.fact_ids(self.host.agent, "live")
         self._texts = None
         self._weights = None
+        self._last_match = ("", [])
         if self.query_text:
             self._build_text_index()
         self._show(keep_id)
@@ -77,7 +79,13 @@ class FactsPane(Vertical):
         if self.query_text and self._texts is not None:
             needle = self.query_text.casefold()
             texts = self._texts
-            ids = [i for i in ids if needle in texts.get(i, "")]
+            # Typing extends the query: narrow the previous matches instead of every fact.
+            last_needle, last_ids = self._last_match
+            pool = last_ids if last_needle and needle.startswith(last_needle) else ids
+            ids = [i for i in pool if needle in texts.get(i, "")]
+            self._last_match = (needle, ids)
+        else:
+            self._last_match = ("", [])
         if self.sort == "weight":
             if self._weights is None:
                 self._weights = self.host.store.weights(self.host.agent, "live")
@@ -103,6 +111,7 @@ class FactsPane(Vertical):
 
     def _index_ready(self, texts: dict[str, str]) -> None:
         self._texts = texts
+        self._last_match = ("", [])
         self._show()
 
     # ---- events ----------------------------------------------------------------------

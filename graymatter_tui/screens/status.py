@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.widgets import Static, TabbedContent
 
 from graymatter_tui.consolidation import summarisers
 from graymatter_tui.overview import status_payload, weight_histogram
@@ -104,5 +104,6 @@ class StatusPane(VerticalScroll):
         else:
             reach = await summariser.check()
             self._reach = ("reachable: " if reach.ok else "NOT reachable: ") + reach.detail
-        if self.is_mounted:
+        # Only redraw when visible: the histogram reads every weight of the agent.
+        if self.is_mounted and self.app.query_one(TabbedContent).active == "status":
             self.reload()

@@ -1,0 +1,211 @@
+"""TUI responsiveness: our line-by-line fact list against the stock DataTable, one run.
+
+    python benchmarks/tui_bench.py [--sizes 100000,1000000]
+
+For each size a store is built once, then each measurement runs in a fresh subprocess
+(so peak RSS is the app's own): first paint of the Facts screen, a filter keystroke
+(after the text index is built), page-down, and peak RSS. The DataTable baseline adds
+the same number of rows to a stock DataTable and waits for its first paint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def build(path: Path, size: int) -> None:
+    from graymatter_tui.store import NewFact, Store
+
+    store = Store.open(path, clock_fn=lambda: NOW)
+    chunk = 100_000
+    for start in range(0, size, chunk):
+        store.put_many(
+            NewFact(
+                agent_id="bench",
+                text=f"Fact number {i}: deploy staging ledger port {i % 9973} ref OPS-{i % 10000}",
+                created_at=NOW - timedelta(seconds=size - i),
+            )
+            for i in range(start, min(start + chunk, size))
+        )
+    store.close()
+
+
+async def measure_ours(path: Path) -> dict[str, float]:
+    from graymatter_tui.app import GraymatterApp
+    from graymatter_tui.config import Settings
+    from graymatter_tui.store import Store
+    from graymatter_tui.widgets.virtual_list import VirtualList
+
+    started = time.perf_counter()
+    store = Store.open(path, clock_fn=lambda: NOW)
+    app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent="bench")
+    out: dict[str, float] = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        facts = app.query_one("#fact-list", VirtualList)
+        assert len(facts.source) > 0
+        app.screen._compositor.render_update(full=True)  # force a full frame
+        out["first_paint_s"] = time.perf_counter() - started
+        height = facts.size.height
+
+        def draw() -> None:  # the widget's own work for one frame: every visible line
+            for y in range(height):
+                facts.render_line(y)
+
+        started = time.perf_counter()
+        facts.action_page_down()
+        draw()
+        out["page_down_work_ms"] = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        await pilot.press("pagedown")
+        await pilot.pause()
+        out["page_down_ms"] = (time.perf_counter() - started) * 1000
+        await pilot.press("slash", "s")  # builds the text index (once, in a worker)
+        deadline = time.monotonic() + 120
+        pane = app.query_one("#facts-pane")
+        while pane._texts is None and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        samples, work = [], []
+        text = "s"
+        for key in "taging 12":
+            started = time.perf_counter()
+            await pilot.press("space" if key == " " else key)
+            await pilot.pause()
+            samples.append((time.perf_counter() - started) * 1000)
+            # The same keystroke's own work, measured synchronously: filter + redraw.
+            text += key
+            started = time.perf_counter()
+            pane.query_text = text  # type: ignore[attr-defined]
+            pane._show()  # type: ignore[attr-defined]
+            draw()
+            work.append((time.perf_counter() - started) * 1000)
+        out["filter_keystroke_ms_median"] = sorted(samples)[len(samples) // 2]
+        out["filter_keystroke_ms_max"] = max(samples)
+        out["filter_work_ms_median"] = sorted(work)[len(work) // 2]
+        out["filter_work_ms_max"] = max(work)
+        out["filtered_rows"] = float(len(facts.source))
+    store.close()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+async def measure_floor() -> dict[str, float]:
+    """Textual's own start-up floor: an app with one Static, same harness."""
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    class EmptyApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("hello")
+
+    started = time.perf_counter()
+    app = EmptyApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen._compositor.render_update(full=True)
+        first = time.perf_counter() - started
+    return {"first_paint_s": first}
+
+
+async def measure_datatable(size: int) -> dict[str, float]:
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class TableApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable()
+
+        def on_mount(self) -> None:
+            table = self.query_one(DataTable)
+            table.add_columns("pin", "weight", "age", "hits", "text")
+            table.add_rows(
+                ("", "1.00", "1d", "0", f"Fact number {i}: deploy staging ledger port {i % 9973}")
+                for i in range(size)
+            )
+
+    started = time.perf_counter()
+    app = TableApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.screen._compositor.render_update(full=True)
+        first = time.perf_counter() - started
+    return {
+        "first_paint_s": first,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def run_child(*args: str) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--datatable-max", type=int, default=100_000)
+    parser.add_argument("mode", nargs="?", default="report")
+    parser.add_argument("target", nargs="?")
+    args = parser.parse_args()
+    if args.mode == "build":
+        path, size = args.target.split(":")
+        build(Path(path), int(size))
+        print("{}")
+        return
+    if args.mode == "ours":
+        print(json.dumps(asyncio.run(measure_ours(Path(args.target)))))
+        return
+    if args.mode == "floor":
+        print(json.dumps(asyncio.run(measure_floor())))
+        return
+    if args.mode == "table":
+        print(json.dumps(asyncio.run(measure_datatable(int(args.target)))))
+        return
+    print("tui_bench: Facts screen, 120x40 headless terminal")
+    print("work = our handler and every visible line redrawn, timed directly;")
+    print("end-to-end = key press until Textual's pilot reports the frame done (adds scheduling)")
+    print(
+        "| facts | widget | first paint | page-down work / end-to-end "
+        "| filter key work (median / max) | filter key end-to-end (median) | peak RSS |"
+    )
+    print("|------:|--------|------------:|---:|---:|---:|---:|")
+    floor = run_child("floor")
+    print(f"| – | empty Textual app (start-up floor) | {floor['first_paint_s']:.3f} s | | | | |")
+    for size in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "store"
+            started = time.perf_counter()
+            run_child("build", f"{path}:{size}")
+            built = time.perf_counter() - started
+            ours = run_child("ours", str(path))
+        print(
+            f"| {size} | line API list | {ours['first_paint_s']:.3f} s | "
+            f"{ours['page_down_work_ms']:.1f} / {ours['page_down_ms']:.0f} ms | "
+            f"{ours['filter_work_ms_median']:.1f} / {ours['filter_work_ms_max']:.1f} ms | "
+            f"{ours['filter_keystroke_ms_median']:.0f} ms | {ours['peak_rss_mb']:.0f} MB |"
+        )
+        if size <= args.datatable_max:
+            table = run_child("table", str(size))
+            print(
+                f"| {size} | stock DataTable | {table['first_paint_s']:.3f} s | – | – | – | "
+                f"{table['peak_rss_mb']:.0f} MB |"
+            )
+        print(f"(store of {size} facts built in {built:.1f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
