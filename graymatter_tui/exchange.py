@@ -173,10 +173,20 @@ def parse_fact(obj: Any) -> Fact:
         superseded_by=superseded,
         pinned=pinned,
         pinned_at=pinned_at,
-        cycle_id=_str(obj, "cycle_id", required=False),
+        cycle_id=_cycle_ref(_str(obj, "cycle_id", required=False)),
         confidence=optional["confidence"],
         kind=optional["kind"],
     )
+
+
+def _cycle_ref(value: str) -> str:
+    if value and not looks_like_id(value):
+        raise _LineError("'cycle_id' must be empty or a cycle id (ULID)")
+    return value
+
+
+RECORD_OUTCOMES = ("applied", "discarded", "failed", "skipped", "dry_run", "")
+RECORD_SUMMARISERS = ("ollama", "anthropic", "local", "none", "")
 
 
 def _parse_record(obj: Any) -> CycleRecord:
@@ -188,6 +198,16 @@ def _parse_record(obj: Any) -> CycleRecord:
         raise _LineError(f"bad cycle record: {exc}") from None
     if not looks_like_id(record.cycle_id):
         raise _LineError("cycle record has no valid 'cycle_id'")
+    if record.outcome not in RECORD_OUTCOMES:
+        raise _LineError(f"cycle record has an unknown outcome {record.outcome[:20]!r}")
+    if record.summariser not in RECORD_SUMMARISERS:
+        raise _LineError(f"cycle record names an unknown summariser {record.summariser[:20]!r}")
+    try:
+        validate_agent(record.agent_id)
+    except InvalidInput as exc:
+        raise _LineError(f"cycle record: {exc}") from None
+    for ref in (record.summary_id, record.reverted_by, record.reverted_cycle_id):
+        _cycle_ref(ref)
     return record
 
 

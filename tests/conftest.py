@@ -33,7 +33,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run_graymatter(
     *args: str,
-    input: str | bytes | None = None,  # noqa: A002 (mirrors subprocess.run)
+    input: str | bytes | None = None,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `python -m graymatter_tui ARGS` and decode its output as UTF-8."""
@@ -55,7 +55,15 @@ def run_graymatter(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GRAYMATTER_* setting of the developer's shell leaks into an in-process store."""
+    for key in list(os.environ):
+        if key.startswith(("GRAYMATTER_", "LMDB_")):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clean_graymatter_env: None) -> Iterator[Store]:
     """A fresh store in `tmp_path/store`, closed at teardown."""
     opened = Store.open(tmp_path / "store")
     try:
@@ -79,7 +87,7 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(
         *args: str,
-        input: str | bytes | None = None,  # noqa: A002 (mirrors subprocess.run)
+        input: str | bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}

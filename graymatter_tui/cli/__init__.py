@@ -15,7 +15,11 @@ from graymatter_tui.errors import GraymatterError
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
-    "--dir", "data_dir", type=click.Path(path_type=Path), default=None, help="Data directory."
+    "--dir",
+    "data_dir",
+    type=click.Path(path_type=Path, readable=False),
+    default=None,
+    help="Data directory.",
 )
 @click.option("--demo", is_flag=True, help="Create (or reuse) a demo store and open it.")
 @click.option("--read-only", is_flag=True, help="Open the TUI with every mutation disabled.")
@@ -53,6 +57,7 @@ for command in (
     facts.unpin,
     facts.revise,
     facts.retire,
+    facts.recall_cmd,
     admin.status,
     admin.export,
     admin.import_,

@@ -21,7 +21,7 @@ def common_options(fn: F) -> F:
     fn = click.option(
         "--dir",
         "data_dir",
-        type=click.Path(path_type=Path),
+        type=click.Path(path_type=Path, readable=False),
         default=None,
         help="Data directory (default: $GRAYMATTER_DIR, else the user data dir).",
     )(fn)

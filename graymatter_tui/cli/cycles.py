@@ -34,8 +34,11 @@ def _cycle_id(value: str) -> str:
 def print_record(record: CycleRecord) -> None:
     """A cycle for a person: header, stages, then the diff."""
     say(
-        f"cycle {record.cycle_id}  {neutralise(record.agent_id, one_line=True)}  "
-        f"{record.kind}  {record.outcome or 'unfinished'}"
+        neutralise(
+            f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  "
+            f"{record.outcome or 'unfinished'}",
+            one_line=True,
+        )
     )
     if record.reason:
         say(f"  reason: {neutralise(record.reason, one_line=True)}")
@@ -44,9 +47,14 @@ def print_record(record: CycleRecord) -> None:
         say(f"  retired summary {record.retired_summary_id}")
         return
     model = f" ({neutralise(record.model, one_line=True)})" if record.model else ""
-    say(f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}")
+    say(
+        neutralise(
+            f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}",
+            one_line=True,
+        )
+    )
     for stage in record.stages:
-        say(f"  {stage.stage:<12} {neutralise(stage.summary, one_line=True)}")
+        say(neutralise(f"  {stage.stage:<12} {stage.summary}", one_line=True))
     if record.reverted_by:
         say(f"  reverted later by {record.reverted_by}")
     diff = build_diff(record)
@@ -136,10 +144,11 @@ def journal(
             if r.kind == "revert"
             else f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
         )
-        say(
-            f"{r.started_at[:19]}  {r.cycle_id}  {neutralise(r.agent_id, one_line=True)[:24]:<24} "
+        line = (
+            f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
             f"{r.kind:<11} {r.summariser:<9} {r.outcome:<9} {detail}"
         )
+        say(neutralise(line, one_line=True))
 
 
 @click.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from graymatter_tui.cli.common import common_options, open_store
 from graymatter_tui.cli.output import emit_json, fact_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.recall import RecallWeights, rank, recall
 from graymatter_tui.store.store import validate_fact_id
 from graymatter_tui.textsafe import neutralise, validate_agent
 
@@ -119,7 +121,7 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     if fact.pinned_at:
         rows.append(("pinned at", fact.pinned_at))
     if fact.cycle_id:
-        rows.append(("cycle", fact.cycle_id))
+        rows.append(("cycle", neutralise(fact.cycle_id, one_line=True)))
     for key, value in rows:
         say(f"{key:>9}: {value}")
     say("")
@@ -139,7 +141,12 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     if result.cycle is not None:
         say("")
         cycle = result.cycle
-        say(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})")
+        say(
+            neutralise(
+                f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})",
+                one_line=True,
+            )
+        )
 
 
 @click.command()
@@ -178,3 +185,40 @@ def revise(fact_id: str, text: str, data_dir: Path | None, as_json: bool) -> Non
 def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Tombstone a fact with no replacement (it stays auditable until pruned)."""
     _print_fact(open_store(data_dir).retire(validate_fact_id(fact_id)), as_json, "retired")
+
+
+@click.command(name="recall")
+@click.argument("agent")
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=8, show_default=True)
+@click.option(
+    "--weights",
+    default=None,
+    help="KEYWORD,RECENCY fusion weights (default $GRAYMATTER_RECALL_WEIGHTS or 1.0,0.5).",
+)
+@click.option("--preview", is_flag=True, help="Rank without recording the access.")
+@common_options
+def recall_cmd(
+    agent: str,
+    query: str,
+    k: int,
+    weights: str | None,
+    preview: bool,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Ranked live facts of AGENT for QUERY (records the access unless --preview)."""
+    chosen = weights or os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip() or "1.0,0.5"
+    fusion = RecallWeights.parse(chosen)
+    store = open_store(data_dir)
+    run = rank if preview else recall
+    hits = run(store, agent, query, k=k, weights=fusion)
+    if as_json:
+        emit_json(
+            [{"id": h.fact.id, "text": h.fact.text, "score": round(h.score, 6)} for h in hits]
+        )
+        return
+    if not hits:
+        say("no matching facts")
+    for hit in hits:
+        say(f"{hit.score:.4f}  {hit.fact.id}  {neutralise(hit.fact.text, one_line=True)}")

@@ -28,7 +28,11 @@ _META_OFFSET = 16
 
 def prepare_directory(path: Path) -> None:
     """Make sure `path` is a directory we can use, creating it (0700) if it is new."""
-    if path.exists() or path.is_symlink():
+    try:
+        present = path.exists() or path.is_symlink()
+    except OSError as exc:
+        raise StoreError(f"cannot reach data dir {path}: {exc.strerror or exc}") from None
+    if present:
         if not path.is_dir():
             raise StoreError(f"data dir {path} exists but is not a directory")
         if not os.access(path, os.R_OK | os.W_OK | os.X_OK):

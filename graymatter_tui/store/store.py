@@ -129,8 +129,15 @@ class Store(CycleOps, GraphOps):
         key = os.path.realpath(directory)
         with _registry_lock:
             existing = _registry.get(key)
-            if existing is not None and not existing._closed and existing._pid == os.getpid():
-                return existing
+            if existing is not None and not existing._closed:
+                if existing._pid == os.getpid():
+                    return existing
+                # LMDB environments cannot cross fork(), and py-lmdb refuses to open the
+                # same files again in a process that inherited one.
+                raise StoreError(
+                    f"the store at {directory} was opened before this process was forked; "
+                    "open it in a fresh process instead (multiprocessing 'spawn')"
+                )
             store = cls._open_new(directory, map_size or _map_size_from_env(), clock_fn)
             _registry[key] = store
             return store
@@ -139,7 +146,7 @@ class Store(CycleOps, GraphOps):
     def _open_new(
         cls, directory: Path, map_size: int, clock_fn: Callable[[], datetime] | None
     ) -> Store:
-        existed = check_data_file(directory)
+        check_data_file(directory)
         try:
             env = lmdb.open(
                 str(directory),
@@ -156,7 +163,7 @@ class Store(CycleOps, GraphOps):
             raise StoreError(f"cannot open store at {directory}: {_lmdb_message(exc)}") from None
         try:
             env.reader_check()
-            dbs = cls._open_dbs(env, directory, existed)
+            dbs = cls._open_dbs(env, directory, (clock_fn or clock.now)())
         except BaseException:
             env.close()
             raise
@@ -166,7 +173,7 @@ class Store(CycleOps, GraphOps):
         return cls(directory, env, dbs, clock_fn or clock.now)
 
     @staticmethod
-    def _open_dbs(env: lmdb.Environment, directory: Path, existed: bool) -> Dbs:
+    def _open_dbs(env: lmdb.Environment, directory: Path, now: datetime) -> Dbs:
         try:
             with env.begin() as txn:
                 try:
@@ -183,7 +190,7 @@ class Store(CycleOps, GraphOps):
                     f"{directory / DATA_FILE} is an LMDB database but not a graymatter-tui store; "
                     "not touching it"
                 )
-            return Store._initialise(env)
+            return Store._initialise(env, now)
         if schema is None:
             raise StoreError(f"store at {directory} has no schema version; it is damaged")
         try:
@@ -201,7 +208,7 @@ class Store(CycleOps, GraphOps):
             raise StoreError(f"store at {directory} is missing a table ({exc})") from None
 
     @staticmethod
-    def _initialise(env: lmdb.Environment) -> Dbs:
+    def _initialise(env: lmdb.Environment, now: datetime) -> Dbs:
         try:
             with env.begin(write=True) as txn:
                 handles = {name: env.open_db(name.encode(), txn=txn) for name in _DB_NAMES}
@@ -210,7 +217,7 @@ class Store(CycleOps, GraphOps):
                 txn.put(b"engine", ENGINE.encode(), db=meta)
                 txn.put(b"engine_version", ".".join(map(str, lmdb.version())).encode(), db=meta)
                 txn.put(b"created_by", f"graymatter-tui {__version__}".encode(), db=meta)
-                txn.put(b"created_at", clock.format_time(clock.now()).encode(), db=meta)
+                txn.put(b"created_at", clock.format_time(now).encode(), db=meta)
                 txn.put(b"generation", b"1", db=meta)
         except lmdb.Error as exc:
             raise StoreError(f"cannot create store: {_lmdb_message(exc)}") from None

@@ -25,6 +25,7 @@ from graymatter_tui.store.codec import (
     decode_record,
     encode,
 )
+from graymatter_tui.tokens import term_counts
 
 SEP = b"\x00"
 LIVE = b"L"
@@ -34,6 +35,10 @@ TOMB = b"T"
 # key so a cycle never has to decode 100k JSON rows. The weight here is authoritative:
 # decay rewrites only vitals, and every read of a fact takes its weight from them.
 VITALS = struct.Struct("<dqB")
+# Inverted index of live facts for recall: postings `agent \0 term \0 id` -> (term count,
+# token count of the fact); terms `agent \0 term` -> number of live facts holding it.
+POSTING = struct.Struct("<HH")
+DF = struct.Struct("<I")
 FLAG_PINNED = 1
 FLAG_TOMBSTONE = 2
 
@@ -63,6 +68,8 @@ class Dbs:
     graph_edges: Any
     extracted: Any
     vitals: Any
+    postings: Any
+    terms: Any
 
 
 def fact_key(agent: str, fact_id: str) -> bytes:
@@ -124,6 +131,10 @@ class Tx:
             if old is not None:
                 self.txn.delete(_state_key(old.agent_id, _state_of(old), old.id), db=self.dbs.state)
             self.txn.put(_state_key(new.agent_id, _state_of(new), new.id), b"", db=self.dbs.state)
+            if old is not None and old.is_live:
+                self._unindex(old)
+            if new.is_live:
+                self._index([new])
         self._count(old, -1)
         self._count(new, +1)
 
@@ -144,6 +155,7 @@ class Tx:
         )
         for fact in facts:
             self._count(fact, +1)
+        self._index([f for f in facts if f.is_live])
 
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
@@ -151,7 +163,66 @@ class Tx:
         self.txn.delete(fact.id.encode(), db=self.dbs.ids)
         self.txn.delete(_state_key(fact.agent_id, _state_of(fact), fact.id), db=self.dbs.state)
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.extracted)
+        if fact.is_live:
+            self._unindex(fact)
         self._count(fact, -1)
+
+    # ---- recall index --------------------------------------------------------------------
+    def _index(self, facts: list[Fact]) -> None:
+        if not facts:
+            return
+        postings: list[tuple[bytes, bytes]] = []
+        df: dict[bytes, int] = {}
+        for fact in facts:
+            counts = term_counts(fact.text)
+            length = min(sum(counts.values()), 65535)
+            head = fact.agent_id.encode() + SEP
+            tail = SEP + fact.id.encode()
+            for term, count in counts.items():
+                term_key = head + term.encode()
+                postings.append((term_key + tail, POSTING.pack(min(count, 65535), length)))
+                df[term_key] = df.get(term_key, 0) + 1
+        self.txn.cursor(db=self.dbs.postings).putmulti(postings)
+        self._adjust_df(df, +1)
+
+    def _unindex(self, fact: Fact) -> None:
+        head = fact.agent_id.encode() + SEP
+        tail = SEP + fact.id.encode()
+        df: dict[bytes, int] = {}
+        for term in term_counts(fact.text):
+            term_key = head + term.encode()
+            self.txn.delete(term_key + tail, db=self.dbs.postings)
+            df[term_key] = 1
+        self._adjust_df(df, -1)
+
+    def _adjust_df(self, df: dict[bytes, int], sign: int) -> None:
+        get, put, delete, db = self.txn.get, self.txn.put, self.txn.delete, self.dbs.terms
+        for term_key, amount in df.items():
+            raw = get(term_key, db=db)
+            value = (DF.unpack(raw)[0] if raw is not None else 0) + sign * amount
+            if value > 0:
+                put(term_key, DF.pack(value), db=db)
+            elif raw is not None:
+                delete(term_key, db=db)
+
+    def document_frequency(self, agent: str, term: str) -> int:
+        raw = self.txn.get(agent.encode() + SEP + term.encode(), db=self.dbs.terms)
+        return 0 if raw is None else int(DF.unpack(raw)[0])
+
+    def iter_postings(self, agent: str, term: str) -> Iterator[tuple[str, int, int]]:
+        """(fact id, term count, fact length) for every live fact of `agent` holding `term`."""
+        prefix = agent.encode() + SEP + term.encode() + SEP
+        start = len(prefix)
+        cursor = self.txn.cursor(db=self.dbs.postings)
+        unpack = POSTING.unpack
+        found = cursor.set_range(prefix)
+        while found:
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            count, length = unpack(cursor.value())
+            yield bytes(key[start:]).decode(), count, length
+            found = cursor.next()
 
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:

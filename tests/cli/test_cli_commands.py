@@ -15,6 +15,8 @@ from ulid import ULID
 from graymatter_tui.model import fact_to_dict
 from graymatter_tui.store import NewFact, Store
 
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 FIXED_STAMP = "2026-03-01T12:00:00.000000Z"  # conftest's GRAYMATTER_NOW as stored
@@ -268,8 +270,8 @@ def test_pin_unpin_revise_retire_json(run_cli: RunCli, cli_dir: Path) -> None:
     assert len(stored) == 2
 
 
-def test_curation_human_output(run_cli: RunCli) -> None:
-    fact_id = ok(run_cli("remember", "a", "x")).strip()
+def test_curation_human_output(run_cli: RunCli, seeded: dict[str, str]) -> None:
+    fact_id = seeded["invoices"]
     assert ok(run_cli("pin", fact_id)).strip() == f"pinned {fact_id}"
     assert ok(run_cli("unpin", fact_id)).strip() == f"unpinned {fact_id}"
     out = ok(run_cli("revise", fact_id, "y")).strip()

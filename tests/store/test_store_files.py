@@ -24,6 +24,8 @@ import pytest
 from graymatter_tui.errors import StoreError
 from graymatter_tui.store import NewFact, Store
 
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
 NOBODY = 65534
 
 # Opens the store at argv[1] and scans every fact; prints a StoreError and exits 1.
@@ -311,11 +313,6 @@ def test_root_owned_read_only_data_dir(public_tmp: Path) -> None:
     assert digest(data / "data.mdb") == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: --dir naming an unreadable dir is reported by click as a usage error "
-    "(exit 2, multi-line 'Usage: ... Invalid value for --dir') instead of exit 1",
-)
 def test_root_owned_0700_data_dir_via_dir_flag(public_tmp: Path) -> None:
     data = public_tmp / "data"
     make_store(data, 2)
@@ -323,11 +320,6 @@ def test_root_owned_0700_data_dir_via_dir_flag(public_tmp: Path) -> None:
     assert_clear_error(done, "data")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: prepare_directory calls Path.exists(), which raises PermissionError when "
-    "a parent is not searchable; the CLI prints a traceback instead of a one-line error",
-)
 def test_data_dir_under_an_unsearchable_parent(public_tmp: Path) -> None:
     parent = public_tmp / "private"
     parent.mkdir(mode=0o700)

@@ -13,6 +13,8 @@ import pytest
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.store import NewFact, Store
 
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
 TINY_MAP = 64 * 1024
 FILLER = "x" * 2000  # ~2 KB per fact
 

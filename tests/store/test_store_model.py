@@ -16,12 +16,14 @@ from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, FactState
 from graymatter_tui.store import NewFact, Store
 
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
 AGENTS = ("alpha", "beta", "gamma")
 STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
 UNKNOWN_ID = "01JC0000000000000000000001"
-texts = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40
-).filter(lambda t: t.strip() != "")
+texts = st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=40).filter(
+    lambda t: t.strip() != ""
+)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable, Iterator
@@ -16,6 +17,9 @@ from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, InvalidInput, NotFound, StoreError
 from graymatter_tui.model import RETIRED, Fact, FactState
 from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store.tx import Tx
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 UNKNOWN_ID = "01JC0000000000000000000001"  # a well-formed ULID no test store holds
 START = datetime(2026, 2, 1, 9, 0, 0, tzinfo=UTC)
@@ -61,6 +65,21 @@ def ids(facts: list[Fact]) -> list[str]:
 
 def agent_map(store: Store) -> dict[str, Any]:
     return {a.agent_id: a for a in store.agents()}
+
+
+def tables_mentioning(store: Store, fact_id: str) -> set[str]:
+    """Names of the store's tables holding a key that contains `fact_id` (a raw scan)."""
+
+    def scan(tx: Tx) -> set[str]:
+        found = set()
+        for field in dataclasses.fields(tx.dbs):
+            cursor = tx.txn.cursor(db=getattr(tx.dbs, field.name))
+            for key in cursor.iternext(keys=True, values=False):
+                if fact_id.encode() in bytes(key):
+                    found.add(field.name)
+        return found
+
+    return store.read(scan)
 
 
 def page_through(fetch: Callable[[str | None], list[Fact]]) -> list[list[str]]:
@@ -451,14 +470,18 @@ def test_delete_removes_fact_and_indexes(store: Store) -> None:
     dead = store.put("a", "dead")
     store.retire(dead.id)
 
+    for fact_id in (gone.id, dead.id):
+        assert {"facts", "ids", "state"} <= tables_mentioning(store, fact_id)
+
     removed = store.delete([gone.id, dead.id, UNKNOWN_ID])
     assert sorted(ids(removed)) == sorted([gone.id, dead.id])
     for fact_id in (gone.id, dead.id):
         assert store.find(fact_id) is None
         with pytest.raises(NotFound):
             store.get(fact_id)
-        # the id index entry
-        assert store.read(lambda tx, i=fact_id: tx.agent_of(i)) is None
+        # no row, id index entry or state index entry is left behind, in any table
+        assert tables_mentioning(store, fact_id) == set()
+    assert {"facts", "ids", "state"} <= tables_mentioning(store, keep.id)
     # the state index entries (fact_ids reads only the state index)
     assert store.fact_ids("a", "live") == [keep.id]
     assert store.fact_ids("a", "tombstones") == []

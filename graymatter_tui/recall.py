@@ -1,0 +1,133 @@
+"""Recall: rank an agent's live facts for a query.
+
+Two signals fused by reciprocal-rank fusion (k = 60): a keyword signal (TF-IDF over the
+store's inverted index, with stop-words removed and Unicode-aware tokens) and recency
+(newer facts first; ids are time-ordered). Only facts that share at least one keyword
+with the query are candidates, so recall never returns unrelated facts just for being
+new. Tombstones are never in the index, at any weight. Ties break by score, then older
+`created_at`, then id. Identical texts are returned once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from graymatter_tui.errors import InvalidInput
+from graymatter_tui.model import Fact
+from graymatter_tui.store import Store
+from graymatter_tui.store.tx import Tx
+from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.tokens import tokens
+
+RRF_K = 60
+# Terms held by more than this share of an agent's facts carry almost no information and
+# would make a query walk most of the index; they are skipped unless nothing else matches.
+COMMON_TERM_SHARE = 0.5
+MAX_QUERY_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class RecallWeights:
+    keyword: float = 1.0
+    recency: float = 0.5
+
+    @classmethod
+    def parse(cls, raw: str) -> RecallWeights:
+        try:
+            keyword, recency = (float(x) for x in raw.split(","))
+        except ValueError:
+            raise InvalidInput(
+                f"recall weights must be 'KEYWORD,RECENCY' numbers, got {raw!r}"
+            ) from None
+        if keyword < 0 or recency < 0 or keyword + recency == 0:
+            raise InvalidInput("recall weights must be non-negative and not both zero")
+        return cls(keyword, recency)
+
+
+@dataclass(frozen=True)
+class Hit:
+    fact: Fact
+    score: float
+    keyword_rank: int
+    recency_rank: int
+
+
+def _keyword_scores(tx: Tx, agent: str, terms: list[str]) -> dict[str, float]:
+    live = tx.agent_counts(agent).live
+    if not live or not terms:
+        return {}
+    unique = list(dict.fromkeys(terms))
+    frequencies = {t: tx.document_frequency(agent, t) for t in unique}
+    present = [t for t in unique if frequencies[t]]
+    informative = [t for t in present if frequencies[t] <= COMMON_TERM_SHARE * live] or present
+    scores: dict[str, float] = {}
+    for term in informative:
+        idf = math.log((live + 1) / (frequencies[term] + 1)) + 1.0
+        for fact_id, count, length in tx.iter_postings(agent, term):
+            weight = (1.0 + math.log(count)) * idf / math.sqrt(max(length, 1))
+            scores[fact_id] = scores.get(fact_id, 0.0) + weight
+    return scores
+
+
+def rank(
+    store: Store,
+    agent: str,
+    query: str,
+    *,
+    k: int = 8,
+    weights: RecallWeights | None = None,
+) -> list[Hit]:
+    """The top `k` live facts for `query`, without touching access counts (a preview)."""
+    validate_agent(agent)
+    if len(query.encode("utf-8", errors="surrogatepass")) > MAX_QUERY_BYTES:
+        raise InvalidInput(f"query is longer than {MAX_QUERY_BYTES} bytes")
+    if k < 1:
+        raise InvalidInput("k must be at least 1")
+    weights = weights or RecallWeights()
+    terms = tokens(query)
+
+    def run(tx: Tx) -> list[Hit]:
+        scores = _keyword_scores(tx, agent, terms)
+        if not scores:
+            return []
+        by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
+        by_recency = sorted(scores, reverse=True)  # ULIDs: newest first
+        keyword_rank = {fact_id: r for r, fact_id in enumerate(by_keyword, start=1)}
+        recency_rank = {fact_id: r for r, fact_id in enumerate(by_recency, start=1)}
+        fused = {
+            fact_id: weights.keyword / (RRF_K + keyword_rank[fact_id])
+            + weights.recency / (RRF_K + recency_rank[fact_id])
+            for fact_id in scores
+        }
+        ordered = sorted(fused, key=lambda i: (-fused[i], i))
+        hits: list[Hit] = []
+        seen_texts: set[str] = set()
+        for fact_id in ordered:
+            fact = tx.find(fact_id)
+            if fact is None or fact.is_tombstone or fact.text in seen_texts:
+                continue
+            seen_texts.add(fact.text)
+            hits.append(Hit(fact, fused[fact_id], keyword_rank[fact_id], recency_rank[fact_id]))
+            if len(hits) >= k:
+                break
+        # Deterministic order: score, then older created_at, then id.
+        hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
+        return hits
+
+    return store.read(run)
+
+
+def recall(
+    store: Store,
+    agent: str,
+    query: str,
+    *,
+    k: int = 8,
+    weights: RecallWeights | None = None,
+) -> list[Hit]:
+    """`rank`, then record the access of every returned fact in one transaction."""
+    hits = rank(store, agent, query, k=k, weights=weights)
+    if hits:
+        store.touch([h.fact.id for h in hits])
+    return hits
