@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import NOW, new_facts
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
-from graymatter_tui.consolidation.summarisers import LocalSummariser
+from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.model import Fact
 from graymatter_tui.store import Store
 

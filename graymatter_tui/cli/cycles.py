@@ -13,10 +13,7 @@ import click
 from graymatter_tui.cli.common import common_options, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
-from graymatter_tui.consolidation import summarisers
-from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.diff import build_diff
-from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.errors import GraymatterError, InvalidInput
 from graymatter_tui.model import CycleRecord, cycle_to_dict
 from graymatter_tui.store import Store
@@ -88,6 +85,9 @@ def consolidate(
     as_json: bool,
 ) -> None:
     """Run one consolidation cycle for AGENT. Exit 3 when a proposal was not applied."""
+    from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
+    from graymatter_tui.consolidation.summarisers import factory as summarisers
+
     settings = settings_for(data_dir).with_overrides(
         summariser=llm, threshold=threshold, guard=guard
     )
@@ -189,6 +189,9 @@ def _deep_verify(path: Path) -> tuple[str, str]:
 
 
 def doctor_checks(settings: Settings) -> list[dict[str, Any]]:
+    from graymatter_tui.consolidation.invariants import check_invariants
+    from graymatter_tui.consolidation.summarisers import factory as summarisers
+
     checks: list[dict[str, Any]] = []
 
     def add(name: str, status: str, detail: str) -> None:

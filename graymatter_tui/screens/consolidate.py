@@ -18,8 +18,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from graymatter_tui.consolidation import summarisers
 from graymatter_tui.consolidation.cycle import STAGE_TITLES, STAGES, Cycle, CycleOptions
+from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.screens.base import Host

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent
 
-from graymatter_tui.consolidation import summarisers
+from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.overview import status_payload, weight_histogram
 from graymatter_tui.screens.base import Host
 from graymatter_tui.textsafe import neutralise

@@ -1,36 +1,30 @@
-"""Summarisers behind one protocol, and choosing one from settings."""
+"""Summarisers behind one small protocol (`base.Summariser`): ollama, anthropic, local.
+
+Names are resolved lazily so that importing the package (the command line does, for
+every command) does not import httpx; `factory.from_settings` picks the configured one.
+"""
 
 from __future__ import annotations
 
-from graymatter_tui.config import Settings
-from graymatter_tui.consolidation.summarisers.anthropic import AnthropicSummariser
-from graymatter_tui.consolidation.summarisers.base import Reachability, Reply, Summariser
-from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
+import importlib
+from typing import Any
+
+_LAZY = {
+    "AnthropicSummariser": "anthropic",
+    "LocalSummariser": "local",
+    "OllamaSummariser": "ollama",
+    "Reachability": "base",
+    "Reply": "base",
+    "Summariser": "base",
+    "from_settings": "factory",
+}
 
 
-def from_settings(settings: Settings) -> Summariser | None:
-    """The configured summariser, or None for decay-and-prune only."""
-    if settings.summariser == "ollama":
-        return OllamaSummariser(settings.ollama_url, settings.ollama_model, settings.ollama_timeout)
-    if settings.summariser == "anthropic":
-        return AnthropicSummariser(
-            settings.anthropic_api_key,
-            settings.anthropic_base_url,
-            settings.anthropic_model,
-            settings.ollama_timeout,
-        )
-    if settings.summariser == "local":
-        return LocalSummariser()
-    return None
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
-__all__ = [
-    "AnthropicSummariser",
-    "LocalSummariser",
-    "OllamaSummariser",
-    "Reachability",
-    "Reply",
-    "Summariser",
-    "from_settings",
-]
+__all__ = sorted(_LAZY)
