@@ -21,6 +21,7 @@ from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.help import HelpScreen
 from graymatter_tui.screens.journal import JournalPane
+from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
@@ -40,6 +41,7 @@ class GraymatterApp(App[None]):
         Binding("4", "tab('journal')", "Journal", id="tab-journal"),
         Binding("5", "tab('status')", "Status", id="tab-status"),
         Binding("A", "choose_agent", "Agent", id="choose-agent"),
+        Binding("R", "recall_preview", "Recall", id="recall-preview"),
         Binding("question_mark,f1", "help", "Help", id="help"),
         Binding("ctrl+r", "reload", "Reload", id="reload"),
         Binding("q,ctrl+q", "quit", "Quit", id="quit", priority=False),
@@ -245,6 +247,13 @@ class GraymatterApp(App[None]):
 
         self.push_screen(ChooseScreen("Agent", choices, self.agent), chosen)
 
+    def action_recall_preview(self) -> None:
+        def chosen(fact_id: str | None) -> None:
+            if fact_id:
+                self.show_fact(fact_id)
+
+        self.push_screen(RecallScreen(self.store, self.agent), chosen)
+
     def action_export(self) -> None:
         default = str(self.store.path / "export.jsonl")
 
@@ -274,6 +283,11 @@ class GraymatterApp(App[None]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Switch agent", "Choose the agent to show", self.action_choose_agent)
+        yield SystemCommand(
+            "Recall preview",
+            "Rank a query without touching access counts",
+            self.action_recall_preview,
+        )
         yield SystemCommand(
             "New cycle",
             "Start a new consolidation cycle",

@@ -1,7 +1,9 @@
 """Recall: rank an agent's live facts for a query.
 
 Two signals fused by reciprocal-rank fusion (k = 60): a keyword signal (TF-IDF over the
-store's inverted index, with stop-words removed and Unicode-aware tokens) and recency
+store's inverted index, with stop-words removed and Unicode-aware tokens; term weight
+`(1 + ln tf) · idf / (1 + ln length)`, times the share of the query's idf the fact
+matches) and recency
 (newer facts first; ids are time-ordered). Only facts that share at least one keyword
 with the query are candidates, so recall never returns unrelated facts just for being
 new. Tombstones are never in the index, at any weight. Ties break by score, then older
@@ -29,8 +31,13 @@ MAX_QUERY_BYTES = 4096
 
 @dataclass(frozen=True)
 class RecallWeights:
+    """Fusion weights. With k = 60 reciprocal ranks are flat (rank 1 and rank 2 differ by
+    1/61 - 1/62 ≈ 0.00026), so a recency weight much above 0.1 lets a newer fact that
+    shares only common words outrank an older fact that matches the query's rare word.
+    The recall-quality gate measured exactly that at 0.5; recency breaks near-ties here."""
+
     keyword: float = 1.0
-    recency: float = 0.5
+    recency: float = 0.1
 
     @classmethod
     def parse(cls, raw: str) -> RecallWeights:
@@ -62,11 +69,19 @@ def _keyword_scores(tx: Tx, agent: str, terms: list[str]) -> dict[str, float]:
     present = [t for t in unique if frequencies[t]]
     informative = [t for t in present if frequencies[t] <= COMMON_TERM_SHARE * live] or present
     scores: dict[str, float] = {}
+    matched: dict[str, float] = {}
+    idfs = {t: math.log((live + 1) / (frequencies[t] + 1)) + 1.0 for t in informative}
     for term in informative:
-        idf = math.log((live + 1) / (frequencies[term] + 1)) + 1.0
+        idf = idfs[term]
         for fact_id, count, length in tx.iter_postings(agent, term):
-            weight = (1.0 + math.log(count)) * idf / math.sqrt(max(length, 1))
+            weight = (1.0 + math.log(count)) * idf / (1.0 + math.log(max(length, 1)))
             scores[fact_id] = scores.get(fact_id, 0.0) + weight
+            matched[fact_id] = matched.get(fact_id, 0.0) + idf
+    # Coordination: a fact matching the query's rare terms beats a shorter one that
+    # matches only its common terms (so a summary holding the rare detail stays findable).
+    total = sum(idfs.values())
+    for fact_id in scores:
+        scores[fact_id] *= matched[fact_id] / total
     return scores
 
 

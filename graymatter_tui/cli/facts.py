@@ -194,7 +194,7 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @click.option(
     "--weights",
     default=None,
-    help="KEYWORD,RECENCY fusion weights (default $GRAYMATTER_RECALL_WEIGHTS or 1.0,0.5).",
+    help="KEYWORD,RECENCY fusion weights (default $GRAYMATTER_RECALL_WEIGHTS or 1.0,0.1).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
 @common_options
@@ -208,7 +208,7 @@ def recall_cmd(
     as_json: bool,
 ) -> None:
     """Ranked live facts of AGENT for QUERY (records the access unless --preview)."""
-    chosen = weights or os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip() or "1.0,0.5"
+    chosen = weights or os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip() or "1.0,0.1"
     fusion = RecallWeights.parse(chosen)
     store = open_store(data_dir)
     run = rank if preview else recall

@@ -1,0 +1,1 @@
+"""The recall-quality gate: does consolidation lose what recall should still find?"""

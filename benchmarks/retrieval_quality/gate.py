@@ -1,0 +1,156 @@
+"""The gate: canonical facts carrying unique markers among many filler facts; recall@8 of
+every canonical fact measured before and after several consolidation cycles.
+
+    python -m benchmarks.retrieval_quality.gate          (from the repository root)
+
+A canonical fact counts as recalled when one of the top 8 live facts for its query still
+contains its marker (the fact itself or a summary that kept the marker).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
+from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
+from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
+from graymatter_tui.recall import rank  # noqa: E402
+from graymatter_tui.store import NewFact, Store  # noqa: E402
+from tests.support.ollama_server import ScriptedOllama  # noqa: E402
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+AGENT = "gate"
+CODENAMES = (
+    "falcon heron osprey kestrel merlin harrier condor petrel gannet plover avocet curlew "
+    "dunlin godwit lapwing puffin razorbill shearwater skua tern wigeon bittern egret ibis "
+    "jacana kittiwake loon nightjar oriole pipit quail rook siskin thrush twite vireo "
+    "wagtail wren yellowhammer bunting chough dipper fulmar grebe hobby jay linnet "
+    "moorhen nuthatch ouzel pochard redstart scoter smew stint teal whimbrel woodcock"
+).split()
+TEMPLATES = (
+    "The vault code for project {name} is {marker}.",
+    "Project {name} ships from warehouse {marker}.",
+    "The escalation ticket for {name} is {marker}.",
+    "Customer account for {name} has reference {marker}.",
+)
+FILLER = (
+    "The team reviewed the deployment checklist and updated the runbook.",
+    "Standup moved to the afternoon for the rest of the month.",
+    "The project board was cleaned up and stale cards archived.",
+    "Someone asked about the vault policy during the retro.",
+    "Warehouse staff rotated shifts after the holiday break.",
+    "The customer survey closes at the end of the quarter.",
+    "Escalation rules were explained to the new hires.",
+    "Code review turnaround improved after the new process.",
+)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    summariser: str
+    guard: str
+    recall_before: float
+    recall_after: float
+    consumed: int
+    kept_by_guard: int
+    applied_cycles: int
+
+
+@dataclass(frozen=True)
+class Canonical:
+    query: str
+    marker: str
+
+
+def build_corpus(store: Store, n_canonical: int, n_filler: int, seed: int) -> list[Canonical]:
+    rng = random.Random(seed)
+    items: list[NewFact] = []
+    canon: list[Canonical] = []
+    for index in range(n_canonical):
+        name = CODENAMES[index % len(CODENAMES)].capitalize() + (
+            "" if index < len(CODENAMES) else str(index // len(CODENAMES))
+        )
+        template = TEMPLATES[index % len(TEMPLATES)]
+        marker = f"{rng.randint(10000, 99999)}" if index % 2 else f"KX-{rng.randint(1000, 9999)}"
+        text = template.format(name=name, marker=marker)
+        query = " ".join(w for w in template.split() if "{" not in w and len(w) > 3)
+        canon.append(Canonical(query=f"{query} {name}", marker=marker))
+        items.append(_weak(text, rng))
+    for index in range(n_filler):
+        items.append(_weak(f"{FILLER[index % len(FILLER)]} (note {index})", rng))
+    rng.shuffle(items)
+    store.put_many(items)
+    return canon
+
+
+def _weak(text: str, rng: random.Random) -> NewFact:
+    """Old and unread, so decay puts it among the weakest and a batch takes it."""
+    age = timedelta(days=rng.uniform(60, 200))
+    return NewFact(agent_id=AGENT, text=text, created_at=NOW - age, accessed_at=NOW - age)
+
+
+def recall_at_8(store: Store, canon: list[Canonical]) -> float:
+    hits = 0
+    for item in canon:
+        found = rank(store, AGENT, item.query, k=8)
+        if any(item.marker in hit.fact.text for hit in found):
+            hits += 1
+    return hits / len(canon)
+
+
+def run_gate(
+    summariser: str,
+    guard: str,
+    *,
+    server: ScriptedOllama,
+    n_canonical: int = 40,
+    n_filler: int = 360,
+    cycles: int = 6,
+    seed: int = 11,
+) -> GateResult:
+    server.set_responder(SUMMARISERS[summariser]())
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW)
+        try:
+            canon = build_corpus(store, n_canonical, n_filler, seed)
+            before = recall_at_8(store, canon)
+            consumed = kept = applied = 0
+            options = CycleOptions(threshold=20, max_batch=32, guard=guard)
+            model = OllamaSummariser(server.url, server.model, timeout=10.0)
+            for _ in range(cycles):
+                record = Cycle(store, AGENT, model, options).run_sync()
+                if record.outcome == "applied":
+                    applied += 1
+                    consumed += len(record.consumed)
+                kept += sum(1 for v in record.verdicts if not v.consumed)
+            after = recall_at_8(store, canon)
+        finally:
+            store.close()
+    return GateResult(summariser, guard, before, after, consumed, kept, applied)
+
+
+def main() -> None:
+    print("Recall-quality gate: recall@8 of canonical facts before/after 6 cycles")
+    print("| summariser | guard | recall before | recall after | facts consumed | kept by guard |")
+    print("|---|---|---:|---:|---:|---:|")
+    with ScriptedOllama() as server:
+        for name in SUMMARISERS:
+            for guard in ("off", "keys", "strict"):
+                r = run_gate(name, guard, server=server)
+                print(
+                    f"| {name} | {guard} | {r.recall_before:.2f} | {r.recall_after:.2f} | "
+                    f"{r.consumed} | {r.kept_by_guard} |"
+                )
+
+
+if __name__ == "__main__":
+    main()
