@@ -105,7 +105,9 @@ def _applied_whole(
     summary = facts.get(record.summary_id) or pruned.get(record.summary_id)
     if summary is None:
         return [f"cycle {record.cycle_id}: summary {record.summary_id} missing"]
-    if summary.cycle_id != record.cycle_id:
+    # A summary later consumed by another cycle carries that cycle's id instead.
+    consumed_later = summary.is_tombstone and not summary.is_retired
+    if summary.cycle_id != record.cycle_id and not consumed_later:
         problems.append(f"cycle {record.cycle_id}: summary carries cycle {summary.cycle_id!r}")
     if not record.reverted_by and record.summary_id in facts:
         receipts = store.receipts(record.summary_id)

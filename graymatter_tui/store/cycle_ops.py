@@ -18,6 +18,7 @@ import msgspec
 from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
+from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx
 
@@ -274,8 +275,13 @@ class CycleOps:
                         "at the cycle's summary"
                     )
                 restored.append(fact)
+            origins = _summary_origins(tx, {f.id for f in restored})
             for fact in restored:
-                tx.write_fact(msgspec.structs.replace(fact, superseded_by="", cycle_id=""), fact)
+                # A restored summary of an earlier cycle gets that cycle's id back.
+                origin = origins.get(fact.id, "")
+                tx.write_fact(
+                    msgspec.structs.replace(fact, superseded_by="", cycle_id=origin), fact
+                )
             tx.write_fact(msgspec.structs.replace(summary, superseded_by=RETIRED), summary)
             tx.txn.delete(summary.id.encode(), db=tx.dbs.receipts)
             stamp = clock.format_time(tx.now)
@@ -298,6 +304,20 @@ class CycleOps:
             return revert
 
         return self.write(run)
+
+
+def _summary_origins(tx: Tx, fact_ids: set[str]) -> dict[str, str]:
+    """For facts that are summaries, the cycle that wrote each (journal scan; reverts are
+    rare and the journal holds one record per cycle)."""
+    wanted = {i for i in fact_ids if tx.receipts(i)}
+    if not wanted:
+        return {}
+    found: dict[str, str] = {}
+    for _key, raw in tx.txn.cursor(db=tx.dbs.journal).iternext():
+        record = decode_record(raw)
+        if record.summary_id in wanted and record.kind == "consolidate":
+            found[record.summary_id] = record.cycle_id
+    return found
 
 
 def _save_record(tx: Tx, record: CycleRecord) -> None:
