@@ -12,6 +12,7 @@ from graymatter_tui.cli.common import common_options, open_store
 from graymatter_tui.cli.output import emit_json, fact_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.presentation import fact_fields
 from graymatter_tui.recall import RecallWeights, rank, recall
 from graymatter_tui.store.store import validate_fact_id
 from graymatter_tui.textsafe import neutralise, validate_agent
@@ -104,24 +105,7 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
         )
         return
     fact = result.fact
-    if fact.is_live:
-        state = "live, pinned" if fact.pinned else "live"
-    elif fact.is_retired:
-        state = "tombstone (retired by agent, no replacement)"
-    else:
-        state = f"tombstone (superseded by {fact.superseded_by})"
-    rows = [
-        ("id", fact.id),
-        ("agent", neutralise(fact.agent_id, one_line=True)),
-        ("state", state),
-        ("weight", f"{fact.weight:.4f}"),
-        ("created", fact.created_at),
-        ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
-    ]
-    if fact.pinned_at:
-        rows.append(("pinned at", fact.pinned_at))
-    if fact.cycle_id:
-        rows.append(("cycle", neutralise(fact.cycle_id, one_line=True)))
+    rows = fact_fields(fact)
     for key, value in rows:
         say(f"{key:>9}: {value}")
     say("")

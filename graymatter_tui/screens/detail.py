@@ -15,27 +15,13 @@ from textual.widgets.option_list import Option
 
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
+from graymatter_tui.presentation import fact_fields
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import neutralise
 
 
 def _field_table(fact: Fact) -> Text:
-    if fact.is_live:
-        state = "live, pinned" if fact.pinned else "live"
-    elif fact.is_retired:
-        state = "tombstone — retired by agent (no replacement)"
-    else:
-        state = f"tombstone — superseded by {fact.superseded_by}"
-    rows = [
-        ("id", fact.id),
-        ("agent", neutralise(fact.agent_id, one_line=True)),
-        ("state", state),
-        ("weight", f"{fact.weight:.4f}"),
-        ("created", fact.created_at),
-        ("accessed", f"{fact.accessed_at}  ({fact.access_count} times)"),
-        ("pinned at", fact.pinned_at or "—"),
-        ("cycle", fact.cycle_id or "—"),
-    ]
+    rows = fact_fields(fact)
     out = Text()
     for key, value in rows:
         out.append(f"{key:>10}  ", style="bold")

@@ -57,7 +57,7 @@ class VirtualList(ScrollView, can_focus=True):
 
     cursor: reactive[int] = reactive(0, always_update=True)
 
-    class Highlighted(Message):
+    class _RowMessage(Message):
         def __init__(self, sender: VirtualList, index: int) -> None:
             super().__init__()
             self.list = sender
@@ -67,15 +67,11 @@ class VirtualList(ScrollView, can_focus=True):
         def control(self) -> VirtualList:
             return self.list
 
-    class Selected(Message):
-        def __init__(self, sender: VirtualList, index: int) -> None:
-            super().__init__()
-            self.list = sender
-            self.index = index
+    class Highlighted(_RowMessage):
+        """The cursor moved to row `index`."""
 
-        @property
-        def control(self) -> VirtualList:
-            return self.list
+    class Selected(_RowMessage):
+        """Row `index` was chosen (enter or double click)."""
 
     def __init__(
         self,
