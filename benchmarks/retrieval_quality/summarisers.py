@@ -53,9 +53,7 @@ def paraphrase_numbers(request: RecordedRequest) -> Reply:
     def spell(match: re.Match[str]) -> str:
         return " ".join(_WORDS[int(d)] for d in match.group())
 
-    return Reply.proposal(
-        " ".join(NUMBER.sub(spell, t) for _, t in batch), [i for i, _ in batch]
-    )
+    return Reply.proposal(" ".join(NUMBER.sub(spell, t) for _, t in batch), [i for i, _ in batch])
 
 
 def hallucinate() -> Callable[[RecordedRequest], Reply]:

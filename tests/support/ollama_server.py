@@ -302,7 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
         self._owner._untrack(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def send_response(self, code: int, message: str | None = None) -> None:

@@ -1,0 +1,236 @@
+"""Recall latency: `rank` over the inverted index against a full scan, in one run.
+
+    python benchmarks/recall_bench.py [--facts 100000] [--queries 200] [--seed 11]
+
+Builds one agent's store (bulk `put_many` in chunks of 20k, index on) from a vocabulary
+of ~2k common words drawn Zipf-like (so posting lists range from a handful of facts to
+most of the store) plus rare identifiers (one to three facts each). Then times `rank` for
+queries of 1-4 terms drawn from that vocabulary, and beside it a full-scan baseline for
+the same queries: decode every live fact (`store.list_facts(agent, "live")`, once per
+query) and score it with the same formula in plain Python. Both must return the same top
+k; the run reports how many queries agreed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from graymatter_tui.model import Fact
+from graymatter_tui.recall import RRF_K, RecallWeights, rank
+from graymatter_tui.store import NewFact, Store
+from graymatter_tui.tokens import term_counts, tokens
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+AGENT = "bench"
+CHUNK = 20_000
+COMMON_WORDS = 2_000
+SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]  # 80 syllables
+
+
+def vocabulary(rng: random.Random) -> list[str]:
+    """~2k distinct pronounceable words of 2-4 syllables (none a stop-word)."""
+    words: set[str] = set()
+    while len(words) < COMMON_WORDS:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if tokens(word) == [word]:
+            words.add(word)
+    return sorted(words)
+
+
+def build_items(
+    n: int, rng: random.Random
+) -> tuple[list[NewFact], list[str], list[float], list[str]]:
+    words = vocabulary(rng)
+    rng.shuffle(words)
+    zipf = [1.0 / (rank_ + 1) for rank_ in range(len(words))]  # word i has weight 1/(i+1)
+    rare_ids: list[str] = []
+    items: list[NewFact] = []
+    for i in range(n):
+        body = rng.choices(words, weights=zipf, k=rng.randint(6, 14))
+        if rng.random() < 0.4:  # 40% of facts carry a rare identifier
+            if rare_ids and rng.random() < 0.3:
+                ident = rng.choice(rare_ids[-500:])  # a few ids recur in 2-3 facts
+            else:
+                ident = f"ref{rng.getrandbits(40):010x}"
+                rare_ids.append(ident)
+            body.insert(rng.randrange(len(body) + 1), ident)
+        created = NOW - timedelta(seconds=(n - i) * 60)  # oldest first, one a minute
+        items.append(NewFact(AGENT, " ".join(body).capitalize() + ".", created_at=created))
+    return items, words, zipf, rare_ids
+
+
+def build_queries(
+    count: int, rng: random.Random, words: list[str], zipf: list[float], rare_ids: list[str]
+) -> list[str]:
+    queries = []
+    for _ in range(count):
+        terms = []
+        for _ in range(rng.randint(1, 4)):
+            roll = rng.random()
+            if roll < 0.4:
+                terms.append(rng.choices(words, weights=zipf)[0])  # common, Zipf-weighted
+            elif roll < 0.7:
+                terms.append(rng.choice(words))  # any vocabulary word, mostly mid/rare
+            else:
+                terms.append(rng.choice(rare_ids))  # a rare identifier
+        queries.append(" ".join(terms))
+    return queries
+
+
+# ---- the full-scan baseline: recall's documented formula in plain Python ------------------
+
+
+def scan_rank(live: list[Fact], query: str, k: int, weights: RecallWeights) -> list[str]:
+    n = len(live)
+    terms = list(dict.fromkeys(tokens(query)))
+    if not n or not terms:
+        return []
+    wanted = set(terms)
+    per_fact: list[tuple[Fact, dict[str, int], int]] = []
+    df = dict.fromkeys(terms, 0)
+    for fact in live:
+        counts = term_counts(fact.text)
+        hit = wanted.intersection(counts)
+        if hit:
+            per_fact.append((fact, counts, min(sum(counts.values()), 65535)))
+            for term in hit:
+                df[term] += 1
+    present = [t for t in terms if df[t]]
+    informative = [t for t in present if df[t] <= 0.5 * n] or present
+    idfs = {t: math.log((n + 1) / (df[t] + 1)) + 1.0 for t in informative}
+    total = sum(idfs.values())
+    scores: dict[str, float] = {}
+    by_id: dict[str, Fact] = {}
+    for fact, counts, length in per_fact:
+        score = matched = 0.0
+        found = False
+        for term in informative:
+            count = counts.get(term)
+            if count:
+                found = True
+                score += (1.0 + math.log(count)) * idfs[term] / (1.0 + math.log(max(length, 1)))
+                matched += idfs[term]
+        if found:
+            scores[fact.id] = score * matched / total
+            by_id[fact.id] = fact
+    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
+    by_recency = sorted(scores, reverse=True)
+    kr = {i: r for r, i in enumerate(by_keyword, start=1)}
+    rr = {i: r for r, i in enumerate(by_recency, start=1)}
+    fused = {
+        i: weights.keyword / (RRF_K + kr[i]) + weights.recency / (RRF_K + rr[i]) for i in scores
+    }
+    out: list[str] = []
+    seen: set[str] = set()
+    for fact_id in sorted(fused, key=lambda i: (-fused[i], by_id[i].created_at, i)):
+        if by_id[fact_id].text not in seen:
+            seen.add(by_id[fact_id].text)
+            out.append(fact_id)
+            if len(out) == k:
+                break
+    return out
+
+
+def pct(samples: list[float], p: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(round(p / 100 * (len(ordered) - 1)), len(ordered) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    items, words, zipf, rare_ids = build_items(args.facts, rng)
+    queries = build_queries(args.queries, rng, words, zipf, rare_ids)
+    weights = RecallWeights()
+
+    with tempfile.TemporaryDirectory() as directory:
+        store = Store.open(Path(directory) / "store", map_size=1 << 31, clock_fn=lambda: NOW)
+        try:
+            started = time.perf_counter()
+            for offset in range(0, len(items), CHUNK):
+                store.put_many(items[offset : offset + CHUNK])
+            load = time.perf_counter() - started
+            stats = store.read(
+                lambda tx: (
+                    tx.txn.stat(tx.dbs.terms)["entries"],
+                    tx.txn.stat(tx.dbs.postings)["entries"],
+                )
+            )
+
+            for query in queries[:5]:  # warm the page cache and the code paths
+                rank(store, AGENT, query, k=args.k, weights=weights)
+
+            indexed: list[float] = []
+            results: list[list[str]] = []
+            candidates: list[int] = []
+            for query in queries:
+                started = time.perf_counter()
+                hits = rank(store, AGENT, query, k=args.k, weights=weights)
+                indexed.append(time.perf_counter() - started)
+                results.append([h.fact.id for h in hits])
+                terms = set(tokens(query))
+                candidates.append(
+                    store.read(
+                        lambda tx, terms=terms: sum(tx.document_frequency(AGENT, t) for t in terms)
+                    )
+                )
+
+            scanned: list[float] = []
+            agree = 0
+            for query, expected in zip(queries, results, strict=True):
+                started = time.perf_counter()
+                live = store.list_facts(AGENT, "live")
+                got = scan_rank(live, query, args.k, weights)
+                scanned.append(time.perf_counter() - started)
+                agree += got == expected
+        finally:
+            store.close()
+
+    print(
+        f"recall_bench: {args.facts} facts of one agent, {len(words)} common words "
+        f"(Zipf), {len(rare_ids)} rare identifiers, {args.queries} queries of 1-4 terms, "
+        f"k={args.k}, weights {weights.keyword},{weights.recency}, seed {args.seed}, "
+        f"Python {sys.version.split()[0]}"
+    )
+    print(
+        f"bulk load (put_many, {CHUNK // 1000}k per transaction, index on): {load:.2f} s "
+        f"({args.facts / load:,.0f} facts/s); index: {stats[0]:,} terms, "
+        f"{stats[1]:,} postings"
+    )
+    print(
+        f"postings walked per query (sum of query terms' df): median "
+        f"{statistics.median(candidates):,.0f}, max {max(candidates):,}"
+    )
+    print(f"top-{args.k} identical to the full scan for {agree}/{len(queries)} queries")
+    print()
+    print("| method | p50 ms | p95 ms | p99 ms | mean ms |")
+    print("|---|---:|---:|---:|---:|")
+    for name, samples in (("rank (inverted index)", indexed), ("full scan baseline", scanned)):
+        print(
+            f"| {name} | {pct(samples, 50) * 1000:.2f} | {pct(samples, 95) * 1000:.2f} "
+            f"| {pct(samples, 99) * 1000:.2f} | {statistics.fmean(samples) * 1000:.2f} |"
+        )
+    print(
+        f"| ratio (scan / index) | {pct(scanned, 50) / pct(indexed, 50):.1f}× "
+        f"| {pct(scanned, 95) / pct(indexed, 95):.1f}× "
+        f"| {pct(scanned, 99) / pct(indexed, 99):.1f}× "
+        f"| {statistics.fmean(scanned) / statistics.fmean(indexed):.1f}× |"
+    )
+
+
+if __name__ == "__main__":
+    main()
