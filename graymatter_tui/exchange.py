@@ -247,6 +247,8 @@ def _parse_upstream(text: str) -> tuple[list[Fact], list[CycleRecord]]:
         items = msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"nothing imported: the JSON array is malformed ({exc})") from None
+    except RecursionError:
+        raise InvalidInput("nothing imported: the JSON is nested too deeply") from None
     if not isinstance(items, list):
         raise InvalidInput("nothing imported: expected a JSON array of facts")
     errors: list[str] = []
@@ -287,6 +289,8 @@ def _parse_jsonl(text: str) -> tuple[list[Fact], list[CycleRecord]]:
                 raise _LineError(f"unknown entry type {kind!r}")
         except msgspec.DecodeError as exc:
             errors.append(f"line {number}: malformed JSON ({exc})")
+        except RecursionError:
+            errors.append(f"line {number}: JSON nested too deeply")
         except _LineError as exc:
             errors.append(f"line {number}: {exc}")
     _check_duplicates(facts, errors)

@@ -42,8 +42,8 @@ def extract_entities(text: str) -> list[Entity]:
     for match in NAME.finditer(rest):
         words = match.group().split()
         at_start = bool(SENTENCE_START.search(rest[: match.start()]))
-        if at_start and words[0].casefold() in STOPWORDS:
-            words = words[1:]
+        if at_start and (words[0].casefold() in STOPWORDS or len(words) >= 3):
+            words = words[1:]  # "Yesterday Maria Lopez" -> "Maria Lopez"
         if not words or (len(words) == 1 and (at_start or words[0].casefold() in STOPWORDS)):
             continue
         add("name", " ".join(words))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+", re.IGNORECASE)
+# A URL never ends in sentence punctuation, so "…/runbook. Check it" keeps its full stop.
+URL = re.compile(r"\bhttps?://[^\s<>\"')\]]*[^\s<>\"')\].,;:!?]", re.IGNORECASE)
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 WORD = re.compile(r"\w+", re.UNICODE)
 

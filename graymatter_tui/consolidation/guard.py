@@ -65,7 +65,10 @@ def _close_run(run: list[tuple[int, str]]) -> list[str]:
         if starts_sentence or _fold(words[0]) in STOPWORDS:
             return []
         return [words[0]]
-    if starts_sentence and _fold(words[0]) in STOPWORDS:
+    # A capitalised word that opens the sentence ("Yesterday Maria Lopez…", "Call Maria
+    # Lopez…") is usually not part of the name after it; a two-word run ("Acme Corp") is
+    # kept whole.
+    if starts_sentence and (_fold(words[0]) in STOPWORDS or len(words) >= 3):
         words = words[1:]
     return [" ".join(words)] if words else []
 
@@ -108,10 +111,18 @@ def detail_key(detail: str) -> str:
     return " ".join(WORD.findall(_fold(detail)))
 
 
+def _strip_structured(text: str) -> str:
+    """The text without URLs, emails, dates, times and identifiers, so the numbers left
+    are numbers in their own right ("1234" inside "SUP-1234" is not the number 1234)."""
+    for pattern in (URL, EMAIL, ISO_DATE, CLOCK_TIME, SCIENTIFIC, IDENTIFIER):
+        text = pattern.sub(" ", text)
+    return text
+
+
 def _summary_index(summary: str) -> tuple[str, set[str]]:
     """The summary as normalised words (for phrase search) and its normalised numbers."""
     words = " " + " ".join(WORD.findall(_fold(summary))) + " "
-    numbers = {normalise_number(n.strip()) for n in NUMBER.findall(summary)}
+    numbers = {normalise_number(n.strip()) for n in NUMBER.findall(_strip_structured(summary))}
     return words, numbers
 
 

@@ -36,7 +36,13 @@ def check_invariants(store: Store) -> list[Check]:
     for record in applied:
         for item in record.batch_facts:
             fact = facts.get(item.id)
-            if fact is not None and fact.pinned and item.id in record.consumed:
+            restored_later = item.id in restored  # a revert may be followed by a pin
+            if (
+                fact is not None
+                and fact.pinned
+                and item.id in record.consumed
+                and not restored_later
+            ):
                 i1.violations.append(f"pinned fact {item.id} consumed by cycle {record.cycle_id}")
     for fact in pruned.values():
         if fact.pinned:

@@ -33,7 +33,7 @@ def strip_code_fence(raw: str) -> str:
     text = raw.strip()
     while True:
         if text.startswith("```"):
-            text = text[3:]
+            text = text[3:].lstrip(" \t")
             if text[:4].lower() == "json":
                 text = text[4:]
             text = text.strip()
@@ -48,9 +48,13 @@ def parse_proposal(raw: str) -> Proposal:
     if not text:
         raise InvalidProposal("the response is empty")
     try:
-        obj: Any = msgspec.json.decode(text)
+        obj: Any = msgspec.json.decode(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidProposal("the response is not valid UTF-8") from None
     except msgspec.DecodeError as exc:
         raise InvalidProposal(f"the response is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidProposal("the response is JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise InvalidProposal(f"the response is JSON but not an object ({type(obj).__name__})")
     summary = obj.get("summary")

@@ -44,6 +44,7 @@ class Edge(msgspec.Struct, kw_only=True):
     target: str
     weight: float = 1.0
     created_at: str = ""
+    last_seen: str = ""  # refreshed by every re-mention; decay counts from here
     sources: list[str] = []
 
 
@@ -117,8 +118,8 @@ class GraphOps:
         return self.write(run)
 
     def decay_graph(self, agent: str, half_life_hours: float) -> GraphDecayOutcome:
-        """`w = min(w, 2^(-hours/half_life))` on nodes (since last seen) and edges (since
-        created); entries below 0.01 are removed. Run once per cycle."""
+        """`w = min(w, 2^(-hours/half_life))` on nodes and edges, counting from when each was
+        last mentioned; entries below 0.01 are removed. Run once per cycle."""
 
         def run(tx: Tx) -> GraphDecayOutcome:
             now = tx.now
@@ -127,7 +128,7 @@ class GraphOps:
             for index, (db, decoder, anchor) in enumerate(
                 (
                     (tx.dbs.graph_nodes, _decode_node, "last_seen"),
-                    (tx.dbs.graph_edges, _decode_edge, "created_at"),
+                    (tx.dbs.graph_edges, _decode_edge, "last_seen"),
                 )
             ):
                 cursor = tx.txn.cursor(db=db)
@@ -138,7 +139,7 @@ class GraphOps:
                         break
                     item: Any = decoder(cursor.value())
                     counts[index] += 1
-                    stamp = getattr(item, anchor)
+                    stamp = getattr(item, anchor) or getattr(item, "created_at", "")
                     hours = (now - clock.parse_time(stamp)).total_seconds() / 3600 if stamp else 0
                     weight = decay_weight(item.weight, hours, half_life_hours)
                     if weight < PRUNE_BELOW:
@@ -201,3 +202,4 @@ def _link(
     if fact_id not in edge.sources:
         edge.sources = [*edge.sources, fact_id][-MAX_EDGE_SOURCES:]
     edge.weight = 1.0
+    edge.last_seen = stamp

@@ -94,7 +94,9 @@ class Tx:
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
-        raw = self.txn.get(fact_id.encode(), db=self.dbs.ids)
+        if not fact_id or len(fact_id) > 64:  # never a fact id; LMDB refuses empty keys
+            return None
+        raw = self.txn.get(fact_id.encode("utf-8", errors="replace"), db=self.dbs.ids)
         return None if raw is None else bytes(raw).decode()
 
     def _decode(self, key: bytes, raw: Any) -> Fact:

@@ -64,13 +64,6 @@ def _words(n: int) -> list[str]:
     return [f"{letters[i % 26]}{letters[(i // 26) % 26]}zo" for i in range(n)]
 
 
-def batch_ids(facts: list[Fact], threshold_live: int | None = None) -> list[str]:
-    """The batch select would choose from `facts` (weakest first, unpinned, live)."""
-    unpinned = sorted((f for f in facts if not f.pinned and f.is_live), key=lambda f: (f.weight, f.id))
-    size = len(unpinned) // 2
-    return [f.id for f in unpinned[: min(size, 32)]]
-
-
 def prompt_rows(prompt: str) -> list[tuple[str, str]]:
     """(id, text) of every `- <ID>: <text>` row of a prompt, in order."""
     return PROMPT_ROW.findall(prompt)

@@ -32,9 +32,7 @@ def other_process(store_dir: Path, *args: str) -> None:
 
 async def cycle_at_review(store: Store, server: ScriptedOllama, consume: list[str]) -> Cycle:
     server.script(Reply.proposal("merged garden notes", consume))
-    cycle = Cycle(
-        store, AGENT, OllamaSummariser(server.url, MODEL, 2.0), CycleOptions(guard="off")
-    )
+    cycle = Cycle(store, AGENT, OllamaSummariser(server.url, MODEL, 2.0), CycleOptions(guard="off"))
     assert cycle.advance().stage == "decay"
     assert cycle.advance().stage == "select"
     assert (await cycle.propose()).stage == "propose"

@@ -23,7 +23,9 @@ def cycle(store: Store, server: ScriptedOllama | None, **options: Any) -> CycleR
     return Cycle(store, AGENT, summariser, CycleOptions(**opts)).run_sync()
 
 
-def applied(store: Store, server: ScriptedOllama, consume: list[str], **options: Any) -> CycleRecord:
+def applied(
+    store: Store, server: ScriptedOllama, consume: list[str], **options: Any
+) -> CycleRecord:
     server.script(Reply.proposal("merged garden notes", consume))
     record = cycle(store, server, **options)
     assert record.outcome == "applied", record.reason
@@ -180,26 +182,16 @@ def test_summary_consumed_by_a_later_cycle_is_refused(gm: Store, ollama: Scripte
     assert "merged garden notes" not in live
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: apply overwrites a consumed summary's cycle_id with the consuming cycle, and "
-    "check_invariants' I-4 then reports the first cycle's summary as carrying the wrong "
-    "cycle: `doctor` fails on a healthy store as soon as a summary is re-consolidated",
-)
 def test_consuming_a_summary_keeps_the_invariants(gm: Store, ollama: ScriptedOllama) -> None:
     summary_of_summary(gm, ollama)
     assert violations(check_invariants(gm)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: revert sets cycle_id='' on every restored fact, so a restored summary "
-    "loses the cycle that wrote it (I-4 then reports \"summary carries cycle ''\")",
-)
 def test_revert_restores_a_summary_with_its_own_cycle(gm: Store, ollama: ScriptedOllama) -> None:
     first, second = summary_of_summary(gm, ollama)
     gm.revert(second.cycle_id)
     assert gm.get(first.summary_id).cycle_id == first.cycle_id
+    assert violations(check_invariants(gm)) == []
 
 
 def test_consumed_fact_pruned_by_the_cycle_itself_is_refused(
@@ -232,9 +224,7 @@ def test_pruned_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
     assert_refused(gm, record.cycle_id, Conflict, "has been pruned")
 
 
-def test_revert_via_record_of_another_agent_restores_only_its_facts(
-    gm: Store, ollama: ScriptedOllama
-) -> None:
+def test_revert_leaves_other_agents_alone(gm: Store, ollama: ScriptedOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     other = seed_weighted(gm, agent="agent-b")
     record = applied(gm, ollama, batch[:3])
@@ -242,3 +232,11 @@ def test_revert_via_record_of_another_agent_restores_only_its_facts(
     gm.revert(record.cycle_id)
     assert {f.id: f for f in gm.list_facts("agent-b", "all")} == before_other
     assert len(before_other) == len(other)
+
+
+def test_pinning_a_restored_fact_keeps_the_invariants(gm: Store, ollama: ScriptedOllama) -> None:
+    batch = [f.id for f in seed_weighted(gm)[:15]]
+    record = applied(gm, ollama, batch[:2])
+    gm.revert(record.cycle_id)
+    gm.pin(batch[0])
+    assert violations(check_invariants(gm)) == []

@@ -62,7 +62,8 @@ class AnthropicSummariser:
         if result.error:
             return Reply(error=redact(result.error, self._key), **common)
         if result.status != 200:
-            detail = redact(result.body[:200].decode("utf-8", errors="replace"), self._key)
+            # Redact the whole body first: a cut could split the key and hide it from redact.
+            detail = redact(result.body.decode("utf-8", errors="replace"), self._key)[:200]
             return Reply(
                 error=f"the Anthropic API answered HTTP {result.status}: {detail}", **common
             )
