@@ -7,11 +7,13 @@ mention two entities link them with a co-mention edge.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
 from graymatter_tui.lexicon import EMAIL, STOPWORDS, URL
 
+MAX_ENTITY_ID_BYTES = 100
 IDENT = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b")
 NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*")
 SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)$")
@@ -29,6 +31,10 @@ def extract_entities(text: str) -> list[Entity]:
 
     def add(kind: str, label: str) -> None:
         key = f"{kind}:{label.casefold()}"
+        if len(key.encode("utf-8", errors="surrogatepass")) > MAX_ENTITY_ID_BYTES:
+            # Graph keys hold two entity ids beside the agent name, within LMDB's 511 bytes.
+            digest = hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()
+            key = f"{kind}:#{digest[:24]}"
         found.setdefault(key, Entity(key, label, kind))
 
     rest = text

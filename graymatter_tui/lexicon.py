@@ -7,7 +7,26 @@ import re
 # A URL never ends in sentence punctuation, so "…/runbook. Check it" keeps its full stop.
 URL = re.compile(r"\bhttps?://[^\s<>\"')\]]*[^\s<>\"')\].,;:!?]", re.IGNORECASE)
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _mark_ranges(limit: int = 0x20000) -> str:
+    """Character-class ranges of every combining mark (Mn, Mc, Me) below `limit`: Python's
+    `\\w` leaves them out, which would cut "हिन्दी" or "தமிழ்" into single letters."""
+    import unicodedata
+
+    ranges: list[tuple[int, int]] = []
+    for code in range(limit):
+        if unicodedata.category(chr(code))[0] == "M":
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return "".join(f"{chr(a)}-{chr(b)}" if a != b else chr(a) for a, b in ranges)
+
+
+# A word: letters, digits, underscore and combining marks (so Devanagari, Tamil, Arabic
+# with vowel signs, and decomposed Latin stay whole).
+WORD = re.compile(f"[\\w{_mark_ranges()}]+", re.UNICODE)
 
 # Function words of English, Spanish, French and German: never key details or keywords.
 STOPWORDS = frozenset(

@@ -47,6 +47,8 @@ class RecallWeights:
             raise InvalidInput(
                 f"recall weights must be 'KEYWORD,RECENCY' numbers, got {raw!r}"
             ) from None
+        if not (math.isfinite(keyword) and math.isfinite(recency)):
+            raise InvalidInput("recall weights must be finite numbers")
         if keyword < 0 or recency < 0 or keyword + recency == 0:
             raise InvalidInput("recall weights must be non-negative and not both zero")
         return cls(keyword, recency)
@@ -85,6 +87,11 @@ def _keyword_scores(tx: Tx, agent: str, terms: list[str]) -> dict[str, float]:
     return scores
 
 
+def check_query(query: str) -> None:
+    if len(query.encode("utf-8", errors="surrogatepass")) > MAX_QUERY_BYTES:
+        raise InvalidInput(f"query is longer than {MAX_QUERY_BYTES} bytes")
+
+
 def rank(
     store: Store,
     agent: str,
@@ -95,8 +102,7 @@ def rank(
 ) -> list[Hit]:
     """The top `k` live facts for `query`, without touching access counts (a preview)."""
     validate_agent(agent)
-    if len(query.encode("utf-8", errors="surrogatepass")) > MAX_QUERY_BYTES:
-        raise InvalidInput(f"query is longer than {MAX_QUERY_BYTES} bytes")
+    check_query(query)
     if k < 1:
         raise InvalidInput("k must be at least 1")
     weights = weights or RecallWeights()
@@ -116,19 +122,25 @@ def rank(
             for fact_id in scores
         }
         ordered = sorted(fused, key=lambda i: (-fused[i], i))
+        # Decode in score order until k distinct texts are found, plus every candidate
+        # tied with the last one, so the final tie-break (older created_at, then id)
+        # decides among all of them rather than among whoever the id order let in.
         hits: list[Hit] = []
         seen_texts: set[str] = set()
+        cutoff: float | None = None
         for fact_id in ordered:
+            score = fused[fact_id]
+            if cutoff is not None and score < cutoff:
+                break
             fact = tx.find(fact_id)
             if fact is None or fact.is_tombstone or fact.text in seen_texts:
                 continue
             seen_texts.add(fact.text)
-            hits.append(Hit(fact, fused[fact_id], keyword_rank[fact_id], recency_rank[fact_id]))
-            if len(hits) >= k:
-                break
-        # Deterministic order: score, then older created_at, then id.
+            hits.append(Hit(fact, score, keyword_rank[fact_id], recency_rank[fact_id]))
+            if cutoff is None and len(hits) >= k:
+                cutoff = score
         hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
-        return hits
+        return hits[:k]
 
     return store.read(run)
 

@@ -7,16 +7,24 @@ import unicodedata
 
 from graymatter_tui.lexicon import STOPWORDS, WORD
 
-MAX_TOKEN_CHARS = 64
+# Index keys are `agent \0 term \0 id`; LMDB keys stop at 511 bytes and an agent name may
+# take 256, so a term is at most 200 bytes of UTF-8.
+MAX_TOKEN_BYTES = 200
+
+
+def _clip(word: str) -> str:
+    raw = word.encode("utf-8", errors="surrogatepass")
+    if len(raw) <= MAX_TOKEN_BYTES:
+        return word
+    return raw[:MAX_TOKEN_BYTES].decode("utf-8", errors="ignore")
 
 
 def tokens(text: str) -> list[str]:
-    """Keyword tokens of `text`, in order, repeats kept (term frequency counts them)."""
+    """Keyword tokens of `text`, in order, repeats kept (term frequency counts them).
+    A token longer than 200 bytes is cut to its first 200 (queries are cut alike)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return [
-        w
-        for w in WORD.findall(folded)
-        if w not in STOPWORDS and (len(w) > 1 or w.isdigit()) and len(w) <= MAX_TOKEN_CHARS
+        _clip(w) for w in WORD.findall(folded) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
     ]
 
 

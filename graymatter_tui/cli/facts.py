@@ -13,7 +13,7 @@ from graymatter_tui.cli.output import emit_json, fact_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.presentation import fact_fields
-from graymatter_tui.recall import RecallWeights, rank, recall
+from graymatter_tui.recall import RecallWeights, check_query, rank, recall
 from graymatter_tui.store.store import validate_fact_id
 from graymatter_tui.textsafe import neutralise, validate_agent
 
@@ -194,6 +194,8 @@ def recall_cmd(
     """Ranked live facts of AGENT for QUERY (records the access unless --preview)."""
     chosen = weights or os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip() or "1.0,0.1"
     fusion = RecallWeights.parse(chosen)
+    validate_agent(agent)
+    check_query(query)
     store = open_store(data_dir)
     run = rank if preview else recall
     hits = run(store, agent, query, k=k, weights=fusion)

@@ -1,0 +1,158 @@
+"""Shared helpers of the recall tests: a fixed clock, a settable clock, and a plain-Python
+reference implementation of the ranking formula to compare `rank` against."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from graymatter_tui.model import Fact
+from graymatter_tui.recall import RecallWeights
+from graymatter_tui.store import Store
+from graymatter_tui.store.tx import DF, POSTING, SEP, Tx
+from graymatter_tui.tokens import term_counts, tokens
+
+FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)
+AGENT = "recall-agent"
+RRF_K = 60
+
+# (term -> document frequency, (term, fact id) -> (term count, fact length))
+Index = tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]
+
+# Weights from "keyword only" to "recency only", used wherever a property must hold at any
+# weight.
+ALL_WEIGHTS = [
+    RecallWeights(1.0, 0.0),
+    RecallWeights(1.0, 0.5),
+    RecallWeights(1.0, 1.0),
+    RecallWeights(0.5, 1.0),
+    RecallWeights(0.0, 1.0),
+    RecallWeights(0.001, 1000.0),
+]
+
+
+class Clock:
+    """A store clock the test can move."""
+
+    def __init__(self, now: datetime = FIXED) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+def keyword_scores(live: list[Fact], query: str) -> dict[str, float]:
+    """The keyword signal as recall.py documents it, from the facts' texts alone.
+
+    Per informative query term: `(1 + ln tf) * idf / (1 + ln doc_len)` with
+    `idf = ln((N + 1) / (df + 1)) + 1`; the sum is then multiplied by the share of the
+    query's total idf that the fact matches (coordination). Terms held by more than half
+    of the live facts are skipped unless nothing else matches.
+
+    (The brief this suite was written from gave `... / sqrt(doc_len)` and no coordination;
+    recall.py switched to this form while the suite was being written. This function is
+    the one place to change if the formula moves again.)
+    """
+    n = len(live)
+    terms = list(dict.fromkeys(tokens(query)))
+    if not n or not terms:
+        return {}
+    counts = {f.id: term_counts(f.text) for f in live}
+    df = {t: sum(1 for c in counts.values() if t in c) for t in terms}
+    present = [t for t in terms if df[t]]
+    informative = [t for t in present if df[t] <= 0.5 * n] or present
+    idfs = {t: math.log((n + 1) / (df[t] + 1)) + 1.0 for t in informative}
+    scores: dict[str, float] = {}
+    matched: dict[str, float] = {}
+    for term in informative:
+        idf = idfs[term]
+        for fact_id, c in counts.items():
+            if term in c:
+                length = min(sum(c.values()), 65535)
+                weight = (1.0 + math.log(c[term])) * idf / (1.0 + math.log(max(length, 1)))
+                scores[fact_id] = scores.get(fact_id, 0.0) + weight
+                matched[fact_id] = matched.get(fact_id, 0.0) + idf
+    total = sum(idfs.values())
+    return {i: score * matched[i] / total for i, score in scores.items()}
+
+
+def reference_rank(
+    facts: Iterable[Fact],
+    query: str,
+    *,
+    k: int = 8,
+    weights: RecallWeights | None = None,
+) -> list[tuple[str, float]]:
+    """(id, fused score) of the top `k`, by the documented recall rules, in plain Python."""
+    weights = weights or RecallWeights()
+    live = [f for f in facts if f.is_live]
+    by_id = {f.id: f for f in live}
+    scores = keyword_scores(live, query)
+    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
+    by_recency = sorted(scores, reverse=True)
+    kr = {i: r for r, i in enumerate(by_keyword, start=1)}
+    rr = {i: r for r, i in enumerate(by_recency, start=1)}
+    fused = {
+        i: weights.keyword / (RRF_K + kr[i]) + weights.recency / (RRF_K + rr[i]) for i in scores
+    }
+    ordered = sorted(fused, key=lambda i: (-fused[i], by_id[i].created_at, i))
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for fact_id in ordered:
+        if by_id[fact_id].text in seen:
+            continue
+        seen.add(by_id[fact_id].text)
+        out.append((fact_id, fused[fact_id]))
+        if len(out) == k:
+            break
+    return out
+
+
+def index_contents(store: Store, agent: str) -> Index:
+    """Everything the store's inverted index holds for `agent`: term -> document frequency,
+    and (term, fact id) -> (term count, fact length), read straight from the tables."""
+    prefix = agent.encode() + SEP
+
+    def run(tx: Tx) -> Index:
+        terms: dict[str, int] = {}
+        cursor = tx.txn.cursor(db=tx.dbs.terms)
+        found = cursor.set_range(prefix)
+        while found and bytes(cursor.key()).startswith(prefix):
+            terms[bytes(cursor.key())[len(prefix) :].decode()] = DF.unpack(cursor.value())[0]
+            found = cursor.next()
+        postings: dict[tuple[str, str], tuple[int, int]] = {}
+        cursor = tx.txn.cursor(db=tx.dbs.postings)
+        found = cursor.set_range(prefix)
+        while found and bytes(cursor.key()).startswith(prefix):
+            term, fact_id = bytes(cursor.key())[len(prefix) :].decode().split("\x00")
+            postings[(term, fact_id)] = POSTING.unpack(cursor.value())
+            found = cursor.next()
+        return terms, postings
+
+    return store.read(run)
+
+
+def expected_index(live: list[Fact]) -> Index:
+    """The inverted index recomputed by brute force from the live facts' texts."""
+    terms: dict[str, int] = {}
+    postings: dict[tuple[str, str], tuple[int, int]] = {}
+    for fact in live:
+        counts = term_counts(fact.text)
+        length = min(sum(counts.values()), 65535)
+        for term, count in counts.items():
+            terms[term] = terms.get(term, 0) + 1
+            postings[(term, fact.id)] = (min(count, 65535), length)
+    return terms, postings
+
+
+def ids(hits: Iterable[object]) -> list[str]:
+    return [h.fact.id for h in hits]  # type: ignore[attr-defined]
+
+
+def texts(hits: Iterable[object]) -> list[str]:
+    return [h.fact.text for h in hits]  # type: ignore[attr-defined]
