@@ -13,6 +13,8 @@ MAX_TOKEN_BYTES = 200
 
 
 def _clip(word: str) -> str:
+    if len(word) <= MAX_TOKEN_BYTES // 4:  # at most 4 bytes a character: surely short enough
+        return word
     raw = word.encode("utf-8", errors="surrogatepass")
     if len(raw) <= MAX_TOKEN_BYTES:
         return word

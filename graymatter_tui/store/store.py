@@ -287,6 +287,23 @@ class Store(CycleOps, GraphOps):
                 raise StoreError(f"store write failed: {_lmdb_message(exc)}") from None
         raise StoreError("store write failed: the map could not be grown enough")
 
+    def reserve(self, extra_bytes: int) -> None:
+        """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
+        self._check_usable()
+        info = self._env.info()
+        used = (int(info["last_pgno"]) + 1) * int(self._env.stat()["psize"])
+        size = int(info["map_size"])
+        if used + extra_bytes <= size:
+            return
+        target = size
+        while used + extra_bytes > target and target < MAX_MAP_SIZE:
+            target *= 2
+        with self._resize.exclusive():
+            try:
+                self._env.set_mapsize(min(target, MAX_MAP_SIZE))
+            except lmdb.Error as exc:
+                raise StoreError(f"cannot grow the store: {_lmdb_message(exc)}") from None
+
     def _grow_map(self) -> None:
         with self._resize.exclusive():
             current = int(self._env.info()["map_size"])
@@ -467,6 +484,8 @@ class Store(CycleOps, GraphOps):
     def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
         """Insert many facts in one transaction (demo data, benchmarks)."""
         pending = list(items)
+        # Grow the map once up front rather than fill it and redo the whole transaction.
+        self.reserve(sum(len(item.text) for item in pending) * 12 + len(pending) * 1024)
         for item in pending:
             validate_agent(item.agent_id)
             validate_text(item.text)

@@ -297,35 +297,41 @@ class Tx:
     def iter_facts(
         self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
     ) -> Iterator[Fact]:
-        if state == "all":
-            prefix = agent.encode() + SEP
-            cursor = self.txn.cursor(db=self.dbs.facts)
-            if newest_first:
-                upper = prefix + (before.encode() if before else b"\xff")
-                found = cursor.prev() if cursor.set_range(upper) else cursor.last()
-                while found:
-                    key = bytes(cursor.key())
-                    if not key.startswith(prefix):
-                        break
-                    yield self._decode(key, cursor.value())
-                    found = cursor.prev()
+        """One agent's facts in one state, walking the fact rows and their vitals side by
+        side (the two tables hold the same keys), decoding only the rows wanted."""
+        prefix = agent.encode() + SEP
+        rows = self.txn.cursor(db=self.dbs.facts)
+        vitals = self.txn.cursor(db=self.dbs.vitals)
+        want = {"live": 0, "tombstones": FLAG_TOMBSTONE}.get(state)
+        unpack = VITALS.unpack_from
+        if newest_first:
+            upper = prefix + (before.encode() if before else b"\xff")
+            found = rows.prev() if rows.set_range(upper) else rows.last()
+            if vitals.set_range(upper):
+                vitals.prev()
             else:
-                found = cursor.set_range(prefix)
-                while found:
-                    key = bytes(cursor.key())
-                    if not key.startswith(prefix):
-                        break
-                    yield self._decode(key, cursor.value())
-                    found = cursor.next()
-            return
-        get = self.txn.get
-        facts_db = self.dbs.facts
-        head = agent.encode() + SEP
-        for fact_id in self.iter_ids(agent, state, before=before, newest_first=newest_first):
-            key = head + fact_id.encode()
-            raw = get(key, db=facts_db)
-            if raw is not None:
-                yield self._decode(key, raw)
+                vitals.last()
+            step_rows, step_vitals = rows.prev, vitals.prev
+        else:
+            lower = prefix + (before.encode() + b"\x00" if before else b"")
+            found = rows.set_range(lower)
+            vitals.set_range(lower)
+            step_rows, step_vitals = rows.next, vitals.next
+        while found:
+            key = rows.key()
+            if not key.startswith(prefix):
+                break
+            packed = (
+                vitals.value() if vitals.key() == key else self.txn.get(key, db=self.dbs.vitals)
+            )
+            weight, _accessed, flags = unpack(packed) if packed is not None else (None, 0, 0)
+            if want is None or flags & FLAG_TOMBSTONE == want:
+                fact = decode_fact(rows.value())
+                if weight is not None and weight != fact.weight:
+                    fact = msgspec.structs.replace(fact, weight=weight)
+                yield fact
+            found = step_rows()
+            step_vitals()
 
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
         """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
