@@ -4,10 +4,12 @@ No business logic lives here: every change goes through a Store method or the Cy
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -35,16 +37,18 @@ class GraymatterApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "graymatter-tui"
     BINDINGS = [
-        Binding("1", "tab('facts')", "Facts", id="tab-facts"),
-        Binding("2", "tab('tombstones')", "Tombstones", id="tab-tombstones"),
-        Binding("3", "tab('consolidate')", "Consolidate", id="tab-consolidate"),
-        Binding("4", "tab('journal')", "Journal", id="tab-journal"),
-        Binding("5", "tab('status')", "Status", id="tab-status"),
+        # The tab labels already show 1-5, so the footer keeps its room for other keys.
+        Binding("1", "tab('facts')", "Facts", id="tab-facts", show=False),
+        Binding("2", "tab('tombstones')", "Tombstones", id="tab-tombstones", show=False),
+        Binding("3", "tab('consolidate')", "Consolidate", id="tab-consolidate", show=False),
+        Binding("4", "tab('journal')", "Journal", id="tab-journal", show=False),
+        Binding("5", "tab('status')", "Status", id="tab-status", show=False),
         Binding("A", "choose_agent", "Agent", id="choose-agent"),
         Binding("R", "recall_preview", "Recall", id="recall-preview"),
         Binding("question_mark,f1", "help", "Help", id="help"),
         Binding("ctrl+r", "reload", "Reload", id="reload"),
-        Binding("q,ctrl+q", "quit", "Quit", id="quit", priority=False),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),
     ]
 
     def __init__(
@@ -104,13 +108,22 @@ class GraymatterApp(App[None]):
     def _pane(self, tab: str) -> Any:
         return self.query_one(f"#{tab}-pane")
 
+    def _pane_or_none(self, tab: str) -> Any | None:
+        """Hidden panes mount just after the first frame; before that there is none."""
+        try:
+            return self._pane(tab)
+        except NoMatches:
+            return None
+
     def _active_tab(self) -> str:
         return self.query_one(TabbedContent).active or "facts"
 
     def _reload_active(self) -> None:
         tab = self._active_tab()
         if tab in self._dirty:
-            pane = self._pane(tab)
+            pane = self._pane_or_none(tab)
+            if pane is None:
+                return
             if hasattr(pane, "reload"):
                 pane.reload()
             self._dirty.discard(tab)
@@ -135,11 +148,12 @@ class GraymatterApp(App[None]):
             self._clear_error()
 
     def _update_topbar(self) -> None:
-        badge = "  [READ-ONLY]" if self.read_only else ""
+        # The badge comes first so a long path can never push it out of sight.
+        badge = " [READ-ONLY]" if self.read_only else ""
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
         self.query_one("#topbar", Static).update(
-            f" graymatter-tui · agent {neutralise(self.agent, one_line=True)} ({live} live)"
-            f" · {neutralise(str(self.store.path), one_line=True)}{badge}"
+            f"{badge} graymatter-tui · agent {neutralise(self.agent, one_line=True)} "
+            f"({live} live) · {neutralise(str(self.store.path), one_line=True)}"
         )
         self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
 
@@ -162,8 +176,19 @@ class GraymatterApp(App[None]):
 
     def _focus_tab(self, tab: str) -> None:
         focus = {"facts": "#fact-list", "tombstones": "#tomb-list", "journal": "#journal-table"}
-        target = self.query_one(focus[tab]) if tab in focus else self._pane(tab)
+        try:
+            target = self.query_one(focus[tab]) if tab in focus else self._pane(tab)
+        except NoMatches:  # typed ahead before the pane mounted: try again after a frame
+            self.call_after_refresh(self._focus_tab_later, tab)
+            return
         target.focus()
+
+    def _focus_tab_later(self, tab: str) -> None:
+        if self._active_tab() == tab and self._pane_or_none(tab) is not None:
+            self._reload_active()
+            self._focus_tab(tab)
+        elif self._active_tab() == tab:
+            self.set_timer(0.05, lambda: self._focus_tab_later(tab))
 
     def on_store_changed(self, message: StoreChanged) -> None:
         self._poll()
@@ -184,15 +209,26 @@ class GraymatterApp(App[None]):
         def job() -> None:
             try:
                 result = fn()
-            except GraymatterError as exc:
-                self.call_from_thread(self.notify, str(exc), title="Not done", severity="error")
+            except (GraymatterError, OSError) as exc:
+                message = (
+                    str(exc)
+                    if isinstance(exc, GraymatterError)
+                    else (f"{exc.strerror or exc}: {exc.filename or ''}")
+                )
+                self.call_from_thread(
+                    self.notify,
+                    neutralise(message, one_line=True),
+                    title="Not done",
+                    severity="error",
+                    markup=False,
+                )
                 return
             self.call_from_thread(self._after_write, label, result, then)
 
         self.run_worker(job, thread=True, group="writes", exit_on_error=False, description=label)
 
     def _after_write(self, label: str, result: Any, then: Callable[[Any], None] | None) -> None:
-        self.notify(label)
+        self.notify(neutralise(label, one_line=True), markup=False)
         if then is not None:
             then(result)
         self._poll()
@@ -224,6 +260,13 @@ class GraymatterApp(App[None]):
         ]
         self.push_screen(HelpScreen(sections))
 
+    def summariser_changed(self) -> None:
+        """The summariser was switched: Status shows it and its reachability anew."""
+        status = self._pane_or_none("status")
+        if status is not None:
+            status.check_summariser()
+        self._dirty.add("status")
+
     def action_choose_agent(self) -> None:
         try:
             agents = self.store.agents()
@@ -242,7 +285,9 @@ class GraymatterApp(App[None]):
             if agent and agent != self.agent:
                 self.agent = agent
                 self._dirty = set(TABS)
-                self._pane("consolidate").agent_changed()
+                consolidate = self._pane_or_none("consolidate")
+                if consolidate is not None:
+                    consolidate.agent_changed()
                 self._reload_active()
 
         self.push_screen(ChooseScreen("Agent", choices, self.agent), chosen)
@@ -255,13 +300,11 @@ class GraymatterApp(App[None]):
         self.push_screen(RecallScreen(self.store, self.agent), chosen)
 
     def action_export(self) -> None:
-        default = str(self.store.path / "export.jsonl")
+        default = str(Path.cwd() / "graymatter-export.jsonl")
 
         def chosen(path: str | None) -> None:
             if not path:
                 return
-            from pathlib import Path
-
             from graymatter_tui import exchange
 
             def job() -> int:
@@ -276,7 +319,9 @@ class GraymatterApp(App[None]):
     def _pane_action(self, tab: str, action: str) -> Callable[[], None]:
         def run() -> None:
             self.action_tab(tab)
-            getattr(self._pane(tab), f"action_{action}")()
+            pane = self._pane_or_none(tab)
+            if pane is not None:
+                getattr(pane, f"action_{action}")()
 
         return run
 

@@ -40,7 +40,7 @@ _RESEARCH = [
     "The baseline model scores {n2}.{d1} F1 on the held-out split.",
     "Reading list item: https://arxiv.org/abs/2401.{n4} on memory consolidation.",
     "Reciprocal rank fusion with k = 60 beat either signal alone in run EXP-{n3}.",
-    "Annotation guidelines v{d1} were agreed with {person} on {month} {d1}0.",
+    "Annotation guidelines v{d1} were agreed with {person} on {month} {day}.",
 ]
 _OPS = [
     "{service} runs {d1} replicas in production behind the gateway.",
@@ -50,7 +50,7 @@ _OPS = [
     "{service} depends on Postgres 16 on port 5432 in staging.",
     "Runbook for {service}: https://runbooks.example.com/{service}.",
     "Disk alerts fire at {n2}% usage on the build servers.",
-    "Deploy freeze for {service} starts on {month} 2{d1}.",
+    "Deploy freeze for {service} starts on {month} {day}.",
 ]
 _TEMPLATES = {"support-bot": _SUPPORT, "research-agent": _RESEARCH, "ops-agent": _OPS}
 
@@ -107,6 +107,7 @@ def _fill(template: str, rng: random.Random) -> str:
         n3=rng.randint(100, 999),
         n2=rng.randint(10, 99),
         d1=rng.randint(1, 9),
+        day=rng.randint(1, 28),
     )
 
 

@@ -34,10 +34,18 @@ class Diff:
     guarded: int
     ignored: int
 
+    outcome: str = "applied"
+
     @property
     def counts_line(self) -> str:
+        if self.outcome == "applied":
+            verb = "consumed"
+        elif not self.outcome:
+            verb = "to consume"  # at review, before apply
+        else:
+            verb = f"proposed for consumption, not applied ({self.outcome})"
         return (
-            f"{self.consumed} consumed · {self.kept} kept · {self.guarded} kept by the guard · "
+            f"{self.consumed} {verb} · {self.kept} kept · {self.guarded} kept by the guard · "
             f"{self.ignored} ids ignored"
         )
 
@@ -73,4 +81,5 @@ def build_diff(record: CycleRecord) -> Diff:
         kept=sum(1 for r in rows if r.kind == "kept"),
         guarded=len(guarded),
         ignored=len(record.ignored),
+        outcome=record.outcome,
     )

@@ -80,8 +80,8 @@ class ConsolidatePane(Vertical, can_focus=True):
         line.append(" Summariser ", style="bold")
         line.append(settings.summariser, style="bold cyan")
         line.append(f"  {self._reach}", style="dim")
-        line.append(f"   guard {settings.guard} · threshold {settings.threshold} · ")
-        line.append(f"max batch {settings.max_batch}   (m change)", style="dim")
+        line.append(f"   m change · guard {settings.guard} · threshold {settings.threshold} · ")
+        line.append(f"max batch {settings.max_batch}", style="dim")
         self.query_one("#summariser-line", Static).update(line)
         self.query_one("#stepper", Static).update(self._stepper())
         record = self.cycle.record if self.cycle else None
@@ -107,12 +107,12 @@ class ConsolidatePane(Vertical, can_focus=True):
             result = done.get(stage)
             if result is not None:
                 out.append("  ✓ ", style="green")
-                out.append(f"{STAGE_TITLES[stage]:<17}", style="bold")
+                out.append(f"{STAGE_TITLES[stage]:<18}", style="bold")
                 out.append(neutralise(result.summary, one_line=True) + "\n")
             elif stage == cycle.next_stage:
                 marker = SPINNER[int(time.monotonic() * 10) % len(SPINNER)] if self.busy else "▶"
                 out.append(f"  {marker} ", style="bold yellow")
-                out.append(f"{STAGE_TITLES[stage]:<17}", style="bold yellow reverse")
+                out.append(f"{STAGE_TITLES[stage]:<18}", style="bold yellow reverse")
                 hint = "running…" if self.busy else self._hint(stage)
                 out.append(f" {hint}\n", style="yellow")
             else:
@@ -223,6 +223,10 @@ class ConsolidatePane(Vertical, can_focus=True):
 
     # ---- actions ---------------------------------------------------------------------
     def action_next_stage(self) -> None:
+        cycle = self.cycle
+        if cycle is not None and cycle.at_review and not cycle.decided:
+            self.app.notify("The proposal waits for you: a applies it, r rejects it.")
+            return
         self._start(one=True)
 
     def action_run_to_end(self) -> None:
@@ -281,6 +285,7 @@ class ConsolidatePane(Vertical, can_focus=True):
                 self.host.settings = self.host.settings.with_overrides(summariser=value)
                 self._reach = "checking…"
                 self.check_summariser()
+                self.host.summariser_changed()
                 self.render_state()
 
         self.app.push_screen(

@@ -38,6 +38,7 @@ class FactsPane(Vertical):
         self._texts: dict[str, str] | None = None
         self._weights: dict[str, float] | None = None
         self._last_match: tuple[str, list[str]] = ("", [])
+        self._keep_id: str | None = None
 
     @property
     def host(self) -> Host:
@@ -66,6 +67,7 @@ class FactsPane(Vertical):
         if keep and (current := self.current_fact()) is not None:
             keep_id = current.id
         store = self.host.store
+        self._keep_id = keep_id
         self._all_ids = store.fact_ids(self.host.agent, "live")
         self._texts = None
         self._weights = None
@@ -112,7 +114,8 @@ class FactsPane(Vertical):
     def _index_ready(self, texts: dict[str, str]) -> None:
         self._texts = texts
         self._last_match = ("", [])
-        self._show()
+        current = self.current_fact()
+        self._show(current.id if current else self._keep_id)
 
     # ---- events ----------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:

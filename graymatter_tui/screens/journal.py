@@ -55,10 +55,28 @@ class CycleDiffScreen(ModalScreen[None]):
             yield Static("esc back", classes="dialog-hint", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one(DiffView).show_record(self.record)
+        if self.record.kind == "revert":
+            self.query_one(DiffView).show_text(
+                f"Revert of cycle {self.record.reverted_cycle_id}: "
+                f"{len(self.record.restored)} facts live again, summary "
+                f"{self.record.retired_summary_id} retired."
+            )
+        else:
+            self.query_one(DiffView).show_record(self.record)
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class JournalTable(DataTable[Text]):
+    """The journal's rows; the same movement keys as the fact lists."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("home", "scroll_top", "First", show=False),
+        Binding("end", "scroll_bottom", "Last", show=False),
+    ]
 
 
 class JournalPane(Vertical):
@@ -74,7 +92,7 @@ class JournalPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="journal-info", classes="pane-bar-line", markup=False)
-        table: DataTable[Text | str] = DataTable(id="journal-table", cursor_type="row")
+        table = JournalTable(id="journal-table", cursor_type="row")
         table.add_columns(
             "time",
             "cycle",
@@ -90,29 +108,43 @@ class JournalPane(Vertical):
 
     def reload(self, *, keep: bool = True) -> None:
         table = self.query_one("#journal-table", DataTable)
-        keep_row = table.cursor_row if keep else 0
+        current = self.selected() if keep else None
         self.records = self.host.store.records(limit=JOURNAL_ROWS)
         table.clear()
         for r in self.records:
             is_revert = r.kind == "revert"
-            table.add_row(
+            networked = r.summariser in ("ollama", "anthropic")
+            # Every cell is Text: a str cell would be parsed as markup (agent names are data).
+            cells = [
                 r.started_at[:19].replace("T", " "),
                 r.cycle_id[-10:],
                 neutralise(r.agent_id, one_line=True)[:20],
                 r.kind,
                 r.summariser or "—",
-                Text(
-                    r.outcome + (" ↺" if r.reverted_by else ""),
-                    style=OUTCOME_STYLE.get(r.outcome, ""),
-                ),
                 str(len(r.restored)) if is_revert else str(len(r.consumed)),
                 "" if is_revert else str(len(r.pruned)),
-                "" if is_revert else f"{r.latency_ms:.0f} ms",
+                f"{r.latency_ms:.0f} ms" if networked and not is_revert else "",
+            ]
+            row = [Text(c) for c in cells]
+            outcome = Text(
+                r.outcome + (" ↺" if r.reverted_by else ""), style=OUTCOME_STYLE.get(r.outcome, "")
             )
+            row.insert(5, outcome)
+            table.add_row(*row, key=r.cycle_id)
         if self.records:
-            table.move_cursor(row=min(keep_row, len(self.records) - 1))
+            index = next(
+                (
+                    i
+                    for i, r in enumerate(self.records)
+                    if current and r.cycle_id == current.cycle_id
+                ),
+                0,
+            )
+            table.move_cursor(row=index)
+        count = len(self.records)
         self.query_one("#journal-info", Static).update(
-            f" {len(self.records)} records, newest first · enter replays the diff · u reverts"
+            f" {count} record{'s' if count != 1 else ''}, newest first · enter replays the diff"
+            " · u reverts"
         )
 
     def selected(self) -> CycleRecord | None:

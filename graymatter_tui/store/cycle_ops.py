@@ -245,9 +245,13 @@ class CycleOps:
             original = tx.record(cycle_id)
             if original is None:
                 raise NotFound(f"no cycle with id {cycle_id}")
-            if original.kind != "consolidate" or original.outcome != "applied":
+            if original.kind == "revert":
                 raise Conflict(
-                    f"cycle {cycle_id} cannot be reverted: it was not an applied consolidation "
+                    f"record {cycle_id} is itself a revert; revert records cannot be reverted"
+                )
+            if original.outcome != "applied":
+                raise Conflict(
+                    f"cycle {cycle_id} cannot be reverted: nothing was applied "
                     f"(outcome {original.outcome or 'unknown'})"
                 )
             if original.reverted_by:

@@ -9,12 +9,14 @@ bulk inserts mint one id per fact and a general-purpose encoder dominated their 
 from __future__ import annotations
 
 import os
+import random
 import threading
 from datetime import datetime
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _RANDOM_CHARS = bytes(ord(ALPHABET[b & 31]) for b in range(256))
 _lock = threading.Lock()
+_seeded: random.Random | None = None
 _last_ms = -1
 _last_time = ""
 _last_random = ""
@@ -55,6 +57,20 @@ def _increment(random_part: str) -> str:
     raise OverflowError("ULID random part exhausted within one millisecond")
 
 
+def seed_ids(seed: int | None) -> None:
+    """Make the random part of new ids reproducible (GRAYMATTER_ID_SEED): with a pinned
+    clock too, a demo or a screenshot comes out the same every time. None restores
+    os.urandom."""
+    global _seeded, _last_ms
+    with _lock:
+        _seeded = None if seed is None else random.Random(seed)
+        _last_ms = -1
+
+
+def _random_bytes() -> bytes:
+    return _seeded.randbytes(16) if _seeded is not None else os.urandom(16)
+
+
 def new_id(moment: datetime) -> str:
     """A ULID for `moment`; strictly greater than the previous one minted in the same ms."""
     global _last_ms, _last_time, _last_random
@@ -66,6 +82,6 @@ def new_id(moment: datetime) -> str:
             _last_ms, _last_time = ms, encode_time(ms)
             # The top bit of the first random character is cleared so an increment has
             # room to carry without overflowing into the next millisecond's range.
-            _last_random = os.urandom(16).translate(_RANDOM_CHARS).decode("ascii")
+            _last_random = _random_bytes().translate(_RANDOM_CHARS).decode("ascii")
             _last_random = ALPHABET[ALPHABET.index(_last_random[0]) & 15] + _last_random[1:]
         return _last_time + _last_random

@@ -34,7 +34,7 @@ from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.cycle_ops import CycleOps
 from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
 from graymatter_tui.store.graph_ops import GraphOps
-from graymatter_tui.store.ids import new_id
+from graymatter_tui.store.ids import new_id, seed_ids
 from graymatter_tui.store.rwlock import ResizeLock
 from graymatter_tui.store.tx import Dbs, Tx
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
@@ -125,6 +125,14 @@ class Store(CycleOps, GraphOps):
     ) -> Store:
         """Open (creating if new) the store in directory `path`; one per path per process."""
         directory = Path(path).expanduser()
+        seed = os.environ.get("GRAYMATTER_ID_SEED", "").strip()
+        if seed:
+            try:
+                seed_ids(int(seed))
+            except ValueError:
+                raise InvalidInput(
+                    f"GRAYMATTER_ID_SEED must be a whole number, got {seed!r}"
+                ) from None
         prepare_directory(directory)
         key = os.path.realpath(directory)
         with _registry_lock:

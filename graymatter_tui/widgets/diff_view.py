@@ -51,6 +51,9 @@ class DiffView(VerticalScroll):
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static("", id="diff-body", markup=False)
 
+    def show_text(self, message: str) -> None:
+        self.query_one("#diff-body", Static).update(Text(neutralise(message)))
+
     def show_record(self, record: CycleRecord | None) -> None:
         body = self.query_one("#diff-body", Static)
         if record is None or not (record.batch_facts or record.summary_text):

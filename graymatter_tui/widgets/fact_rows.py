@@ -11,6 +11,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from graymatter_tui import clock
+from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
 from graymatter_tui.textsafe import neutralise
 
@@ -69,7 +70,11 @@ class FactRows:
         if fact_id not in self._cache:
             start = max(index - PAGE // 4, 0)
             wanted = [i for i in self.ids[start : start + PAGE] if i not in self._cache]
-            for wanted_id, found in zip(wanted, self._fetch(wanted), strict=True):
+            try:
+                fetched = self._fetch(wanted)
+            except GraymatterError:
+                return None  # drawn as unavailable; the app's poll shows the error bar
+            for wanted_id, found in zip(wanted, fetched, strict=True):
                 self._cache[wanted_id] = found
         return self._cache.get(fact_id)
 
@@ -82,7 +87,7 @@ class FactRows:
     def row(self, index: int, width: int) -> list[Segment]:
         fact = self.fact(index)
         if fact is None:
-            return [Segment("  (gone)", DIM)]
+            return [Segment("  (unavailable)", DIM)]
         star = Segment(" ★ " if fact.pinned else "   ", PIN)
         bar_style = BAR_LOW if fact.weight < 0.1 else BAR
         return [
@@ -113,7 +118,10 @@ class TombstoneRows(FactRows):
         if fact.is_retired or not target:
             return None
         if target not in self._summaries:
-            self._summaries[target] = self._fetch([target])[0]
+            try:
+                self._summaries[target] = self._fetch([target])[0]
+            except GraymatterError:
+                return None
         return self._summaries[target]
 
     def row(self, index: int, width: int) -> list[Segment]:

@@ -1,0 +1,60 @@
+"""Fixtures of the TUI tests: real LMDB stores on disk with a fixed clock, the demo data,
+and the scripted Ollama server over real HTTP."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graymatter_tui.demo import create_demo
+from graymatter_tui.store import Store
+from tests.support.ollama_server import ScriptedOllama
+from tests.tui.helpers import open_store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The snapshot plugin writes its HTML report (also for the xfailed snapshots) to
+    ./snapshot_report.html by default; keep it out of the working tree."""
+    if config.getoption("--snapshot-report", default=None) == "snapshot_report.html":
+        report = Path(tempfile.gettempdir()) / "graymatter-tui-snapshot-report.html"
+        config.option.snapshot_report = str(report)
+
+
+@pytest.fixture(autouse=True)
+def _no_graymatter_env(clean_graymatter_env: None) -> None:
+    """No GRAYMATTER_* variable of the developer's shell reaches the app's settings."""
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def demo_store(store_path: Path) -> Iterator[Store]:
+    """The demo store (three agents, 100 facts each) on the fixed clock; closed after."""
+    store = open_store(store_path)
+    try:
+        create_demo(store)
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def empty_store(store_path: Path) -> Iterator[Store]:
+    store = open_store(store_path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def ollama() -> Iterator[ScriptedOllama]:
+    with ScriptedOllama() as server:
+        yield server
+    assert server.errors == []

@@ -1,0 +1,235 @@
+"""Helpers of the TUI tests: building the app on a real store, reading what the screen
+shows, and waiting (with a deadline, never a fixed sleep) for the app to catch up."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from graymatter_tui.app import GraymatterApp
+from graymatter_tui.config import Settings
+from graymatter_tui.store import Store
+from graymatter_tui.widgets.fact_rows import FactRows
+
+FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+FIXED_TEXT = "2026-11-30T12:00:00Z"
+SIZE = (120, 36)
+OPS = "ops-agent"
+# The near-duplicate pair the `local` summariser merges for ops-agent on the demo store.
+STAGING_A = "The staging database listens on port 5432."
+STAGING_B = "The staging database listens on port 5432. Use the VPN to reach it."
+PINNED_OPS = "Production deploys need two approvals; never skip them."
+CLI_TIMEOUT = 60
+
+
+def fixed_clock() -> datetime:
+    return FIXED
+
+
+def open_store(path: Path) -> Store:
+    return Store.open(path, clock_fn=fixed_clock)
+
+
+def settings_for(path: Path, summariser: str = "local", **overrides: Any) -> Settings:
+    return Settings.from_env(data_dir=path).with_overrides(summariser=summariser, **overrides)
+
+
+def make_app(
+    store: Store,
+    *,
+    summariser: str = "local",
+    agent: str | None = OPS,
+    read_only: bool = False,
+    poll_seconds: float = 0.5,
+    **overrides: Any,
+) -> GraymatterApp:
+    app = GraymatterApp(
+        store=store,
+        settings=settings_for(store.path, summariser, **overrides),
+        read_only=read_only,
+        agent=agent,
+        poll_seconds=poll_seconds,
+    )
+    # Tab underlines animate; with animations on, every key press waits for them.
+    app.animation_level = "none"
+    return app
+
+
+@asynccontextmanager
+async def running(
+    app: GraymatterApp, *, size: tuple[int, int] = SIZE
+) -> AsyncIterator[Pilot[None]]:
+    """`app.run_test` with notifications on, ended through the app's own exit path.
+
+    Leaving `run_test` while the app still runs makes Textual tear the screens down while
+    the app's poll timer can still fire; with a modal open that timer then fails to find
+    `#topbar` (a harness artefact: a real exit stops the message loop first). Exiting the
+    app before leaving the block avoids that race.
+    """
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await pilot.pause()
+        yield pilot
+        if app.is_running:
+            app.exit()
+            await pilot.pause()
+
+
+# ---- reading the screen ----------------------------------------------------------------
+def screen_lines(app: GraymatterApp) -> list[str]:
+    """The characters of every line of the current screen, as a terminal would show them
+    (modal screens drawn over the screens below)."""
+    from textual.app import App
+
+    assert isinstance(app, App)
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        record=True,
+        force_terminal=True,
+        color_system="truecolor",
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
+    return console.export_text(styles=False).splitlines()
+
+
+def screen_text(app: GraymatterApp) -> str:
+    return "\n".join(screen_lines(app))
+
+
+def plain(value: Any, width: int = 200) -> str:
+    """Plain text of what a Static was given (str, Text or any Rich renderable)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Text):
+        return value.plain
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(value)
+    return console.export_text(styles=False)
+
+
+def static_text(app: GraymatterApp, selector: str) -> str:
+    return plain(app.screen.query_one(selector, Static).content)
+
+
+def modal_text(app: GraymatterApp) -> str:
+    """The text of every Static on the current (modal) screen, whole, even the parts that
+    need scrolling to be seen."""
+    return "\n".join(plain(widget.content) for widget in app.screen.query(Static))
+
+
+def detail_fields(app: GraymatterApp) -> dict[str, str]:
+    """The label → value rows of the fact-detail modal's field table."""
+    out = {}
+    for line in static_text(app, "#detail-fields").splitlines():
+        match = re.match(r"^\s*(\S.*?)\s{2,}(.*)$", line)
+        if match:
+            out[match.group(1)] = match.group(2).strip()
+    return out
+
+
+def fact_rows(app: GraymatterApp) -> FactRows:
+    source = app.query_one("#fact-list").source  # type: ignore[attr-defined]
+    assert isinstance(source, FactRows)
+    return source
+
+
+def visible_texts(app: GraymatterApp) -> list[str]:
+    rows = fact_rows(app)
+    texts = []
+    for index in range(len(rows)):
+        fact = rows.fact(index)
+        assert fact is not None
+        texts.append(fact.text)
+    return texts
+
+
+def cursor_fact_id(app: GraymatterApp, selector: str = "#fact-list") -> str:
+    widget = app.query_one(selector)
+    fact = widget.source.fact(widget.cursor)  # type: ignore[attr-defined]
+    assert fact is not None
+    return str(fact.id)
+
+
+def notifications(app: GraymatterApp) -> list[tuple[str, str]]:
+    """(severity, message) of every notification still on display."""
+    return [(n.severity, n.message) for n in app._notifications]
+
+
+# ---- waiting -----------------------------------------------------------------------------
+async def settle(pilot: Pilot[Any]) -> None:
+    """Let every worker finish (store writes run in threads) and the screen catch up."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_until(
+    pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 5.0, what: str = ""
+) -> None:
+    """Poll `condition` between short pauses until it holds; fail after `timeout` seconds
+    of app time (each pause is 0.1 s), never asserting on how long it took."""
+    steps = max(int(timeout / 0.1), 1)
+    for _ in range(steps):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    assert condition(), f"timed out waiting for {what or condition}"
+
+
+# ---- the real CLI in a subprocess --------------------------------------------------------
+def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
+    }
+    env["GRAYMATTER_NOW"] = FIXED_TEXT
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["COLUMNS"] = "400"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graymatter_tui", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=cli_env(env),
+        timeout=CLI_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def start_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graymatter_tui", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        env=cli_env(env),
+    )

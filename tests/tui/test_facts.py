@@ -1,0 +1,244 @@
+"""The Facts tab: the list, the filter, the sort, the detail modal and every curation key
+(p pin/unpin, a add, e revise, x retire), checked on screen and in the store."""
+
+from __future__ import annotations
+
+import msgspec
+from textual.widgets import Input, TextArea
+
+from graymatter_tui.model import RETIRED
+from graymatter_tui.screens.detail import FactDetailScreen
+from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
+from graymatter_tui.store import Store
+from tests.tui.helpers import (
+    FIXED_TEXT,
+    OPS,
+    STAGING_A,
+    STAGING_B,
+    cursor_fact_id,
+    detail_fields,
+    fact_rows,
+    make_app,
+    notifications,
+    running,
+    screen_lines,
+    screen_text,
+    settle,
+    static_text,
+    visible_texts,
+    wait_until,
+)
+
+
+def everything(store: Store) -> dict[str, object]:
+    return {f.id: msgspec.to_builtins(f) for f in store.all_facts()}
+
+
+def row_of(app: object, text: str) -> str:
+    """The screen line that shows `text` (the fact rows are drawn line by line)."""
+    matches = [line for line in screen_lines(app) if text in line]  # type: ignore[arg-type]
+    assert matches, f"{text!r} is not on screen"
+    return matches[0]
+
+
+async def test_list_filter_and_sort(demo_store: Store) -> None:
+    live = demo_store.list_facts(OPS, "live")
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        # newest first: the ids (ULIDs, time-ordered) descend, and the screen agrees
+        assert fact_rows(app).ids == [f.id for f in live]
+        assert fact_rows(app).ids == sorted(fact_rows(app).ids, reverse=True)
+        created = [fact_rows(app).fact(i).created_at for i in range(100)]  # type: ignore[union-attr]
+        assert created == sorted(created, reverse=True)
+        assert static_text(app, "#facts-info") == "100 live · sorted by recency"
+        lines = screen_lines(app)
+        first_row = next(i for i, line in enumerate(lines) if live[0].text in line)
+        assert live[1].text in lines[first_row + 1]
+        assert "1d" in row_of(app, live[0].text)  # created one day before the fixed clock
+
+        # the filter narrows case-insensitively as you type
+        await pilot.press("slash")
+        assert app.focused is app.query_one("#filter", Input)
+        await pilot.press(*"STAGING")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
+        staging = [f.text for f in live if "staging" in f.text.casefold()]
+        assert len(staging) == 9
+        assert visible_texts(app) == staging
+        shown = screen_text(app)
+        for text in (STAGING_A, STAGING_B, "Staging DB port is 5432."):
+            assert text in shown
+        assert live[0].text not in shown
+        await pilot.press("enter")
+        assert app.focused is app.query_one("#fact-list")
+
+        # clearing the filter restores the whole list
+        await pilot.press("slash", *["backspace"] * len("STAGING"), "escape")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("100 live"))
+        assert app.focused is app.query_one("#fact-list")
+        assert visible_texts(app) == [f.text for f in live]
+
+        # s sorts by weight, weakest first; s again goes back to recency
+        await pilot.press("s")
+        await pilot.pause()
+        assert static_text(app, "#facts-info") == "100 live · sorted by weight"
+        weights = demo_store.weights(OPS, "live")
+        ids = fact_rows(app).ids
+        assert [weights[i] for i in ids] == sorted(weights.values())
+        weakest = demo_store.get(ids[0])
+        assert weakest.weight == min(weights.values())
+        # the cursor stayed on its fact (the newest, now near the end); home shows the top
+        assert cursor_fact_id(app) == live[0].id
+        await pilot.press("home")
+        await pilot.pause()
+        assert weakest.text in screen_text(app)
+        assert screen_text(app).index(weakest.text) < screen_text(app).index(
+            demo_store.get(ids[1]).text
+        )
+        await pilot.press("s")
+        await pilot.pause()
+        assert fact_rows(app).ids == [f.id for f in live]
+
+
+async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("down", "down")
+        fact_id = cursor_fact_id(app)
+        fact = demo_store.get(fact_id)
+        assert not fact.pinned
+
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FactDetailScreen)
+        fields = detail_fields(app)
+        assert fields["id"] == fact.id
+        assert fields["agent"] == OPS
+        assert fields["state"] == "live"
+        assert fields["weight"] == f"{fact.weight:.4f}"
+        assert fields["created"] == fact.created_at
+        assert fact.accessed_at in fields["accessed"]
+        assert f"({fact.access_count} times)" in fields["accessed"]
+        assert fields["pinned at"] == "—"
+        assert fields["cycle"] == "—"
+        assert static_text(app, "#detail-text") == fact.text
+        assert f"Fact {fact.id}" in static_text(app, "#detail-title")
+        assert "No receipt chain" in static_text(app, "#detail-chain-title")
+        shown = screen_text(app)
+        assert fact.text in shown and fact.created_at in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, FactDetailScreen)
+
+        await pilot.press("p")
+        await settle(pilot)
+        pinned = demo_store.get(fact_id)
+        assert pinned.pinned and pinned.pinned_at == FIXED_TEXT.replace("Z", ".000000Z")
+        assert cursor_fact_id(app) == fact_id
+        assert "★" in row_of(app, fact.text)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert detail_fields(app)["state"] == "live, pinned"
+        await pilot.press("escape", "p")
+        await settle(pilot)
+        assert not demo_store.get(fact_id).pinned
+        assert demo_store.get(fact_id).pinned_at is None
+        assert "★" not in row_of(app, fact.text)
+
+
+async def test_a_adds_and_e_revises(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, TextEntryScreen)
+        await pilot.press(*"Added in the TUI")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        added = [f for f in demo_store.list_facts(OPS) if f.text == "Added in the TUI"]
+        assert len(added) == 1
+        assert added[0].agent_id == OPS and added[0].is_live
+        assert fact_rows(app).ids[0] == added[0].id  # newest first
+        assert "Added in the TUI" in screen_text(app)
+        assert "(101 live)" in static_text(app, "#topbar")
+
+        # revise the fact under the cursor: the text area starts with its text
+        await pilot.press("down")
+        old = demo_store.get(cursor_fact_id(app))
+        await pilot.press("e")
+        await pilot.pause()
+        area = app.screen.query_one("#entry-text", TextArea)
+        assert area.text == old.text
+        await pilot.press("end", *" Revised")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        tomb = demo_store.get(old.id)
+        assert tomb.is_tombstone
+        revision = demo_store.get(tomb.superseded_by)
+        assert revision.text == old.text + " Revised"
+        assert revision.is_live and revision.agent_id == OPS
+        assert old.id not in fact_rows(app).ids
+        assert revision.id in fact_rows(app).ids
+        assert old.text + " Revised" in screen_text(app)
+        assert old.id in demo_store.fact_ids(OPS, "tombstones")
+
+
+async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        target = cursor_fact_id(app)
+        text = demo_store.get(target).text
+        before = everything(demo_store)
+        generation = demo_store.generation()
+
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Retire this fact?" in screen_text(app)
+        assert text in screen_text(app)
+        await pilot.press("n")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert everything(demo_store) == before
+        assert demo_store.generation() == generation
+        assert cursor_fact_id(app) == target
+
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.press("y")
+        await settle(pilot)
+        retired = demo_store.get(target)
+        assert retired.superseded_by == RETIRED
+        assert target not in fact_rows(app).ids
+        assert text not in screen_text(app)
+        assert "(99 live)" in static_text(app, "#topbar")
+
+        # a pinned fact is refused with a notification, and nothing changes
+        pinned_id = next(f.id for f in demo_store.list_facts(OPS) if f.pinned)
+        await pilot.press("s", "end")  # weight 1.0: the heaviest fact
+        assert cursor_fact_id(app) == pinned_id
+        before = everything(demo_store)
+        await pilot.press("x", "y")
+        await settle(pilot)
+        assert everything(demo_store) == before
+        assert any(
+            severity == "error" and "unpin it before retiring it" in message
+            for severity, message in notifications(app)
+        )
+
+        await pilot.press("2")
+        await pilot.pause()
+        assert "retired by agent" in screen_text(app)
+
+
+async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("slash", *"staging", "enter")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
+        await pilot.press("down", "down")
+        target = cursor_fact_id(app)
+        await pilot.press("p")
+        await settle(pilot)
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
+        assert demo_store.get(target).pinned
+        assert cursor_fact_id(app) == target

@@ -1,0 +1,275 @@
+"""Live refresh from another process, untrusted text shown literally, read-only mode, and
+store errors the app must survive."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from textual.widgets import Input, TabbedContent
+from textual.widgets._toast import Toast
+
+from graymatter_tui.consolidation.cycle import Cycle
+from graymatter_tui.consolidation.summarisers import LocalSummariser
+from graymatter_tui.screens.detail import FactDetailScreen
+from graymatter_tui.store import Store
+from tests.tui.helpers import (
+    OPS,
+    cli_env,
+    cursor_fact_id,
+    fact_rows,
+    make_app,
+    notifications,
+    open_store,
+    running,
+    screen_lines,
+    screen_text,
+    settle,
+    static_text,
+    visible_texts,
+    wait_until,
+)
+
+INJECT = "inject-agent"
+# (stored text, what the screen must show instead)
+HOSTILE = [
+    ("[bold red]not bold[/]", "[bold red]not bold[/]"),
+    ("[@click=app.quit]click me[/]", "[@click=app.quit]click me[/]"),
+    ("\x1b]52;c;aGVsbG8=\x07 osc", "␛]52;c;aGVsbG8=␇ osc"),
+    ("\x1b[2J clear", "␛[2J clear"),
+    ("\u202e rtl", "<U+202E> rtl"),
+]
+
+
+def everything(store: Store) -> dict[str, Any]:
+    return {
+        "facts": {f.id: msgspec.to_builtins(f) for f in store.all_facts()},
+        "counters": msgspec.to_builtins(store.counters()),
+        "records": [msgspec.to_builtins(r) for r in store.records()],
+        "generation": store.generation(),
+    }
+
+
+def toasts(app: Any) -> list[str]:
+    """The text of every toast (notification) on screen, as drawn."""
+    return [toast.render().plain for toast in app.screen.query(Toast)]
+
+
+def svg_text(svg: str) -> str:
+    """The characters of an SVG screenshot (Rich writes spaces as no-break spaces)."""
+    return html.unescape(svg).replace("\xa0", " ")
+
+
+async def test_write_from_another_process_appears_without_a_key(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("down", "down", "down")
+        focused_id = cursor_fact_id(app)
+        assert fact_rows(app).ids.index(focused_id) == 3
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "graymatter_tui",
+            "remember",
+            OPS,
+            "written elsewhere",
+            "--dir",
+            str(demo_store.path),
+            env=cli_env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()  # the app keeps running meanwhile
+        assert process.returncode == 0, err.decode()
+        new_id = out.decode().strip()
+        await wait_until(
+            pilot,
+            lambda: "written elsewhere" in visible_texts(app),
+            timeout=2.0,
+            what="the poll to pick up the other process's write",
+        )
+        assert fact_rows(app).ids[0] == new_id  # newest first
+        assert cursor_fact_id(app) == focused_id  # the cursor followed its fact
+        assert app.query_one("#fact-list").cursor == 4  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: "written elsewhere" in screen_text(app), timeout=2.0)
+        assert "(101 live)" in static_text(app, "#topbar")
+
+
+async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
+    for stored, _ in HOSTILE:
+        empty_store.put(INJECT, stored)
+    app = make_app(empty_store, agent=INJECT)
+    async with running(app) as pilot:
+        svg = app.export_screenshot()
+        assert "\x1b" not in svg and "\x07" not in svg and "\u202e" not in svg
+        drawn = svg_text(svg)
+        for _, shown in HOSTILE:
+            assert shown in drawn, shown
+        lines = screen_lines(app)
+        for _, shown in HOSTILE:
+            assert any(line.rstrip().endswith(shown) for line in lines), shown
+        assert "\x1b" not in "\n".join(lines)
+
+        # clicking the [@click=app.quit] row only moves the cursor
+        row = next(i for i, (text, _) in enumerate(reversed(HOSTILE)) if "@click" in text)
+        await pilot.click("#fact-list", offset=(30, row))
+        await pilot.pause()
+        assert app.is_running
+        assert app.query_one("#fact-list").cursor == row  # type: ignore[attr-defined]
+        assert fact_rows(app).fact(row).text == HOSTILE[1][0]  # type: ignore[union-attr]
+
+        # the detail modal shows every text literally too
+        ids = fact_rows(app).ids
+        for index, fact_id in enumerate(ids):
+            stored = empty_store.get(fact_id).text
+            shown = dict(HOSTILE)[stored]
+            await pilot.press("home", *["down"] * index, "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, FactDetailScreen)
+            assert static_text(app, "#detail-text") == shown
+            assert shown in screen_text(app)
+            assert "\x1b" not in app.export_screenshot()
+            await pilot.press("escape")
+            await pilot.pause()
+        assert app.is_running
+
+
+async def test_journal_shows_markup_in_agent_names_literally(empty_store: Store) -> None:
+    agent = "[bold red]red agent[/]"
+    empty_store.put(agent, "a fact")
+    await Cycle(empty_store, agent, None).run()
+    app = make_app(empty_store, agent=agent)
+    async with running(app) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        row = next(line for line in screen_lines(app) if "consolidate  none" in line)
+        assert "red agent" in row
+        assert "[bold red]red agen" in row  # the column keeps 20 characters
+
+
+async def test_read_only_mode_changes_nothing(demo_store: Store) -> None:
+    await Cycle(demo_store, OPS, LocalSummariser()).run()  # something for u to try to revert
+    before = everything(demo_store)
+    app = make_app(demo_store, read_only=True)
+    async with running(app) as pilot:
+        topbar = static_text(app, "#topbar")
+        assert "[READ-ONLY]" in topbar
+        assert app.query_one("#topbar").has_class("read-only")
+
+        for key in ("p", "a", "e", "x"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert not isinstance(app.screen, FactDetailScreen)
+            assert app.screen is app.screen_stack[0], f"{key} opened a dialog"
+        await pilot.press("3")
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot)
+        assert "No cycle yet." in static_text(app, "#stepper")
+        await pilot.press("4")
+        await pilot.pause()
+        await pilot.press("u")
+        await settle(pilot)
+        assert app.screen is app.screen_stack[0], "u opened a dialog"
+        warnings = [m for severity, m in notifications(app) if severity == "warning"]
+        assert warnings and all(m == "Read-only mode: changes are disabled." for m in warnings)
+        assert len(warnings) == 7  # p a e x n g u: every one refused
+    assert everything(demo_store) == before
+
+
+async def test_read_only_badge_is_visible_with_a_long_store_path(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "memory-stores" / "production-agent-memory-readonly-copy")
+    try:
+        store.put(OPS, "a fact")
+        app = make_app(store, read_only=True)
+        async with running(app):
+            assert "[READ-ONLY]" in static_text(app, "#topbar")
+            assert "READ-ONLY" in screen_lines(app)[0]
+    finally:
+        store.close()
+
+
+async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: Store) -> None:
+    path = demo_store.path
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        errorbar = app.query_one("#errorbar")
+        assert not errorbar.display
+        app.store.close()  # every read now raises StoreError("the store is closed")
+        await wait_until(pilot, lambda: errorbar.display, what="the error bar")
+        assert static_text(app, "#errorbar") == " Store error: the store is closed — ctrl+r retries"
+        assert "Store error: the store is closed" in screen_text(app)
+        assert app.is_running
+
+        # switching tabs and retrying while the store is still closed does not crash
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.query_one("#tabs", TabbedContent).active == "tombstones"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert errorbar.display and app.is_running
+
+        # point the app at the reopened store: ctrl+r clears the error and shows data again
+        reopened = open_store(path)
+        try:
+            app.store = reopened
+            await pilot.press("1", "ctrl+r")
+            await settle(pilot)
+            assert not errorbar.display
+            assert app.last_error == ""
+            assert ("information", "Reloaded.") in notifications(app)
+            assert visible_texts(app) == [f.text for f in reopened.list_facts(OPS)]
+            assert "Backups of the ledger database" in screen_text(app)
+        finally:
+            if app.is_running:
+                app.exit()
+                await pilot.pause()
+            reopened.close()
+
+
+async def test_scrolling_while_the_store_is_unreadable_keeps_the_app_alive(
+    demo_store: Store,
+) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        app.store.close()
+        await wait_until(pilot, lambda: app.query_one("#errorbar").display, what="error bar")
+        await pilot.press("end")  # rows 64.. were never fetched
+        await pilot.pause()
+        assert app.is_running
+
+
+async def test_export_to_an_unwritable_path_says_so(demo_store: Store, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "export.jsonl"
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        app.action_export()
+        await pilot.pause()
+        app.screen.query_one("#line-text", Input).value = str(target)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not target.exists()
+        assert any(severity == "error" for severity, _ in notifications(app))
+
+
+async def test_export_notification_names_the_file_literally(
+    demo_store: Store, tmp_path: Path
+) -> None:
+    target = tmp_path / "exp[bold]ort.jsonl"
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        app.action_export()
+        await pilot.pause()
+        app.screen.query_one("#line-text", Input).value = str(target)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert target.exists()
+        await wait_until(pilot, lambda: bool(toasts(app)), what="the toast")
+        (toast,) = toasts(app)
+        assert toast.startswith("exported to")
+        assert str(target) in toast

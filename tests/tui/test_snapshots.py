@@ -1,0 +1,94 @@
+"""SVG snapshots of every screen on the demo store, at a fixed path and a fixed clock.
+
+Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update` and look at the
+SVGs before committing them. Ids are made reproducible with `seed_ids` (what
+GRAYMATTER_ID_SEED does for a demo), so screens showing a cycle id match every run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from graymatter_tui.consolidation.cycle import Cycle
+from graymatter_tui.consolidation.summarisers import LocalSummariser
+from graymatter_tui.demo import create_demo
+from graymatter_tui.store import Store
+from graymatter_tui.store.ids import seed_ids
+from tests.tui.helpers import OPS, SIZE, make_app, open_store, settle
+
+# The topbar and the Status pane show the store's path, so it must not vary.
+SNAPSHOT_DIR = Path(tempfile.gettempdir()) / "graymatter-snapshots"
+
+Compare = Callable[..., bool]
+
+
+@pytest.fixture
+def snapshot_store() -> Iterator[Store]:
+    shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+    seed_ids(2026)
+    store = open_store(SNAPSHOT_DIR)
+    try:
+        create_demo(store)
+        yield store
+    finally:
+        store.close()
+        seed_ids(None)
+        shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+
+
+async def ready(pilot: Pilot[Any]) -> None:
+    """Let the app finish starting: panes 2-5 mount lazily after the first frame (a key
+    typed before that crashes the app; see test_navigation's typed-ahead test)."""
+    await settle(pilot)
+
+
+def applied_cycle(store: Store) -> None:
+    assert Cycle(store, OPS, LocalSummariser()).run_sync().outcome == "applied"
+
+
+def test_facts(snap_compare: Compare, snapshot_store: Store) -> None:
+    assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready)
+
+
+def test_fact_detail(snap_compare: Compare, snapshot_store: Store) -> None:
+    app = make_app(snapshot_store)
+    assert snap_compare(app, terminal_size=SIZE, run_before=ready, press=["down", "enter"])
+
+
+def test_status(snap_compare: Compare, snapshot_store: Store) -> None:
+    assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["5"])
+
+
+def test_help(snap_compare: Compare, snapshot_store: Store) -> None:
+    assert snap_compare(
+        make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["question_mark"]
+    )
+
+
+def test_tombstones_after_a_cycle(snap_compare: Compare, snapshot_store: Store) -> None:
+    applied_cycle(snapshot_store)
+    assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["2"])
+
+
+def test_consolidate_at_review(snap_compare: Compare, snapshot_store: Store) -> None:
+    async def to_review(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await pilot.press("3")
+        for _ in range(4):
+            await pilot.press("n")
+            await settle(pilot)
+
+    app = make_app(snapshot_store)
+    assert snap_compare(app, terminal_size=SIZE, run_before=to_review)
+
+
+def test_journal(snap_compare: Compare, snapshot_store: Store) -> None:
+    applied_cycle(snapshot_store)
+    assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["4"])
