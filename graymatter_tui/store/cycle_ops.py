@@ -262,6 +262,11 @@ class CycleOps:
                     f"cycle {cycle_id} cannot be reverted: its summary {original.summary_id} "
                     "has been pruned"
                 )
+            if summary.pinned:
+                raise Conflict(
+                    f"cycle {cycle_id} cannot be reverted: its summary {summary.id} is pinned; "
+                    "unpin it first"
+                )
             if summary.is_tombstone:
                 how = "retired" if summary.is_retired else f"consumed by {summary.superseded_by}"
                 raise Conflict(f"cycle {cycle_id} cannot be reverted: its summary was {how} since")

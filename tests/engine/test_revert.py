@@ -101,7 +101,7 @@ def test_skipped_cycle_is_refused(gm: Store) -> None:
     seed_weighted(gm)
     record = cycle(gm, None)
     assert record.outcome == "skipped"
-    assert_refused(gm, record.cycle_id, Conflict, "not an applied consolidation")
+    assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
 def test_discarded_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
@@ -109,7 +109,7 @@ def test_discarded_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
     ollama.script(Reply.text("prose, not a proposal"))
     record = cycle(gm, ollama)
     assert record.outcome == "discarded"
-    assert_refused(gm, record.cycle_id, Conflict, "not an applied consolidation")
+    assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
 def test_failed_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
@@ -117,13 +117,13 @@ def test_failed_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
     ollama.script(Reply.error(400, "bad"))
     record = cycle(gm, ollama)
     assert record.outcome == "failed"
-    assert_refused(gm, record.cycle_id, Conflict, "not an applied consolidation")
+    assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
 def test_a_revert_record_is_not_revertible(gm: Store, ollama: ScriptedOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     revert = gm.revert(applied(gm, ollama, batch[:2]).cycle_id)
-    assert_refused(gm, revert.cycle_id, Conflict, "not an applied consolidation")
+    assert_refused(gm, revert.cycle_id, Conflict, "itself a revert")
 
 
 def test_reverting_twice_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
@@ -240,3 +240,18 @@ def test_pinning_a_restored_fact_keeps_the_invariants(gm: Store, ollama: Scripte
     gm.revert(record.cycle_id)
     gm.pin(batch[0])
     assert violations(check_invariants(gm)) == []
+
+
+def test_pinned_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+    """Retiring a pinned summary would leave a pinned tombstone (found by the crash soak)."""
+    ids = [f.id for f in seed_weighted(gm)[:15]]
+    record = applied(gm, ollama, ids[:3])
+    gm.pin(record.summary_id)
+    before = snapshot(gm)
+    with pytest.raises(Conflict, match="pinned"):
+        gm.revert(record.cycle_id)
+    assert snapshot(gm) == before
+    gm.unpin(record.summary_id)
+    revert = gm.revert(record.cycle_id)
+    assert sorted(revert.restored) == sorted(ids[:3])
+    assert all(check.ok for check in check_invariants(gm))
