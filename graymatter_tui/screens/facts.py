@@ -18,6 +18,8 @@ from graymatter_tui.widgets.fact_rows import FactRows
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 SORTS = ("recency", "weight")
+FIRST_PAGE = 5000
+BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
 
 
 class FactsPane(Vertical):
@@ -39,6 +41,7 @@ class FactsPane(Vertical):
         self._weights: dict[str, float] | None = None
         self._last_match: tuple[str, list[str]] = ("", [])
         self._keep_id: str | None = None
+        self._complete = True
 
     @property
     def host(self) -> Host:
@@ -68,23 +71,43 @@ class FactsPane(Vertical):
             keep_id = current.id
         store = self.host.store
         self._keep_id = keep_id
-        self._all_ids = store.fact_ids(self.host.agent, "live")
         self._texts = None
         self._weights = None
         self._last_match = ("", [])
+        # The newest page paints at once; a very long list is read in full in a worker.
+        first = store.fact_ids(self.host.agent, "live", limit=FIRST_PAGE + 1)
+        self._all_ids = first[:FIRST_PAGE]
+        self._complete = len(first) <= FIRST_PAGE
+        if not self._complete:
+            self._load_all_ids()
         if self.query_text:
             self._build_text_index()
         self._show(keep_id)
 
-    def _visible_ids(self) -> list[str]:
+    @work(thread=True, exclusive=True, group="facts-ids", exit_on_error=False)
+    def _load_all_ids(self) -> None:
+        ids = self.host.store.fact_ids(self.host.agent, "live")
+        self.app.call_from_thread(self._ids_ready, ids)
+
+    def _ids_ready(self, ids: list[str]) -> None:
+        self._all_ids = ids
+        self._complete = True
+        current = self.current_fact()
+        self._show(current.id if current else self._keep_id)
+
+    def _matches(self, needle: str) -> list[str]:
+        """Ids whose text contains `needle`, newest first. Typing extends the query, so the
+        previous matches are narrowed instead of every fact being searched again."""
+        texts = self._texts or {}
+        last_needle, last_ids = self._last_match
+        pool = last_ids if last_needle and needle.startswith(last_needle) else list(texts)
+        return [i for i in pool if needle in texts[i]]
+
+    def _visible_ids(self, matched: list[str] | None = None) -> list[str]:
         ids = self._all_ids
         if self.query_text and self._texts is not None:
             needle = self.query_text.casefold()
-            texts = self._texts
-            # Typing extends the query: narrow the previous matches instead of every fact.
-            last_needle, last_ids = self._last_match
-            pool = last_ids if last_needle and needle.startswith(last_needle) else ids
-            ids = [i for i in pool if needle in texts.get(i, "")]
+            ids = matched if matched is not None else self._matches(needle)
             self._last_match = (needle, ids)
         else:
             self._last_match = ("", [])
@@ -95,21 +118,33 @@ class FactsPane(Vertical):
             ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i))
         return ids
 
-    def _show(self, keep_id: str | None = None) -> None:
-        ids = self._visible_ids()
+    def _show(self, keep_id: str | None = None, matched: list[str] | None = None) -> None:
+        ids = self._visible_ids(matched)
         rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
         cursor = rows.index_of(keep_id) if keep_id else None
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
-        info = f"{len(ids)} of {len(self._all_ids)}" if self.query_text else f"{len(ids)} live"
+        total = len(self._all_ids) if self._complete else f"{len(self._all_ids)}+"
+        info = f"{len(ids)} of {total}" if self.query_text else f"{total} live"
         if self.query_text and self._texts is None:
             info = "indexing text…"
         self.query_one("#facts-info", Static).update(f"{info} · sorted by {self.sort}")
 
+    @work(thread=True, exclusive=True, group="facts-filter", exit_on_error=False)
+    def _filter_in_background(self, query: str) -> None:
+        """Long lists are searched off the event loop so typing never waits for results."""
+        matched = self._matches(query.casefold())
+        self.app.call_from_thread(self._filtered, query, matched)
+
+    def _filtered(self, query: str, matched: list[str]) -> None:
+        if query == self.query_text:  # a newer keystroke has its own search running
+            current = self.current_fact()
+            self._show(current.id if current else None, matched)
+
     @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
     def _build_text_index(self) -> None:
-        facts = self.host.store.list_facts(self.host.agent, "live")
-        texts = {f.id: f.text.casefold() for f in facts}
-        self.app.call_from_thread(self._index_ready, texts)
+        ids, texts = self.host.store.texts(self.host.agent, "live")
+        index = dict(zip(ids, (t.casefold() for t in texts), strict=True))
+        self.app.call_from_thread(self._index_ready, index)
 
     def _index_ready(self, texts: dict[str, str]) -> None:
         self._texts = texts
@@ -122,6 +157,10 @@ class FactsPane(Vertical):
         self.query_text = event.value
         if self.query_text and self._texts is None:
             self._build_text_index()
+        if self.query_text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
+            self.query_one("#facts-info", Static).update("searching…")
+            self._filter_in_background(self.query_text)
+            return
         self._show()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

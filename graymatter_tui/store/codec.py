@@ -12,6 +12,15 @@ decode_record = msgspec.json.Decoder(CycleRecord).decode
 decode_ids = msgspec.json.Decoder(list[str]).decode
 
 
+class TextOnly(msgspec.Struct):
+    """A fact row read for its text alone; msgspec skips the other fields."""
+
+    text: str
+
+
+decode_text = msgspec.json.Decoder(TextOnly).decode
+
+
 class AgentCounts(msgspec.Struct, kw_only=True):
     live: int = 0
     tombstones: int = 0

@@ -8,6 +8,7 @@ full map grow it and run again from the start; a map grown by another process is
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -373,9 +374,30 @@ class Store(CycleOps, GraphOps):
 
         return self.read(run)
 
-    def fact_ids(self, agent: str, state: FactState = "live") -> list[str]:
-        """All ids of one agent's facts in one state, newest first, without decoding."""
-        return self.read(lambda tx: list(tx.iter_ids(agent, state)))
+    def fact_ids(
+        self, agent: str, state: FactState = "live", *, limit: int | None = None
+    ) -> list[str]:
+        """Ids of one agent's facts in one state, newest first, without decoding."""
+
+        def run(tx: Tx) -> list[str]:
+            ids = tx.iter_ids(agent, state)
+            return list(ids) if limit is None else list(itertools.islice(ids, limit))
+
+        return self.read(run)
+
+    def texts(self, agent: str, state: FactState = "live") -> tuple[list[str], list[str]]:
+        """(ids, texts) of one agent's facts, newest first, decoding only those two fields
+        (a filter index over 1M facts without building 1M full Fact objects)."""
+
+        def run(tx: Tx) -> tuple[list[str], list[str]]:
+            ids: list[str] = []
+            texts: list[str] = []
+            for fact_id, text in tx.iter_texts(agent, state):
+                ids.append(fact_id)
+                texts.append(text)
+            return ids, texts
+
+        return self.read(run)
 
     def agents(self) -> list[AgentSummary]:
         def run(tx: Tx) -> list[AgentSummary]:

@@ -23,6 +23,7 @@ from graymatter_tui.store.codec import (
     decode_fact,
     decode_ids,
     decode_record,
+    decode_text,
     encode,
 )
 from graymatter_tui.tokens import term_counts
@@ -332,6 +333,15 @@ class Tx:
                 yield fact
             found = step_rows()
             step_vitals()
+
+    def iter_texts(self, agent: str, state: FactState) -> Iterator[tuple[str, str]]:
+        """(id, text) of one agent's facts in one state, newest first, lightly decoded."""
+        head = agent.encode() + SEP
+        get, facts_db = self.txn.get, self.dbs.facts
+        for fact_id in self.iter_ids(agent, state):
+            raw = get(head + fact_id.encode(), db=facts_db)
+            if raw is not None:
+                yield fact_id, decode_text(raw).text
 
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
         """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
