@@ -19,6 +19,7 @@ from graymatter_tui.widgets.virtual_list import VirtualList
 
 SORTS = ("recency", "weight")
 FIRST_PAGE = 5000
+FULL_LIST_DELAY = 0.3  # seconds
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
 
 
@@ -79,7 +80,8 @@ class FactsPane(Vertical):
         self._all_ids = first[:FIRST_PAGE]
         self._complete = len(first) <= FIRST_PAGE
         if not self._complete:
-            self._load_all_ids()
+            # After the first frames: reading 1M keys holds the GIL for about a second.
+            self.set_timer(FULL_LIST_DELAY, self._load_all_ids)
         if self.query_text:
             self._build_text_index()
         self._show(keep_id)
