@@ -19,7 +19,7 @@ from graymatter_tui.widgets.virtual_list import VirtualList
 
 SORTS = ("recency", "weight")
 FIRST_PAGE = 5000
-FULL_LIST_DELAY = 0.3  # seconds
+FULL_LIST_DELAY = 1.0  # seconds: the first frames are drawn by then
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
 
 

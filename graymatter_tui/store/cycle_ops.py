@@ -20,7 +20,7 @@ from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.ids import new_id
-from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx
+from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx, scan_prefix
 
 T = TypeVar("T")
 
@@ -93,13 +93,8 @@ class CycleOps:
             examined = changed = 0
             drops: list[tuple[float, bytes, float, float]] = []
             weight_sum = 0.0
-            prefix = agent.encode() + SEP
-            found = cursor.set_range(prefix)
-            while found:
-                key = cursor.key()
-                if not key.startswith(prefix):
-                    break
-                weight, accessed, flags = unpack(cursor.value())
+            for key, value in scan_prefix(cursor, agent.encode() + SEP):
+                weight, accessed, flags = unpack(value)
                 examined += 1
                 if not flags & FLAG_PINNED:
                     fresh = exp(-rate * max(now_ms - accessed, 0.0))
@@ -115,7 +110,6 @@ class CycleOps:
                         weight = fresh
                 if not flags & FLAG_TOMBSTONE:
                     weight_sum += weight
-                found = cursor.next()
             if not dry_run:
                 tx.set_weight_sum(agent, weight_sum)
             largest = [

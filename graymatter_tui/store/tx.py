@@ -73,6 +73,18 @@ class Dbs:
     terms: Any
 
 
+def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
+    """(key, value) of every entry whose key starts with `prefix`, in key order. The
+    cursor stays on the entry being yielded, so a caller may `cursor.put` over it."""
+    found = cursor.set_range(prefix)
+    while found:
+        key = cursor.key()
+        if not key.startswith(prefix):
+            return
+        yield key, cursor.value()
+        found = cursor.next()
+
+
 def fact_key(agent: str, fact_id: str) -> bytes:
     return agent.encode() + SEP + fact_id.encode()
 
@@ -216,16 +228,10 @@ class Tx:
         """(fact id, term count, fact length) for every live fact of `agent` holding `term`."""
         prefix = agent.encode() + SEP + term.encode() + SEP
         start = len(prefix)
-        cursor = self.txn.cursor(db=self.dbs.postings)
         unpack = POSTING.unpack
-        found = cursor.set_range(prefix)
-        while found:
-            key = cursor.key()
-            if not key.startswith(prefix):
-                break
-            count, length = unpack(cursor.value())
+        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.postings), prefix):
+            count, length = unpack(value)
             yield bytes(key[start:]).decode(), count, length
-            found = cursor.next()
 
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:
@@ -345,17 +351,10 @@ class Tx:
 
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
         """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
-        prefix = agent.encode() + SEP
-        cursor = self.txn.cursor(db=self.dbs.vitals)
         unpack = VITALS.unpack_from
-        found = cursor.set_range(prefix)
-        while found:
-            key = cursor.key()
-            if not key.startswith(prefix):
-                break
-            weight, accessed, flags = unpack(cursor.value())
+        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.vitals), agent.encode() + SEP):
+            weight, accessed, flags = unpack(value)
             yield bytes(key), weight, accessed, flags
-            found = cursor.next()
 
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)
