@@ -15,6 +15,7 @@ from graymatter_tui.model import Fact
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
 from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.widgets.text_index import TextIndex
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 SORTS = ("recency", "weight")
@@ -38,9 +39,9 @@ class FactsPane(Vertical):
         self.sort = "recency"
         self.query_text = ""
         self._all_ids: list[str] = []
-        self._texts: dict[str, str] | None = None
+        self._texts: TextIndex | None = None
         self._weights: dict[str, float] | None = None
-        self._last_match: tuple[str, list[str]] = ("", [])
+        self._last_match: tuple[str, list[int]] = ("", [])
         self._keep_id: str | None = None
         self._complete = True
 
@@ -97,20 +98,23 @@ class FactsPane(Vertical):
         current = self.current_fact()
         self._show(current.id if current else self._keep_id)
 
-    def _matches(self, needle: str) -> list[str]:
-        """Ids whose text contains `needle`, newest first. Typing extends the query, so the
-        previous matches are narrowed instead of every fact being searched again."""
-        texts = self._texts or {}
-        last_needle, last_ids = self._last_match
-        pool = last_ids if last_needle and needle.startswith(last_needle) else list(texts)
-        return [i for i in pool if needle in texts[i]]
+    def _matches(self, needle: str) -> list[int]:
+        """Positions of texts containing `needle`, newest first. Typing extends the query,
+        so the previous matches are narrowed instead of every fact being searched again."""
+        if self._texts is None:
+            return []
+        last_needle, last = self._last_match
+        within = last if last_needle and needle.startswith(last_needle) else None
+        return self._texts.search(needle, within)
 
-    def _visible_ids(self, matched: list[str] | None = None) -> list[str]:
+    def _visible_ids(self, matched: list[int] | None = None) -> list[str]:
         ids = self._all_ids
         if self.query_text and self._texts is not None:
             needle = self.query_text.casefold()
-            ids = matched if matched is not None else self._matches(needle)
-            self._last_match = (needle, ids)
+            positions = matched if matched is not None else self._matches(needle)
+            self._last_match = (needle, positions)
+            index_ids = self._texts.ids
+            ids = [index_ids[i] for i in positions]
         else:
             self._last_match = ("", [])
         if self.sort == "weight":
@@ -120,7 +124,7 @@ class FactsPane(Vertical):
             ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i))
         return ids
 
-    def _show(self, keep_id: str | None = None, matched: list[str] | None = None) -> None:
+    def _show(self, keep_id: str | None = None, matched: list[int] | None = None) -> None:
         ids = self._visible_ids(matched)
         rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
         cursor = rows.index_of(keep_id) if keep_id else None
@@ -137,7 +141,7 @@ class FactsPane(Vertical):
         matched = self._matches(query.casefold())
         self.app.call_from_thread(self._filtered, query, matched)
 
-    def _filtered(self, query: str, matched: list[str]) -> None:
+    def _filtered(self, query: str, matched: list[int]) -> None:
         if query == self.query_text:  # a newer keystroke has its own search running
             current = self.current_fact()
             self._show(current.id if current else None, matched)
@@ -145,10 +149,10 @@ class FactsPane(Vertical):
     @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
     def _build_text_index(self) -> None:
         ids, texts = self.host.store.texts(self.host.agent, "live")
-        index = dict(zip(ids, (t.casefold() for t in texts), strict=True))
+        index = TextIndex(ids, texts)
         self.app.call_from_thread(self._index_ready, index)
 
-    def _index_ready(self, texts: dict[str, str]) -> None:
+    def _index_ready(self, texts: TextIndex) -> None:
         self._texts = texts
         self._last_match = ("", [])
         current = self.current_fact()
