@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 from datetime import datetime
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 
@@ -22,6 +23,24 @@ DIM = Style(dim=True)
 PIN = Style(color="yellow", bold=True)
 BAR = Style(color="green")
 BAR_LOW = Style(color="red")
+
+
+def fit(segments: list[Segment], width: int) -> list[Segment]:
+    """Cut the row to `width` cells, ending in "…" when text was cut off."""
+    used = 0
+    out: list[Segment] = []
+    for segment in segments:
+        length = cell_len(segment.text)
+        if used + length <= width:
+            out.append(segment)
+            used += length
+            continue
+        room = width - used - 1
+        if room > 0:
+            out.append(Segment(set_cell_size(segment.text, room), segment.style))
+        out.append(Segment("…", DIM))
+        break
+    return out
 
 
 def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
@@ -90,13 +109,14 @@ class FactRows:
             return [Segment("  (unavailable)", DIM)]
         star = Segment(" ★ " if fact.pinned else "   ", PIN)
         bar_style = BAR_LOW if fact.weight < 0.1 else BAR
-        return [
+        row = [
             star,
             Segment(weight_bar(fact.weight), bar_style),
             Segment(f" {fact.weight:4.2f} {age_text(self.now, fact.created_at):>4} ", DIM),
             Segment(f"{fact.access_count:>4}  ", DIM),
             Segment(neutralise(fact.text, one_line=True)),
         ]
+        return fit(row, width)
 
 
 class TombstoneRows(FactRows):
@@ -135,13 +155,16 @@ class TombstoneRows(FactRows):
             Segment(neutralise(fact.text, one_line=True)[:48].ljust(48) + " ", Style(strike=True)),
         ]
         if fact.is_retired:
-            return [*head, Segment("retired by agent", DIM)]
+            return fit([*head, Segment("retired by agent", DIM)], width)
         summary = self.summary_of(fact)
         cycle = f"[{fact.cycle_id[-6:]}] " if fact.cycle_id else "[revise] "
         if summary is None:
-            return [*head, Segment(f"→ {cycle}", DIM), Segment("summary pruned", DIM)]
-        return [
-            *head,
-            Segment(f"→ {cycle}", DIM),
-            Segment(neutralise(summary.text, one_line=True), Style(color="green")),
-        ]
+            return fit([*head, Segment(f"→ {cycle}", DIM), Segment("summary pruned", DIM)], width)
+        return fit(
+            [
+                *head,
+                Segment(f"→ {cycle}", DIM),
+                Segment(neutralise(summary.text, one_line=True), Style(color="green")),
+            ],
+            width,
+        )
