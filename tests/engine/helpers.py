@@ -4,13 +4,14 @@ snapshots for "nothing changed" assertions and a parser for the prompt rows."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
 from graymatter_tui.model import Fact
 from graymatter_tui.store import NewFact, Store
+from tests.support.clock import ManualClock
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 NOW_TEXT = "2026-03-01T12:00:00Z"
@@ -20,18 +21,11 @@ MODEL = "llama3.2"
 PROMPT_ROW = re.compile(r"^- ([0-9A-HJKMNP-TV-Z]{26}): (.*)$", re.MULTILINE)
 
 
-class Clock:
-    """A store clock the test can move."""
+class Clock(ManualClock):
+    """A store clock the test can move, starting at NOW."""
 
     def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, hours: float) -> datetime:
-        self.now = self.now + timedelta(hours=hours)
-        return self.now
+        super().__init__(now)
 
 
 def seed_weighted(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from graymatter_tui.model import Fact
 from graymatter_tui.recall import RecallWeights
 from graymatter_tui.store import Store
 from graymatter_tui.store.tx import DF, POSTING, SEP, Tx
 from graymatter_tui.tokens import term_counts, tokens
+from tests.support.clock import ManualClock
 
 FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)
 AGENT = "recall-agent"
@@ -32,18 +33,7 @@ ALL_WEIGHTS = [
 ]
 
 
-class Clock:
-    """A store clock the test can move."""
-
-    def __init__(self, now: datetime = FIXED) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now = self.now + timedelta(**delta)
-        return self.now
+Clock = ManualClock
 
 
 def keyword_scores(live: list[Fact], query: str) -> dict[str, float]:

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from graymatter_tui.errors import Conflict, InvalidInput, NotFound, StoreError
 from graymatter_tui.model import RETIRED, Fact, FactState
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.tx import Tx
+from tests.support.clock import ManualClock
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -26,23 +27,9 @@ START = datetime(2026, 2, 1, 9, 0, 0, tzinfo=UTC)
 STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
 
 
-class ManualClock:
-    """A store clock that moves only when the test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.current = start
-
-    def __call__(self) -> datetime:
-        return self.current
-
-    def advance(self, **delta: float) -> datetime:
-        self.current += timedelta(**delta)
-        return self.current
-
-
 @pytest.fixture
 def manual_clock() -> ManualClock:
-    return ManualClock()
+    return ManualClock(START)
 
 
 @pytest.fixture
@@ -104,7 +91,7 @@ def test_put_returns_the_committed_fact(cstore: Store, manual_clock: ManualClock
     assert len(fact.id) == 26
     assert fact.agent_id == "agent-a"
     assert fact.text == "The staging database listens on port 5432."
-    assert fact.created_at == fact.accessed_at == stamp(manual_clock.current)
+    assert fact.created_at == fact.accessed_at == stamp(manual_clock.now)
     assert fact.access_count == 0
     assert fact.weight == 1.0
     assert fact.superseded_by == ""
@@ -118,7 +105,7 @@ def test_put_returns_the_committed_fact(cstore: Store, manual_clock: ManualClock
 def test_put_pinned_sets_pinned_at(cstore: Store, manual_clock: ManualClock) -> None:
     fact = cstore.put("agent-a", "never forget", pinned=True)
     assert fact.pinned is True
-    assert fact.pinned_at == stamp(manual_clock.current)
+    assert fact.pinned_at == stamp(manual_clock.now)
     assert cstore.get(fact.id) == fact
 
 
