@@ -299,19 +299,32 @@ class Store(CycleOps, GraphOps):
     def reserve(self, extra_bytes: int) -> None:
         """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
         self._check_usable()
+        # Measure under the lock: env.info/stat race a resize in another thread and fail
+        # with EINVAL. Look again once exclusive, as another thread may have grown it.
+        with self._resize.shared():
+            target = self._map_target(extra_bytes)
+        if target is None:
+            return
+        with self._resize.exclusive():
+            target = self._map_target(extra_bytes)
+            if target is None:
+                return
+            try:
+                self._env.set_mapsize(target)
+            except lmdb.Error as exc:
+                raise StoreError(f"cannot grow the store: {_lmdb_message(exc)}") from None
+
+    def _map_target(self, extra_bytes: int) -> int | None:
+        """The map size needed for `extra_bytes` more, or None if it already fits."""
         info = self._env.info()
         used = (int(info["last_pgno"]) + 1) * int(self._env.stat()["psize"])
         size = int(info["map_size"])
         if used + extra_bytes <= size:
-            return
+            return None
         target = size
         while used + extra_bytes > target and target < MAX_MAP_SIZE:
             target *= 2
-        with self._resize.exclusive():
-            try:
-                self._env.set_mapsize(min(target, MAX_MAP_SIZE))
-            except lmdb.Error as exc:
-                raise StoreError(f"cannot grow the store: {_lmdb_message(exc)}") from None
+        return min(target, MAX_MAP_SIZE)
 
     def _grow_map(self) -> None:
         with self._resize.exclusive():

@@ -134,6 +134,8 @@ def test_threads_writing_while_the_map_grows(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "threads", map_size=TINY_MAP)
     errors: list[BaseException] = []
 
+    writing = threading.Event()
+
     def work(k: int) -> None:
         try:
             for i in range(40):
@@ -142,16 +144,30 @@ def test_threads_writing_while_the_map_grows(tmp_path: Path) -> None:
         except BaseException as exc:  # reported below, in the test's thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    def watch() -> None:
+        # Reads the map's size and use while writers resize it (the status screen does this).
+        try:
+            while writing.is_set():
+                info = store.info()
+                assert info.map_used <= info.map_size
+        except BaseException as exc:
+            errors.append(exc)
+
+    writing.set()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
     try:
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=120)
-        assert not any(thread.is_alive() for thread in threads), "a writer hung"
+        writing.clear()
+        watcher.join(timeout=30)
+        assert not any(thread.is_alive() for thread in [*threads, watcher]), "a thread hung"
         assert errors == []
         assert {a.agent_id: a.live_facts for a in store.agents()} == {
-            f"thread-{k}": 800 for k in range(4)
+            f"thread-{k}": 800 for k in range(6)
         }
         assert store.info().map_size > 1_000_000
     finally:
