@@ -381,7 +381,7 @@ def test_hang_is_cut_short_after_two_attempts(gm: Store, ollama: ScriptedOllama)
     started = time.monotonic()
     record = run(gm, ollama, timeout=1.0)
     elapsed = time.monotonic() - started
-    assert elapsed < 10
+    assert elapsed < 20  # uncut, two attempts would hang for 60 s
     assert record.outcome == "failed"
     assert "did not answer in time" in record.reason
     assert len(ollama.generate_requests) == 2
@@ -396,7 +396,7 @@ def test_trickling_answer_is_cut_by_the_deadline(gm: Store, ollama: ScriptedOlla
     ollama.script(Reply.trickle(slow, delay=0.2, chunk=4), Reply.trickle(slow, delay=0.2, chunk=4))
     started = time.monotonic()
     record = run(gm, ollama, timeout=0.5)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20
     assert record.outcome == "failed"
     assert len(ollama.generate_requests) == 2
     assert_untouched_by_failure(gm, before, record)

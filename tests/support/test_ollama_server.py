@@ -223,13 +223,13 @@ def test_hang_times_out_and_stop_is_prompt() -> None:
             started = time.monotonic()
             with pytest.raises(httpx.ReadTimeout):
                 generate(client)
-            assert time.monotonic() - started < 2.0
+            assert time.monotonic() - started < 10.0  # the hang is 30 s
         assert len(server.generate_requests) == 1  # the request was accepted and read
     finally:
         started = time.monotonic()
         server.stop()
         stopped_in = time.monotonic() - started
-    assert stopped_in < 2.0
+    assert stopped_in < 10.0  # not the 30 s the handler would hang
     assert server.open_connections == 0  # the hanging handler was released, not abandoned
 
 
