@@ -43,9 +43,11 @@ class GraymatterApp(App[None]):
         Binding("3", "tab('consolidate')", "Consolidate", id="tab-consolidate", show=False),
         Binding("4", "tab('journal')", "Journal", id="tab-journal", show=False),
         Binding("5", "tab('status')", "Status", id="tab-status", show=False),
+        # Help first: the footer cuts from the right on narrow terminals, and the help
+        # screen lists everything the footer could not show.
+        Binding("question_mark,f1", "help", "Help", id="help"),
         Binding("A", "choose_agent", "Agent", id="choose-agent"),
         Binding("R", "recall_preview", "Recall", id="recall-preview"),
-        Binding("question_mark,f1", "help", "Help", id="help"),
         Binding("ctrl+r", "reload", "Reload", id="reload"),
         Binding("q", "quit", "Quit", id="quit"),
         Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),

@@ -80,8 +80,15 @@ class ConsolidatePane(Vertical, can_focus=True):
         line.append(" Summariser ", style="bold")
         line.append(settings.summariser, style="bold cyan")
         line.append(f"  {self._reach}", style="dim")
-        line.append(f"   m change · guard {settings.guard} · threshold {settings.threshold} · ")
-        line.append(f"max batch {settings.max_batch}", style="dim")
+        line.append("   m", style="bold")
+        line.append(" change\n")
+        # The cycle's settings on a line of their own, so a long reachability line
+        # never pushes them off a narrow terminal.
+        line.append(
+            f" guard {settings.guard} · threshold {settings.threshold} · "
+            f"max batch {settings.max_batch} · half-life {settings.half_life_hours:.0f} h",
+            style="dim",
+        )
         self.query_one("#summariser-line", Static).update(line)
         self.query_one("#stepper", Static).update(self._stepper())
         record = self.cycle.record if self.cycle else None

@@ -51,7 +51,7 @@ class FactsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
-            yield Input(placeholder="filter (/) — type to narrow, esc to return", id="filter")
+            yield Input(placeholder="/ filter as you type", id="filter")
             yield Static("", id="facts-info", classes="pane-info", markup=False)
         yield VirtualList(id="fact-list", empty_text="No live facts for this agent.")
 

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from graymatter_tui.model import Fact
 from graymatter_tui.screens.base import Host
-from graymatter_tui.widgets.fact_rows import TombstoneRows
+from graymatter_tui.widgets.fact_rows import TombstoneRows, tombstone_header
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 
@@ -25,11 +25,7 @@ class TombstonesPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
-            yield Static(
-                " weight  prune  text (struck through)" + " " * 26 + "→ [cycle] replaced by",
-                classes="pane-header",
-                markup=False,
-            )
+            yield Static("", id="tombs-header", classes="pane-header", markup=False)
             yield Static("", id="tombs-info", classes="pane-info", markup=False)
         yield VirtualList(id="tomb-list", empty_text="No tombstones: nothing has been superseded.")
 
@@ -51,6 +47,16 @@ class TombstonesPane(Vertical):
         cursor = rows.index_of(keep_id) if keep_id else None
         self.tomb_list.set_source(rows, cursor=cursor or 0)
         self.query_one("#tombs-info", Static).update(f"{len(ids)} tombstones")
+        self.call_after_refresh(self._update_header)
+
+    def on_resize(self) -> None:
+        # The text column narrows with the terminal; its title follows once the list
+        # has its new size (and knows whether it needs a scrollbar).
+        self.call_after_refresh(self._update_header)
+
+    def _update_header(self) -> None:
+        width = self.tomb_list.scrollable_content_region.width or self.size.width
+        self.query_one("#tombs-header", Static).update(tombstone_header(width))
 
     def on_virtual_list_selected(self, event: VirtualList.Selected) -> None:
         fact = self.current_fact()

@@ -43,6 +43,30 @@ def fit(segments: list[Segment], width: int) -> list[Segment]:
     return out
 
 
+def column(text: str, cells: int, style: Style) -> list[Segment]:
+    """`text` in exactly `cells` cells: cut with "…" when too long, padded (unstyled) when short."""
+    length = cell_len(text)
+    if length > cells:
+        return [Segment(set_cell_size(text, cells - 1), style), Segment("…", DIM)]
+    return [Segment(text, style), Segment(" " * (cells - length))]
+
+
+# The cells before a tombstone's text: " ▍▍▍▍ 0.10    99d ".
+TOMBSTONE_LEAD = 18
+
+
+def tombstone_text_cells(width: int) -> int:
+    """The tombstone's own text gets two fifths of what the fixed columns leave, 12 to 48
+    cells; the receipt (the summary that replaced it) gets the rest."""
+    return max(12, min(48, (width - TOMBSTONE_LEAD) * 2 // 5))
+
+
+def tombstone_header(width: int) -> str:
+    """Column titles aligned with `TombstoneRows.row` at the same width."""
+    lead = " " + "weight".ljust(10) + "prune".rjust(6) + " "
+    return lead + "tombstone".ljust(tombstone_text_cells(width)) + " → [cycle] summary"
+
+
 def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
     eighths = max(0, min(round(weight * cells * 8), cells * 8))
     full, part = divmod(eighths, 8)
@@ -149,13 +173,16 @@ class TombstoneRows(FactRows):
         if fact is None:
             return [Segment("  (gone)", DIM)]
         days = days_until_prune(fact, self.now, self.half_life_hours)
+        text = neutralise(fact.text, one_line=True)
+        cells = tombstone_text_cells(width)
         head = [
             Segment(f" {weight_bar(fact.weight, 4)}", BAR_LOW if fact.weight < 0.1 else BAR),
             Segment(f" {fact.weight:4.2f} {days:>5.0f}d ", DIM),
-            Segment(neutralise(fact.text, one_line=True)[:48].ljust(48) + " ", Style(strike=True)),
+            *column(text, cells, Style(strike=True)),
+            Segment(" "),
         ]
         if fact.is_retired:
-            return fit([*head, Segment("retired by agent", DIM)], width)
+            return fit([*head, Segment("→ retired by agent", DIM)], width)
         summary = self.summary_of(fact)
         cycle = f"[{fact.cycle_id[-6:]}] " if fact.cycle_id else "[revise] "
         if summary is None:

@@ -3,13 +3,20 @@ chain walked both ways through nested detail modals."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from rich.cells import cell_len
 from textual.widgets import OptionList
 
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.store import Store
-from graymatter_tui.widgets.fact_rows import TombstoneRows
+from graymatter_tui.widgets.fact_rows import (
+    TombstoneRows,
+    tombstone_header,
+    tombstone_text_cells,
+)
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
@@ -47,7 +54,8 @@ async def test_tombstones_show_their_summary_and_open_the_receipt_chain(demo_sto
         assert static_text(app, "#tombs-info") == "2 tombstones"
         for index, fact_id in enumerate(source.ids):
             row = drawn_row(app, index)
-            assert consumed[fact_id][:48] in row
+            cells = tombstone_text_cells(120)
+            assert consumed[fact_id][: cells - 1] in row
             # a long summary is cut to the list's width and ends in an ellipsis
             shown = row.split(f"→ [{record.cycle_id[-6:]}] ", 1)[1].rstrip()
             assert summary.text.startswith(shown.removesuffix("…"))
@@ -109,7 +117,7 @@ async def test_retired_fact_opens_its_own_detail(demo_store: Store) -> None:
         await pilot.press("2")
         await pilot.pause()
         assert "retired by agent" in drawn_row(app, 0)
-        assert any(victim.text[:40] in line for line in screen_lines(app))
+        assert any(victim.text[:30] in line for line in screen_lines(app))
         await pilot.press("enter")
         await pilot.pause()
         assert static_text(app, "#detail-title") == f"Tombstone {victim.id}"
@@ -117,3 +125,25 @@ async def test_retired_fact_opens_its_own_detail(demo_store: Store) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, FactDetailScreen)
+
+
+def test_tombstone_columns_line_up_for_wide_text_at_any_width(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        wide = "漢字のとても長い文章です。" * 6
+        texts = ["短い", wide, "plain ascii words " * 8, "x", "e\u0301" * 70]
+        for text in texts:
+            store.revise(store.put("agent", text).id, f"revised: {text}")
+        store.retire(store.put("agent", "retired " * 20).id)
+        ids = store.fact_ids("agent", "tombstones")
+        assert len(ids) == len(texts) + 1
+        for width in (40, 60, 80, 120, 200):
+            header = tombstone_header(width)
+            arrow_at = cell_len(header[: header.index("→")])
+            rows = TombstoneRows(ids, store.get_many, store.now(), 720.0)
+            drawn = ["".join(s.text for s in rows.row(i, width)) for i in range(len(ids))]
+            for row in drawn:
+                assert cell_len(row) <= width
+                assert cell_len(row[: row.index("→")]) == arrow_at, (width, row)
+            if width >= 60:
+                assert sum("→ retired by agent" in row for row in drawn) == 1
+                assert sum("→ [revise] revised: " in row for row in drawn) == len(texts)
