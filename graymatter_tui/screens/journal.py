@@ -68,6 +68,20 @@ class CycleDiffScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+# What an auditor reads first comes first: a narrow terminal cuts the table from the right.
+JOURNAL_COLUMNS = (
+    "time",
+    "agent",
+    "kind",
+    "outcome",
+    "consumed",
+    "pruned",
+    "summariser",
+    "latency",
+    "cycle",
+)
+
+
 class JournalTable(DataTable[Text]):
     """The journal's rows; the same movement keys as the fact lists."""
 
@@ -93,17 +107,7 @@ class JournalPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="journal-info", classes="pane-bar-line", markup=False)
         table = JournalTable(id="journal-table", cursor_type="row")
-        table.add_columns(
-            "time",
-            "cycle",
-            "agent",
-            "kind",
-            "summariser",
-            "outcome",
-            "consumed",
-            "pruned",
-            "latency",
-        )
+        table.add_columns(*JOURNAL_COLUMNS)
         yield table
 
     def reload(self, *, keep: bool = True) -> None:
@@ -115,21 +119,18 @@ class JournalPane(Vertical):
             is_revert = r.kind == "revert"
             networked = r.summariser in ("ollama", "anthropic")
             # Every cell is Text: a str cell would be parsed as markup (agent names are data).
-            cells = [
-                r.started_at[:19].replace("T", " "),
-                r.cycle_id[-10:],
-                neutralise(r.agent_id, one_line=True)[:20],
-                r.kind,
-                r.summariser or "—",
-                str(len(r.restored)) if is_revert else str(len(r.consumed)),
-                "" if is_revert else str(len(r.pruned)),
-                f"{r.latency_ms:.0f} ms" if networked and not is_revert else "",
+            outcome = r.outcome + (" ↺" if r.reverted_by else "")
+            row = [
+                Text(r.started_at[:19].replace("T", " ")),
+                Text(neutralise(r.agent_id, one_line=True)[:20]),
+                Text(r.kind),
+                Text(outcome, style=OUTCOME_STYLE.get(r.outcome, "")),
+                Text(str(len(r.restored)) if is_revert else str(len(r.consumed))),
+                Text("" if is_revert else str(len(r.pruned))),
+                Text(r.summariser or "—"),
+                Text(f"{r.latency_ms:.0f} ms" if networked and not is_revert else ""),
+                Text(r.cycle_id[-10:]),
             ]
-            row = [Text(c) for c in cells]
-            outcome = Text(
-                r.outcome + (" ↺" if r.reverted_by else ""), style=OUTCOME_STYLE.get(r.outcome, "")
-            )
-            row.insert(5, outcome)
             table.add_row(*row, key=r.cycle_id)
         if self.records:
             index = next(

@@ -12,7 +12,7 @@ from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.model import RETIRED, CycleRecord
 from graymatter_tui.screens.dialogs import ConfirmScreen
-from graymatter_tui.screens.journal import CycleDiffScreen
+from graymatter_tui.screens.journal import JOURNAL_COLUMNS, CycleDiffScreen
 from graymatter_tui.store import Store
 from tests.tui.helpers import (
     OPS,
@@ -31,9 +31,15 @@ from tests.tui.helpers import (
 )
 
 
-def table_rows(app: Any) -> list[list[str]]:
+def table_rows(app: Any) -> list[dict[str, str]]:
+    """The journal table's rows as plain text, by column title."""
     table = app.query_one("#journal-table", DataTable)
-    return [[plain(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+    titles = [str(column.label) for column in table.ordered_columns]
+    assert titles == list(JOURNAL_COLUMNS)
+    return [
+        dict(zip(titles, (plain(cell) for cell in table.get_row_at(i)), strict=True))
+        for i in range(table.row_count)
+    ]
 
 
 def state(store: Store) -> dict[str, Any]:
@@ -70,12 +76,16 @@ async def test_journal_lists_cycles_newest_first_and_replays_a_diff(demo_store: 
         await pilot.pause()
         assert static_text(app, "#journal-info").startswith(" 2 records, newest first")
         rows = table_rows(app)
-        assert [row[1] for row in rows] == [skipped.cycle_id[-10:], applied.cycle_id[-10:]]
-        assert [row[5] for row in rows] == ["skipped", "applied"]
-        assert rows[1][0] == "2026-11-30 12:00:00"
-        assert rows[1][2:5] == [OPS, "consolidate", "local"]
-        assert rows[1][6:8] == ["2", "0"]  # consumed, pruned
-        assert rows[0][4] == "none"
+        assert [row["cycle"] for row in rows] == [skipped.cycle_id[-10:], applied.cycle_id[-10:]]
+        assert [row["outcome"] for row in rows] == ["skipped", "applied"]
+        assert rows[1]["time"] == "2026-11-30 12:00:00"
+        assert [rows[1][c] for c in ("agent", "kind", "summariser")] == [
+            OPS,
+            "consolidate",
+            "local",
+        ]
+        assert [rows[1]["consumed"], rows[1]["pruned"]] == ["2", "0"]
+        assert rows[0]["summariser"] == "none"
         shown = screen_text(app)
         assert shown.index(skipped.cycle_id[-10:]) < shown.index(applied.cycle_id[-10:])
 
@@ -132,9 +142,9 @@ async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: Store
 
         await wait_until(pilot, lambda: len(table_rows(app)) == 3, what="the revert record")
         rows = table_rows(app)
-        assert rows[0][3] == "revert" and rows[0][6] == "2"  # restored
-        original = next(row for row in rows if row[1] == applied.cycle_id[-10:])
-        assert original[5] == "applied ↺"
+        assert rows[0]["kind"] == "revert" and rows[0]["consumed"] == "2"  # restored
+        original = next(row for row in rows if row["cycle"] == applied.cycle_id[-10:])
+        assert original["outcome"] == "applied ↺"
         assert newest.cycle_id[-10:] in screen_text(app)
 
         # reverting the same cycle again: an error, and the store is left alone
