@@ -134,6 +134,14 @@ class GraymatterApp(App[None]):
     def _poll(self) -> None:
         """Pick up writes from any process (the generation moves with every write)."""
         try:
+            self._poll_once()
+        except NoMatches:
+            # A tick that lands while the app closes finds its widgets already removed;
+            # there is nothing left to refresh.
+            return
+
+    def _poll_once(self) -> None:
+        try:
             generation = self.store.generation()
         except GraymatterError as exc:
             self._show_error(str(exc))
@@ -186,6 +194,8 @@ class GraymatterApp(App[None]):
         target.focus()
 
     def _focus_tab_later(self, tab: str) -> None:
+        if not self.is_running:
+            return
         if self._active_tab() == tab and self._pane_or_none(tab) is not None:
             self._reload_active()
             self._focus_tab(tab)

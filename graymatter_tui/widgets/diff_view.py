@@ -4,6 +4,7 @@ their reasons, and contradictions. All stored text is shown literally."""
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -22,24 +23,44 @@ STYLES = {
 }
 
 
-def render_diff(diff: Diff) -> Text:
+# " − " before every row's text; wrapped lines hang under the text, not the sign.
+INDENT = 3
+_WRAP_CONSOLE = Console(width=1_000, no_color=True)  # wrapping only; never prints
+
+
+def _hang(text: Text, width: int | None, indent: int = INDENT) -> Text:
+    """`text` wrapped to `width - indent` cells, continuation lines indented by `indent`."""
+    if not width or width - indent < 10:
+        return text
+    lines = text.wrap(_WRAP_CONSOLE, width - indent, no_wrap=False, overflow="fold")
+    return Text("\n" + " " * indent).join(lines)
+
+
+def render_diff(diff: Diff, width: int | None = None) -> Text:
+    """The diff as text: counts first, then one row per fact. With `width`, long rows wrap
+    with a hanging indent so the signs stay a clean column."""
     out = Text()
+    out.append(" ")
+    out.append_text(_hang(Text(diff.counts_line, style="bold"), width, indent=1))
+    out.append("\n\n")
     for row in diff.rows:
         style = STYLES[row.kind]
         out.append(f" {row.sign} ", style=style)
         if row.kind == "ignored":
-            out.append(f"{row.id}", style=style)
-            out.append(f"  ignored: {neutralise(row.note, one_line=True)}\n", style="dim")
-            continue
-        if row.kind == "contradiction":
-            out.append("contradiction: ", style=style)
-            out.append(neutralise(row.text, one_line=True) + "\n", style=style)
-            continue
-        out.append(neutralise(row.text, one_line=True), style=style)
+            body = Text(row.id, style=style)
+            body.append(f"  ignored: {neutralise(row.note, one_line=True)}", style="dim")
+        elif row.kind == "contradiction":
+            body = Text("contradiction: ", style=style)
+            body.append(neutralise(row.text, one_line=True), style=style)
+        else:
+            body = Text(neutralise(row.text, one_line=True), style=style)
+        out.append_text(_hang(body, width))
         out.append("\n")
         if row.kind == "guarded":
-            out.append(f"     {neutralise(row.note, one_line=True)}\n", style="yellow dim")
-    out.append(f"\n {diff.counts_line}", style="bold")
+            note = Text(neutralise(row.note, one_line=True), style="yellow dim")
+            out.append(" " * 5)
+            out.append_text(_hang(note, width, indent=5))
+            out.append("\n")
     return out
 
 
@@ -48,15 +69,32 @@ class DiffView(VerticalScroll):
     DiffView { height: 1fr; border: round $primary 50%; padding: 0 1; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._diff: Diff | None = None
+
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static("", id="diff-body", markup=False)
 
     def show_text(self, message: str) -> None:
+        self._diff = None
         self.query_one("#diff-body", Static).update(Text(neutralise(message)))
 
     def show_record(self, record: CycleRecord | None) -> None:
         body = self.query_one("#diff-body", Static)
         if record is None or not (record.batch_facts or record.summary_text):
+            self._diff = None
             body.update(Text("No proposal yet.", style="dim"))
             return
-        body.update(render_diff(build_diff(record)))
+        self._diff = build_diff(record)
+        body.update(render_diff(self._diff, self._text_width()))
+
+    def on_resize(self) -> None:
+        if self._diff is not None:
+            self.query_one("#diff-body", Static).update(render_diff(self._diff, self._text_width()))
+
+    def _text_width(self) -> int | None:
+        # Always leave room for the vertical scrollbar, so a long diff does not rewrap
+        # (and a short one does not shift) when the scrollbar comes and goes.
+        width = self.content_region.width - self.styles.scrollbar_size_vertical
+        return width if width > 0 else None

@@ -75,9 +75,9 @@ async def running(
     """`app.run_test` with notifications on, ended through the app's own exit path.
 
     Leaving `run_test` while the app still runs makes Textual tear the screens down while
-    the app's poll timer can still fire; with a modal open that timer then fails to find
-    `#topbar` (a harness artefact: a real exit stops the message loop first). Exiting the
-    app before leaving the block avoids that race.
+    the app's poll timer can still fire. The app ignores such a tick
+    (test_navigation.py::test_a_poll_tick_while_the_app_closes_is_harmless), but exiting
+    the app before leaving the block is the path a real user takes.
     """
     async with app.run_test(size=size, notifications=True) as pilot:
         await pilot.pause()

@@ -263,3 +263,32 @@ async def test_status_follows_the_summariser_chosen_with_m(demo_store: Store) ->
         line = next(line for line in screen_lines(app) if "summariser  " in line)
         assert "summariser  none" in line
         assert "near-duplicate merge" not in line
+
+
+async def test_long_diff_rows_wrap_under_their_text_and_rewrap_on_resize(
+    demo_store: Store,
+) -> None:
+    app = make_app(demo_store)
+    async with running(app, size=(64, 34)) as pilot:
+        await pilot.press("3")
+        await step(pilot, 4)  # decay, select, propose, review
+        assert "would consume 2 of 32" in static_text(app, "#stepper")
+
+        def rows_of(text: str) -> list[tuple[int, str]]:
+            """The first two screen lines of the diff row for `text`, with its text column."""
+            lines = screen_lines(app)
+            head = text[: text.index("Use") + 3]  # STAGING_A is a prefix of STAGING_B
+            first = next(i for i, line in enumerate(lines) if f"− {head}" in line)
+            return [(lines[first].index(head), lines[first]), (0, lines[first + 1])]
+
+        (column, first), (_, second) = rows_of(STAGING_B)
+        assert STAGING_B not in first  # too long for 64 columns
+        rest = STAGING_B[len(first[column:].rstrip(" │")) :].strip()
+        assert second[column:].startswith(rest.split()[0])  # hangs under the text, not the −
+        assert second[:column].strip(" │") == ""
+        assert "2 to consume · 30 kept" in static_text(app, "#diff-body")
+        assert static_text(app, "#diff-body").startswith(" 2 to consume")  # counts first
+
+        await pilot.resize_terminal(120, 34)
+        await settle(pilot)
+        assert any(f"− {STAGING_B}" in line for line in screen_lines(app))

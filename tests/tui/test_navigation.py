@@ -167,3 +167,18 @@ async def test_q_quits_but_is_typed_into_the_filter(demo_store: Store) -> None:
         await pilot.pause()
         assert not app.is_running
     assert app.return_code == 0
+
+
+async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: Store) -> None:
+    """Closing removes the widgets before the poll timer stops; a tick in between must
+    not turn a clean exit into a traceback."""
+    app = make_app(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.query_one("#topbar").remove()  # as the teardown does
+        demo_store.put(OPS, "written while closing")  # the next tick has work to do
+        await pilot.pause(3 * app.poll_seconds)
+        assert app.is_running
+        assert app.return_code is None
+        app.exit()
+    assert app.return_code == 0

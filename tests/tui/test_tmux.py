@@ -61,9 +61,9 @@ class Tmux:
         return screen
 
     def wait_until_still(self) -> None:
-        """Wait until the pane stops changing for half a second. The panes behind tabs 2-5
-        mount lazily just after the first frame and a key that arrives before that kills
-        the app (test_navigation.py::test_tab_key_typed_ahead_at_startup, xfail)."""
+        """Wait until the pane stops changing for half a second, so a capture shows what a
+        person reads once the screen has settled (the panes behind tabs 2-5 mount just
+        after the first frame)."""
         deadline = time.monotonic() + DEADLINE
         before = self.capture()
         while True:
