@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import time
 from pathlib import Path
 
 from graymatter_tui.errors import StoreError
@@ -44,39 +45,65 @@ def prepare_directory(path: Path) -> None:
         raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
 
 
+# A store that another process is creating or writing can look empty or short for an
+# instant (LMDB writes new pages, then the meta page that points at them). A broken file
+# stays broken, so a verdict is only given after it holds for a few looks.
+_LOOKS = 5
+_LOOK_PAUSE = 0.1
+
+
 def check_data_file(path: Path) -> bool:
     """Validate an existing `data.mdb`. Returns False when there is none yet."""
-    data = path / DATA_FILE
+    for look in range(_LOOKS):
+        try:
+            return _check_once(path / DATA_FILE)
+        except _Broken as exc:
+            if look == _LOOKS - 1:
+                raise StoreError(str(exc)) from None
+            time.sleep(_LOOK_PAUSE)
+    raise AssertionError("unreachable")
+
+
+class _Broken(Exception):
+    """What is wrong with the file, as the user will read it."""
+
+
+def _check_once(data: Path) -> bool:
     try:
-        info = data.stat()
+        kind = data.stat().st_mode
     except FileNotFoundError:
         return False
     except OSError as exc:
         raise StoreError(f"cannot read {data}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(kind):
         raise StoreError(f"{data} is not a regular file")
-    if info.st_size == 0:
-        raise StoreError(
-            f"{data} is empty (0 bytes), so its data is gone; refusing to open it "
-            "(LMDB would start a new store over it). Move it aside to start afresh"
-        )
     try:
         with open(data, "rb") as fh:
             head = fh.read(_META_OFFSET + _META.size)
             first = _read_meta(head)
-            if first is None:
-                raise StoreError(f"{data} is not an LMDB database (bad header); not opening it")
-            page_size = first[3]
-            if page_size < 512 or page_size & (page_size - 1):
-                raise StoreError(f"{data} has a corrupt header (page size {page_size})")
-            fh.seek(page_size)
-            second = _read_meta(fh.read(_META_OFFSET + _META.size))
+            page_size = first[3] if first is not None else 0
+            second = None
+            if first is not None and page_size >= 512 and not page_size & (page_size - 1):
+                fh.seek(page_size)
+                second = _read_meta(fh.read(_META_OFFSET + _META.size))
+            # The size is taken after the meta pages are read: LMDB writes a commit's
+            # pages before the meta page that needs them, so this size is never stale.
+            size = os.fstat(fh.fileno()).st_size
     except PermissionError:
         raise StoreError(f"cannot read {data}: permission denied") from None
     except OSError as exc:
         raise StoreError(f"cannot read {data}: {exc.strerror or exc}") from None
-    if info.st_size < 2 * page_size or second is None:
-        raise StoreError(f"{data} is truncated ({info.st_size} bytes); not opening it")
+    if size == 0:
+        raise _Broken(
+            f"{data} is empty (0 bytes), so its data is gone; refusing to open it "
+            "(LMDB would start a new store over it). Move it aside to start afresh"
+        )
+    if first is None:
+        raise _Broken(f"{data} is not an LMDB database (bad header); not opening it")
+    if page_size < 512 or page_size & (page_size - 1):
+        raise _Broken(f"{data} has a corrupt header (page size {page_size})")
+    if size < 2 * page_size or second is None:
+        raise _Broken(f"{data} is truncated ({size} bytes); not opening it")
     newest = max((m for m in (first, second)), key=lambda m: m[5])
     version, last_page = newest[1], newest[4]
     if version != DATA_VERSION_09:
@@ -84,9 +111,9 @@ def check_data_file(path: Path) -> bool:
             f"{data} uses LMDB data format {version}, not the 0.9 format this program writes"
         )
     needed = (last_page + 1) * page_size
-    if info.st_size < needed:
-        raise StoreError(
-            f"{data} is truncated: {info.st_size} bytes but its header needs {needed}; "
+    if size < needed:
+        raise _Broken(
+            f"{data} is truncated: {size} bytes but its header needs {needed}; "
             "not opening it (restore it from a backup or export)"
         )
     return True

@@ -23,12 +23,14 @@ def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
     ]
     procs.append(start_worker("cycler", str(path), "", str(seconds), "7"))
     procs.append(start_worker("reader", str(path), str(report), str(seconds), "8"))
+    names = ["writer 0", "writer 1", "writer 2", "cycler", "reader"]
     errors = []
-    for proc in procs:
+    for name, proc in zip(names, procs, strict=True):
         proc.wait(timeout=seconds + 120)
         if proc.returncode != 0:
-            errors.append(proc.stderr.read().decode()[-500:] if proc.stderr else "")
-    assert errors == []
+            tail = proc.stderr.read().decode()[-1500:] if proc.stderr else ""
+            errors.append(f"{name} exited {proc.returncode}: {tail}")
+    assert errors == [], "\n".join(errors)
     acknowledged = [json.loads(line) for ack in acks for line in ack.read_text().splitlines()]
     latencies = sorted(a["ms"] for a in acknowledged)
     reader = json.loads(report.read_text())
@@ -45,7 +47,7 @@ def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
         f"p99 {p99:.2f} ms, {cycles} cycles, reader checks {reader['checks']}, "
         f"half-applied seen {reader['violations']}, missing {len(missing)}"
     )
-    assert missing == []
-    assert reader["violations"] == 0 and reader["checks"] > 0
-    assert problems == []
-    assert cycles > 0
+    assert missing == [], f"{len(missing)} acknowledged writes missing"
+    assert reader["violations"] == 0 and reader["checks"] > 0, reader
+    assert problems == [], problems
+    assert cycles > 0, "the cycler never finished a cycle"

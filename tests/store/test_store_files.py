@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import pytest
 
 from graymatter_tui.errors import StoreError
 from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store.files import check_data_file
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -174,6 +177,81 @@ def test_truncated_store_is_refused_without_a_crash(tmp_path: Path, keep: str) -
     assert "truncated" in done.stderr
     assert "Traceback" not in done.stderr
     assert digest(data) == before
+
+
+def test_a_store_whose_file_grows_while_it_is_checked_opens(tmp_path: Path) -> None:
+    """Another process's commit writes its pages, then the meta page that needs them. A
+    check that sees the file mid-commit (here: short for a moment) must not call it
+    truncated."""
+    path = tmp_path / "store"
+    make_store(path, 3000)
+    data = path / "data.mdb"
+    whole = data.read_bytes()
+    os.truncate(data, len(whole) // 2)  # the header already says how long the file will be
+
+    def finish_the_commit() -> None:
+        time.sleep(0.1)
+        with open(data, "r+b") as fh:
+            fh.seek(len(whole) // 2)
+            fh.write(whole[len(whole) // 2 :])
+
+    writer = threading.Thread(target=finish_the_commit)
+    writer.start()
+    try:
+        with Store.open(path) as opened:
+            assert len(opened.fact_ids("agent")) == 3000
+    finally:
+        writer.join()
+
+
+def test_a_store_being_created_by_another_process_is_not_called_empty(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    make_store(path, 10)
+    data = path / "data.mdb"
+    whole = data.read_bytes()
+    os.truncate(data, 0)  # created, not yet initialised by the other process
+
+    def initialise() -> None:
+        time.sleep(0.1)
+        data.write_bytes(whole)
+
+    writer = threading.Thread(target=initialise)
+    writer.start()
+    try:
+        with Store.open(path) as opened:
+            assert len(opened.fact_ids("agent")) == 10
+    finally:
+        writer.join()
+
+
+def test_no_false_alarms_while_other_processes_write(tmp_path: Path) -> None:
+    """Checking the file over and over while three writers and a cycler commit: every look
+    must pass (it used to say "truncated" when a commit landed between two reads)."""
+    path = tmp_path / "store"
+    Store.open(path).close()
+    worker = Path(__file__).parents[1] / "reliability" / "worker.py"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(worker), "writer", str(path), str(tmp_path / f"a{i}"), "4", str(i)]
+        )
+        for i in range(3)
+    ]
+    procs.append(subprocess.Popen([sys.executable, str(worker), "cycler", str(path), "", "4", "7"]))
+    alarms: list[str] = []
+    looks = 0
+    try:
+        while any(proc.poll() is None for proc in procs):
+            try:
+                assert check_data_file(path)
+            except StoreError as exc:
+                alarms.append(str(exc))
+            looks += 1
+    finally:
+        for proc in procs:
+            proc.wait(timeout=120)
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0]
+    assert looks > 1000
+    assert alarms == []
 
 
 def test_foreign_lmdb_file_is_not_touched(tmp_path: Path) -> None:
