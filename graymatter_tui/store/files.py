@@ -33,16 +33,16 @@ def prepare_directory(path: Path) -> None:
         present = path.exists() or path.is_symlink()
     except OSError as exc:
         raise StoreError(f"cannot reach data dir {path}: {exc.strerror or exc}") from None
-    if present:
-        if not path.is_dir():
-            raise StoreError(f"data dir {path} exists but is not a directory")
-        if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-            raise StoreError(f"data dir {path} is not readable and writable by this user")
-        return
-    try:
-        path.mkdir(mode=0o700, parents=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
+    if not present:
+        try:
+            # exist_ok: another process may create the same new store at the same moment.
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
+    if not path.is_dir():
+        raise StoreError(f"data dir {path} exists but is not a directory")
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise StoreError(f"data dir {path} is not readable and writable by this user")
 
 
 # A store that another process is creating or writing can look empty or short for an

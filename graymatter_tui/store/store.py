@@ -222,6 +222,10 @@ class Store(CycleOps, GraphOps):
             with env.begin(write=True) as txn:
                 handles = {name: env.open_db(name.encode(), txn=txn) for name in _DB_NAMES}
                 meta = handles["meta"]
+                if txn.get(b"schema_version", db=meta) is not None:
+                    # Another process created the store between our look and this write
+                    # transaction; its meta (and any writes since) must stand.
+                    return Dbs(**handles)
                 txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=meta)
                 txn.put(b"engine", ENGINE.encode(), db=meta)
                 txn.put(b"engine_version", ".".join(map(str, lmdb.version())).encode(), db=meta)

@@ -226,3 +226,45 @@ def test_a_forked_child_gets_a_clear_error_opening_the_store(tmp_path: Path) -> 
 
         assert _in_forked_child(child) == 0
         assert parent.get(fact.id) == fact
+
+
+# Waits for the go file, then opens (creating) the store and remembers one fact.
+CREATE_AND_REMEMBER = textwrap.dedent(
+    """
+    import os, sys, time
+    from graymatter_tui.store import Store
+    path, agent, go = sys.argv[1], sys.argv[2], sys.argv[3]
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go):
+        if time.monotonic() > deadline:
+            sys.exit("never told to go")
+        time.sleep(0.001)
+    with Store.open(path) as store:
+        store.put(agent, f"{agent} was here")
+    """
+)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_processes_creating_one_new_store_at_once(tmp_path: Path, attempt: int) -> None:
+    """Six processes open a store that does not exist yet at the same moment: none is told
+    the half-created file is empty or truncated, none re-initialises what another made."""
+    path = tmp_path / "new-store"
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATE_AND_REMEMBER, str(path), f"agent-{i}", str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(6)
+    ]
+    time.sleep(0.5)  # let every interpreter start and wait on the go file
+    go.touch()
+    results = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 6, [err for _out, err in results]
+    with Store.open(path) as store:
+        assert sorted(a.agent_id for a in store.agents()) == [f"agent-{i}" for i in range(6)]
+        # Each put bumped the generation once after the single initialisation.
+        assert store.info().generation == 1 + 6
