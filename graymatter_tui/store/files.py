@@ -7,6 +7,7 @@ Both are caught here from the file's bytes, without mapping it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import struct
@@ -52,20 +53,21 @@ _LOOKS = 5
 _LOOK_PAUSE = 0.1
 
 
-def check_data_file(path: Path) -> bool:
-    """Validate an existing `data.mdb`. Returns False when there is none yet."""
-    for look in range(_LOOKS):
-        try:
-            return _check_once(path / DATA_FILE)
-        except _Broken as exc:
-            if look == _LOOKS - 1:
-                raise StoreError(str(exc)) from None
-            time.sleep(_LOOK_PAUSE)
-    raise AssertionError("unreachable")
-
-
 class _Broken(Exception):
     """What is wrong with the file, as the user will read it."""
+
+
+def check_data_file(path: Path) -> bool:
+    """Validate an existing `data.mdb`. Returns False when there is none yet."""
+    data = path / DATA_FILE
+    for _ in range(_LOOKS - 1):
+        with contextlib.suppress(_Broken):
+            return _check_once(data)
+        time.sleep(_LOOK_PAUSE)
+    try:
+        return _check_once(data)
+    except _Broken as exc:
+        raise StoreError(str(exc)) from None
 
 
 def _check_once(data: Path) -> bool:

@@ -318,11 +318,15 @@ class Store(CycleOps, GraphOps):
             except lmdb.Error as exc:
                 raise StoreError(f"cannot grow the store: {_lmdb_message(exc)}") from None
 
-    def _map_target(self, extra_bytes: int) -> int | None:
-        """The map size needed for `extra_bytes` more, or None if it already fits."""
+    def _map_use(self) -> tuple[int, int]:
+        """(bytes used, map size). Call under the resize lock (ADR 0008)."""
         info = self._env.info()
         used = (int(info["last_pgno"]) + 1) * int(self._env.stat()["psize"])
-        size = int(info["map_size"])
+        return used, int(info["map_size"])
+
+    def _map_target(self, extra_bytes: int) -> int | None:
+        """The map size needed for `extra_bytes` more, or None if it already fits."""
+        used, size = self._map_use()
         if used + extra_bytes <= size:
             return None
         target = size
@@ -446,14 +450,15 @@ class Store(CycleOps, GraphOps):
 
     def info(self) -> StoreInfo:
         def run(tx: Tx) -> StoreInfo:
+            used, size = self._map_use()  # the read transaction holds the lock shared
             return StoreInfo(
                 data_dir=str(self.path),
                 schema_version=int(tx.meta_get("schema_version") or 0),
                 engine=tx.meta_get("engine") or "",
                 generation=tx.meta_int("generation"),
                 file_bytes=_file_size(self.path / DATA_FILE),
-                map_size=int(self._env.info()["map_size"]),
-                map_used=(int(self._env.info()["last_pgno"]) + 1) * int(self._env.stat()["psize"]),
+                map_size=size,
+                map_used=used,
                 created_at=tx.meta_get("created_at") or "",
             )
 

@@ -45,10 +45,8 @@ def fit(segments: list[Segment], width: int) -> list[Segment]:
 
 def column(text: str, cells: int, style: Style) -> list[Segment]:
     """`text` in exactly `cells` cells: cut with "…" when too long, padded (unstyled) when short."""
-    length = cell_len(text)
-    if length > cells:
-        return [Segment(set_cell_size(text, cells - 1), style), Segment("…", DIM)]
-    return [Segment(text, style), Segment(" " * (cells - length))]
+    cut = fit([Segment(text, style)], cells)
+    return [*cut, Segment(" " * (cells - sum(cell_len(s.text) for s in cut)))]
 
 
 # The cells before a tombstone's text: " ▍▍▍▍ 0.10    99d ".

@@ -68,6 +68,15 @@ def make_store(path: Path, n: int) -> None:
             )
 
 
+def write_schema_version(path: Path, version: bytes) -> None:
+    """Set the store's schema version behind its back, as a newer program would."""
+    env = lmdb.open(str(path), max_dbs=16)
+    meta = env.open_db(b"meta")
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", version, db=meta)
+    env.close()
+
+
 def open_in_subprocess(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", OPEN_AND_SCAN, str(path)],
@@ -254,11 +263,7 @@ def test_foreign_lmdb_file_is_not_touched(tmp_path: Path) -> None:
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "store"
     make_store(path, 3)
-    env = lmdb.open(str(path), max_dbs=16)
-    meta = env.open_db(b"meta")
-    with env.begin(write=True) as txn:
-        txn.put(b"schema_version", b"99", db=meta)
-    env.close()
+    write_schema_version(path, b"99")
     before = digest(path / "data.mdb")
     with pytest.raises(StoreError, match="newer") as caught:
         Store.open(path)
@@ -270,18 +275,10 @@ def test_a_refused_store_does_not_stay_registered(tmp_path: Path) -> None:
     """After a refusal is fixed, the next open works (no half-open Store left behind)."""
     path = tmp_path / "store"
     make_store(path, 3)
-    env = lmdb.open(str(path), max_dbs=16)
-    meta = env.open_db(b"meta")
-    with env.begin(write=True) as txn:
-        txn.put(b"schema_version", b"99", db=meta)
-    env.close()
+    write_schema_version(path, b"99")
     with pytest.raises(StoreError):
         Store.open(path)
-    env = lmdb.open(str(path), max_dbs=16)
-    meta = env.open_db(b"meta")
-    with env.begin(write=True) as txn:
-        txn.put(b"schema_version", b"1", db=meta)
-    env.close()
+    write_schema_version(path, b"1")
     with Store.open(path) as opened:
         assert len(opened.list_facts("agent")) == 3
 
