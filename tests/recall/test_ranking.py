@@ -111,16 +111,23 @@ def test_stopwords_do_not_lengthen_a_fact(gm: Store) -> None:
     assert [h.keyword_rank for h in hits] == [1, 2]
 
 
-def test_every_query_term_adds_to_the_score(gm: Store) -> None:
+@pytest.mark.parametrize("both_first", [True, False], ids=["both-oldest", "one-oldest"])
+def test_every_query_term_adds_to_the_score(gm: Store, both_first: bool) -> None:
     both, one = "vpn certificate expired", "vpn tunnel dropped"
-    put_all(gm, [one, both, *FILLER])
+    put_all(gm, ([both, one] if both_first else [one, both]) + FILLER)
+    # "certificate" adds to `both`'s score: it leads whichever is older.
     assert texts(rank(gm, AGENT, "vpn certificate", weights=KEYWORD_ONLY)) == [both, one]
-    # Repeating a query term does not count it twice.
-    assert texts(rank(gm, AGENT, "tunnel tunnel tunnel vpn certificate", weights=KEYWORD_ONLY))[
-        0
-    ] in (both, one)
-    once = rank(gm, AGENT, "vpn tunnel")
-    thrice = rank(gm, AGENT, "vpn tunnel tunnel TUNNEL")
+    # Repeating a query term does not count it twice. N = 6: df(tunnel) = df(certificate)
+    # = 1, so "tunnel" and "certificate" have the same idf, and both facts are 3 tokens
+    # long; each matches "vpn" plus one of them. Counted once, the keyword scores tie
+    # exactly and the keyword tie-break (older id) decides; counted three times, "tunnel"
+    # would make `one` win even when `both` is older.
+    older, newer = (both, one) if both_first else (one, both)
+    for query in ("tunnel tunnel tunnel vpn certificate", "tunnel TUNNEL certificate tunnel"):
+        assert texts(rank(gm, AGENT, query, weights=KEYWORD_ONLY)) == [older, newer]
+    once = rank(gm, AGENT, "tunnel certificate")
+    thrice = rank(gm, AGENT, "tunnel certificate tunnel TUNNEL")
+    assert texts(once) == [older, newer]
     assert [(h.fact.id, h.score) for h in once] == [(h.fact.id, h.score) for h in thrice]
 
 
