@@ -79,8 +79,8 @@ def test_rarer_term_ranks_above_common_term(gm: Store, rare_first: bool) -> None
     assert hits[0].keyword_rank == 1
     assert hits[0].score == pytest.approx(1 / 61)
     assert sorted(texts(hits)[1:]) == sorted(common)
-    # With the default weights (1.0, 0.5) and four candidates the keyword winner still
-    # leads: 1/61 + 0.5/64 > 1/62 + 0.5/63 even when it is the oldest.
+    # With the default weights (1.0, 0.1) and four candidates the keyword winner still
+    # leads: 1/61 + 0.1/64 > 1/62 + 0.1/63 even when it is the oldest.
     assert texts(rank(gm, AGENT, "zebra lemon"))[0] == rare
 
 
@@ -151,7 +151,7 @@ def test_recency_breaks_near_tie_only_when_weighted(gm: Store) -> None:
     put_all(gm, [older, newer, *FILLER[:2]])
     query = "backup nightly"
     assert texts(rank(gm, AGENT, query, weights=KEYWORD_ONLY)) == [older, newer]
-    # 1/61 + 0.5/62 > 1/62 + 0.5/61
+    # Default weights (1.0, 0.1): 1/61 + 0.1/62 > 1/62 + 0.1/61
     assert texts(rank(gm, AGENT, query)) == [older, newer]
     # 1/61 + 2/62 < 1/62 + 2/61
     favour_recency = RecallWeights(1.0, 2.0)
@@ -425,7 +425,9 @@ def test_deleting_live_and_tombstoned_facts_keeps_index(gm: Store) -> None:
 
 def test_long_agent_and_long_astral_token_can_be_stored(gm: Store) -> None:
     agent = "a" * 256  # the longest agent name validate_agent accepts
-    text = "\U00020000" * 64  # one 64-character token (CJK Extension B, 4 bytes each)
+    # One 64-character token of 256 bytes (CJK Extension B, 4 bytes each): cut to its first
+    # 200 bytes in the index and in the query alike.
+    text = "\U00020000" * 64
     fact = gm.put(agent, text)
     assert ids(rank(gm, agent, text)) == [fact.id]
 
