@@ -10,6 +10,7 @@ contains its marker (the fact itself or a summary that kept the marker).
 from __future__ import annotations
 
 import random
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -63,6 +64,12 @@ class GateResult:
     consumed: int
     kept_by_guard: int
     applied_cycles: int
+    # Measured from the summaries alone, without the guard (see `_judge`): batch facts
+    # shown, facts whose whole text the summary holds verbatim, facts with a number
+    # (a marker or a note number) the summary does not hold at all.
+    shown: int = 0
+    verbatim: int = 0
+    lost: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,19 @@ def _weak(text: str, rng: random.Random) -> NewFact:
     return NewFact(agent_id=AGENT, text=text, created_at=NOW - age, accessed_at=NOW - age)
 
 
+DIGITS = re.compile(r"\d+")
+
+
+def _judge(batch: list[str], summary: str) -> tuple[int, int]:
+    """(verbatim, lost) for one batch: a fact held verbatim kept every detail, so a correct
+    guard consumes it; a fact with a digit run absent from the summary lost a marker or a
+    number, so a correct guard keeps it. Every fact of this corpus carries digits."""
+    digits = set(DIGITS.findall(summary))
+    verbatim = sum(1 for text in batch if text in summary)
+    lost = sum(1 for text in batch if set(DIGITS.findall(text)) - digits)
+    return verbatim, lost
+
+
 def recall_at_8(store: Store, canon: list[Canonical]) -> float:
     hits = 0
     for item in canon:
@@ -123,7 +143,7 @@ def run_gate(
         try:
             canon = build_corpus(store, n_canonical, n_filler, seed)
             before = recall_at_8(store, canon)
-            consumed = kept = applied = 0
+            consumed = kept = applied = shown = verbatim = lost = 0
             options = CycleOptions(threshold=20, max_batch=32, guard=guard)
             model = OllamaSummariser(server.url, server.model, timeout=10.0)
             for _ in range(cycles):
@@ -132,10 +152,17 @@ def run_gate(
                     applied += 1
                     consumed += len(record.consumed)
                 kept += sum(1 for v in record.verdicts if not v.consumed)
+                texts = [item.text for item in record.batch_facts]
+                shown += len(texts)
+                held, missing = _judge(texts, record.summary_text)
+                verbatim += held
+                lost += missing
             after = recall_at_8(store, canon)
         finally:
             store.close()
-    return GateResult(summariser, guard, before, after, consumed, kept, applied)
+    return GateResult(
+        summariser, guard, before, after, consumed, kept, applied, shown, verbatim, lost
+    )
 
 
 def main() -> None:

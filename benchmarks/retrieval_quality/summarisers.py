@@ -1,7 +1,8 @@
 """Scripted summarisers for the gate, served over real HTTP by the scripted Ollama server.
 
 Each reads the batch from the prompt's `- <id>: <text>` rows, exactly as a model would see
-it, and answers with a proposal. One is lossless; the others lose information in the ways
+it, and answers with a proposal. One is lossless; one rewords every fact but keeps each
+detail (a guard must let it consume everything); the others lose information in the ways
 real models do, while still claiming to consume everything they were shown.
 """
 
@@ -17,6 +18,7 @@ ROW = re.compile(r"^- ([0-9A-Z]{26}): (.*)$", re.MULTILINE)
 NUMBER = re.compile(r"\d+")
 MARKER = re.compile(r"\b[A-Z]{2}-\d{4}\b|\b\d{5}\b")
 _WORDS = "zero one two three four five six seven eight nine".split()
+SMALL_WORDS = re.compile(r"\b(?:the|for|is|from|has|to|after|about|were|was|of|at)\b ", re.I)
 
 
 def rows(request: RecordedRequest) -> list[tuple[str, str]]:
@@ -31,6 +33,15 @@ def _stable_share(text: str, share: float) -> bool:
 def lossless(request: RecordedRequest) -> Reply:
     batch = rows(request)
     return Reply.proposal(" ".join(text for _, text in batch), [i for i, _ in batch])
+
+
+def terse_notes(request: RecordedRequest) -> Reply:
+    """Rewrites every fact as a terse note (small words dropped), no name, marker or number
+    lost: nothing is held verbatim, yet every detail survives."""
+    batch = rows(request)
+    return Reply.proposal(
+        "; ".join(SMALL_WORDS.sub("", t) for _, t in batch), [i for i, _ in batch]
+    )
 
 
 def drop_markers(request: RecordedRequest) -> Reply:
@@ -74,6 +85,7 @@ def hallucinate() -> Callable[[RecordedRequest], Reply]:
 
 SUMMARISERS: dict[str, Callable[[], Callable[[RecordedRequest], Reply]]] = {
     "lossless": lambda: lossless,
+    "terse notes": lambda: terse_notes,
     "drops markers": lambda: drop_markers,
     "truncates": lambda: truncate,
     "paraphrases numbers": lambda: paraphrase_numbers,

@@ -880,7 +880,7 @@ def test_dry_run_with_pending_decay_writes_no_weight(gm: Store, ollama: Scripted
     assert snapshot(gm)["facts"] == before["facts"]  # ... but no weight was written
 
 
-# ---------------------------------------------------------------- known bugs (cycle level)
+# ------------------------------------------------- regressions (bugs fixed, cycle level)
 
 
 def test_deeply_nested_answer_is_discarded(gm: Store, ollama: ScriptedOllama) -> None:

@@ -4,6 +4,7 @@ the real CLI in a subprocess between review and apply."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,14 @@ import pytest
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
+from graymatter_tui.model import CycleRecord, fact_to_dict
 from graymatter_tui.store import Store
+from graymatter_tui.store.cycle_ops import ApplyRequest
 from tests.conftest import clean_env
 from tests.engine.helpers import AGENT, MODEL, NOW_TEXT, seed_weighted, snapshot
 from tests.support.ollama_server import Reply, ScriptedOllama
+
+CYCLE_ID = "01KJMMA2G0CCCCCCCCCCCCCCCC"
 
 
 def other_process(store_dir: Path, *args: str) -> None:
@@ -136,3 +141,72 @@ async def test_consumption_by_a_concurrent_cycle_is_stale(
     finish(second)
     counters = gm.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (1, 4)
+
+
+async def test_fact_brought_back_under_its_id_with_another_text_is_stale(
+    gm: Store, ollama: ScriptedOllama, tmp_path: Path
+) -> None:
+    """A fact's text is never rewritten in place, but its id can come back with another
+    text: the fact is pruned, then an import (here by another process) carries the same id
+    with a different text. The fact is then live, unpinned and of the same agent, so only
+    the text check stands between apply and consuming a text the summariser never saw."""
+    batch = [f.id for f in seed_weighted(gm)[:15]]
+    consume = batch[:3]
+    target = consume[1]
+    cycle = await cycle_at_review(gm, ollama, consume)
+    header = {"type": "header", "format": "graymatter-tui", "version": 1}
+    entry = {"type": "fact", "fact": {**fact_to_dict(gm.get(target)), "text": "rewritten"}}
+    backup = tmp_path / "edited.jsonl"
+    backup.write_text(f"{json.dumps(header)}\n{json.dumps(entry)}\n", encoding="utf-8")
+    gm.delete([target])
+    other_process(gm.path, "import", str(backup))
+    returned = gm.get(target)
+    assert returned.text == "rewritten" and returned.is_live and not returned.pinned
+    before = snapshot(gm)
+
+    result = cycle.advance()
+    assert result.stage == "apply"
+    assert cycle.record.outcome == "discarded"
+    assert cycle.record.reason == f"stale: fact {target} changed meanwhile"
+    after = snapshot(gm)
+    assert after["facts"] == before["facts"]
+    assert after["counters"] == before["counters"]
+    assert after["receipts"] == before["receipts"]
+    assert cycle.record.summary_id == ""
+    assert all(f.text != "merged garden notes" for f in gm.all_facts())
+    finish(cycle)
+    assert gm.record(cycle.record.cycle_id).outcome == "discarded"
+    counters = gm.counters()
+    assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
+
+
+def test_apply_refuses_a_snapshot_whose_text_differs_from_the_store(gm: Store) -> None:
+    """A summariser shown a stale batch: the snapshot (what it was shown) holds a text the
+    store no longer has. Apply refuses and writes nothing; the same request with the
+    stored text applies, so the text alone decided."""
+    facts = seed_weighted(gm, n=6)
+    consume = [f.id for f in facts[:3]]
+    shown = {f.id: f.text for f in facts}
+    shown[consume[2]] = "an older text of this fact"
+
+    def request(snapshot_texts: dict[str, str]) -> ApplyRequest:
+        return ApplyRequest(
+            cycle_id=CYCLE_ID,
+            agent_id=AGENT,
+            summary="merged garden notes",
+            consume=consume,
+            snapshot=snapshot_texts,
+        )
+
+    before = snapshot(gm)
+    record = CycleRecord(cycle_id=CYCLE_ID, agent_id=AGENT)
+    outcome = gm.apply_consolidation(request(shown), record)
+    assert not outcome.applied
+    assert outcome.reason == f"stale: fact {consume[2]} changed meanwhile"
+    assert (outcome.summary, outcome.consumed) == (None, [])
+    assert snapshot(gm) == before  # no summary, no tombstones, no receipts, no journal entry
+    assert record.outcome == "" and record.summary_id == ""
+
+    shown[consume[2]] = facts[2].text
+    applied = gm.apply_consolidation(request(shown), record)
+    assert applied.applied and applied.consumed == consume

@@ -244,7 +244,7 @@ def test_details_are_deduplicated() -> None:
     assert key_details("SUP-1234 again sup-1234 and 5432 and 5,432") == ["SUP-1234", "5432"]
 
 
-# ---------------------------------------------------------------- known bugs
+# ---------------------------------------------------------------- regressions (bugs fixed)
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ Index = tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]
 # weight.
 ALL_WEIGHTS = [
     RecallWeights(1.0, 0.0),
+    RecallWeights(),  # the default, (1.0, 0.1)
     RecallWeights(1.0, 0.5),
     RecallWeights(1.0, 1.0),
     RecallWeights(0.5, 1.0),

@@ -79,8 +79,8 @@ def test_rarer_term_ranks_above_common_term(gm: Store, rare_first: bool) -> None
     assert hits[0].keyword_rank == 1
     assert hits[0].score == pytest.approx(1 / 61)
     assert sorted(texts(hits)[1:]) == sorted(common)
-    # With the default weights (1.0, 0.5) and four candidates the keyword winner still
-    # leads: 1/61 + 0.5/64 > 1/62 + 0.5/63 even when it is the oldest.
+    # With the default weights (1.0, 0.1) and four candidates the keyword winner still
+    # leads: 1/61 + 0.1/64 > 1/62 + 0.1/63 even when it is the oldest.
     assert texts(rank(gm, AGENT, "zebra lemon"))[0] == rare
 
 
@@ -111,16 +111,23 @@ def test_stopwords_do_not_lengthen_a_fact(gm: Store) -> None:
     assert [h.keyword_rank for h in hits] == [1, 2]
 
 
-def test_every_query_term_adds_to_the_score(gm: Store) -> None:
+@pytest.mark.parametrize("both_first", [True, False], ids=["both-oldest", "one-oldest"])
+def test_every_query_term_adds_to_the_score(gm: Store, both_first: bool) -> None:
     both, one = "vpn certificate expired", "vpn tunnel dropped"
-    put_all(gm, [one, both, *FILLER])
+    put_all(gm, ([both, one] if both_first else [one, both]) + FILLER)
+    # "certificate" adds to `both`'s score: it leads whichever is older.
     assert texts(rank(gm, AGENT, "vpn certificate", weights=KEYWORD_ONLY)) == [both, one]
-    # Repeating a query term does not count it twice.
-    assert texts(rank(gm, AGENT, "tunnel tunnel tunnel vpn certificate", weights=KEYWORD_ONLY))[
-        0
-    ] in (both, one)
-    once = rank(gm, AGENT, "vpn tunnel")
-    thrice = rank(gm, AGENT, "vpn tunnel tunnel TUNNEL")
+    # Repeating a query term does not count it twice. N = 6: df(tunnel) = df(certificate)
+    # = 1, so "tunnel" and "certificate" have the same idf, and both facts are 3 tokens
+    # long; each matches "vpn" plus one of them. Counted once, the keyword scores tie
+    # exactly and the keyword tie-break (older id) decides; counted three times, "tunnel"
+    # would make `one` win even when `both` is older.
+    older, newer = (both, one) if both_first else (one, both)
+    for query in ("tunnel tunnel tunnel vpn certificate", "tunnel TUNNEL certificate tunnel"):
+        assert texts(rank(gm, AGENT, query, weights=KEYWORD_ONLY)) == [older, newer]
+    once = rank(gm, AGENT, "tunnel certificate")
+    thrice = rank(gm, AGENT, "tunnel certificate tunnel TUNNEL")
+    assert texts(once) == [older, newer]
     assert [(h.fact.id, h.score) for h in once] == [(h.fact.id, h.score) for h in thrice]
 
 
@@ -144,7 +151,7 @@ def test_recency_breaks_near_tie_only_when_weighted(gm: Store) -> None:
     put_all(gm, [older, newer, *FILLER[:2]])
     query = "backup nightly"
     assert texts(rank(gm, AGENT, query, weights=KEYWORD_ONLY)) == [older, newer]
-    # 1/61 + 0.5/62 > 1/62 + 0.5/61
+    # Default weights (1.0, 0.1): 1/61 + 0.1/62 > 1/62 + 0.1/61
     assert texts(rank(gm, AGENT, query)) == [older, newer]
     # 1/61 + 2/62 < 1/62 + 2/61
     favour_recency = RecallWeights(1.0, 2.0)
@@ -418,7 +425,9 @@ def test_deleting_live_and_tombstoned_facts_keeps_index(gm: Store) -> None:
 
 def test_long_agent_and_long_astral_token_can_be_stored(gm: Store) -> None:
     agent = "a" * 256  # the longest agent name validate_agent accepts
-    text = "\U00020000" * 64  # one 64-character token (CJK Extension B, 4 bytes each)
+    # One 64-character token of 256 bytes (CJK Extension B, 4 bytes each): cut to its first
+    # 200 bytes in the index and in the query alike.
+    text = "\U00020000" * 64
     fact = gm.put(agent, text)
     assert ids(rank(gm, agent, text)) == [fact.id]
 

@@ -1,6 +1,7 @@
 """Tokenising for recall: every expectation below is derived by hand from the rules
 (NFKC, casefold, Unicode `\\w+` runs, EN/ES/FR/DE stop-words out, single letters out but
-single digits kept, tokens over 64 characters out), not read back from the implementation.
+single digits kept, tokens over 200 bytes cut to their first 200), not read back from the
+implementation.
 """
 
 from __future__ import annotations

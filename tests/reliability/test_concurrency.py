@@ -1,5 +1,6 @@
 """Three writers, a cycling process and a checking reader at once: every acknowledged
-write is present afterwards, nobody errors, the reader never sees half a cycle."""
+write is present afterwards, nobody errors or is refused, the reader never sees half a
+cycle."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.store import Store
 from tests.reliability.conftest import start_worker
+from tests.reliability.worker import read_refusals
 
 
 def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
@@ -17,11 +19,12 @@ def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
     Store.open(path).close()
     acks = [tmp_path / f"ack{i}.jsonl" for i in range(3)]
     report = tmp_path / "reader.json"
+    refusals = tmp_path / "cycler-refusals.jsonl"
     procs = [
         start_worker("writer", str(path), str(ack), str(seconds), str(i))
         for i, ack in enumerate(acks)
     ]
-    procs.append(start_worker("cycler", str(path), "", str(seconds), "7"))
+    procs.append(start_worker("cycler", str(path), str(refusals), str(seconds), "7"))
     procs.append(start_worker("reader", str(path), str(report), str(seconds), "8"))
     names = ["writer 0", "writer 1", "writer 2", "cycler", "reader"]
     errors = []
@@ -40,13 +43,18 @@ def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
         missing = [m for m in missing if m not in pruned]
         problems = [v for c in check_invariants(store) for v in c.violations]
         cycles = store.counters().cycles
+    # The cycler works its own agents alone and the writers only add facts, so a correct
+    # store refuses it nothing: any refusal counts against it.
+    refused = read_refusals([refusals])
     p99 = latencies[int(0.99 * (len(latencies) - 1))]
     print(
         f"\nconcurrency: {seconds} s, {len(acknowledged)} acknowledged writes "
         f"({len(acknowledged) / seconds:.0f}/s), p50 {latencies[len(latencies) // 2]:.2f} ms, "
         f"p99 {p99:.2f} ms, {cycles} cycles, reader checks {reader['checks']}, "
-        f"half-applied seen {reader['violations']}, missing {len(missing)}"
+        f"half-applied seen {reader['violations']}, missing {len(missing)}, "
+        f"cycler refusals {sum(refused.values())}"
     )
+    assert not refused, f"the cycler was refused: {dict(refused)}"
     assert missing == [], f"{len(missing)} acknowledged writes missing"
     assert reader["violations"] == 0 and reader["checks"] > 0, reader
     assert problems == [], problems

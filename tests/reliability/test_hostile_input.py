@@ -18,9 +18,14 @@ from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
 from graymatter_tui.store import NewFact, Store
+from graymatter_tui.textsafe import MAX_TEXT_BYTES
 from tests.support.ollama_server import RecordedRequest, Reply, ScriptedOllama
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+# A 2-byte "é" at the 64 KiB limit: AT_LIMIT is exactly 65536 bytes (allowed); in
+# OVER_LIMIT the "é" straddles the limit, 65536 characters but 65537 bytes (refused).
+AT_LIMIT = "x" * (MAX_TEXT_BYTES - 2) + "é"
+OVER_LIMIT = "x" * (MAX_TEXT_BYTES - 1) + "é"
 HOSTILE = [
     "[bold red]not bold[/] [@click=app.quit]click[/]",
     "\x1b]52;c;aGVsbG8=\x07 clipboard write",
@@ -28,7 +33,7 @@ HOSTILE = [
     "\u202e bidi override \u2066isolate\u2069",
     "NUL \x00 inside",
     "line one\nline two\ttabbed\r\ncarriage",
-    "x" * (64 * 1024 - 1) + "é"[:0],
+    AT_LIMIT,
 ]
 
 
@@ -60,6 +65,32 @@ def test_hostile_text_round_trips_byte_for_byte(tmp_path: Path) -> None:
     assert b"\x1b" not in as_json.stdout
     texts = {f["text"] for f in json.loads(as_json.stdout)}
     assert texts == set(HOSTILE)
+
+
+def test_one_byte_over_64_kib_is_refused_on_remember_and_import(tmp_path: Path) -> None:
+    assert len(AT_LIMIT.encode()) == MAX_TEXT_BYTES == 65536
+    assert len(OVER_LIMIT.encode()) == MAX_TEXT_BYTES + 1
+    source, copy = tmp_path / "a", tmp_path / "b"
+    assert cli("remember", "agent", AT_LIMIT, path=source).returncode == 0
+    over = cli("remember", "agent", OVER_LIMIT, path=source)
+    assert over.returncode == 1
+    assert over.stderr.decode().splitlines() == [
+        "graymatter-tui: error: text is 65537 bytes; the limit is 65536 bytes (64 KiB)"
+    ]
+    with Store.open(source) as store:
+        assert [f.text for f in store.list_facts("agent", "all")] == [AT_LIMIT]
+    # An export edited to carry the longer text is refused whole on import.
+    export = tmp_path / "out.jsonl"
+    assert cli("export", "--out", str(export), path=source).returncode == 0
+    header, line = export.read_text(encoding="utf-8").splitlines()
+    entry = json.loads(line)
+    entry["fact"]["text"] = OVER_LIMIT
+    export.write_text(f"{header}\n{json.dumps(entry, ensure_ascii=False)}\n", encoding="utf-8")
+    refused = cli("import", str(export), path=copy)
+    assert refused.returncode == 1
+    assert b"line 2: text is 65537 bytes" in refused.stderr
+    with Store.open(copy) as store:
+        assert store.list_facts(None, "all") == []
 
 
 def test_undecodable_argv_bytes_are_refused_clearly(tmp_path: Path) -> None:

@@ -1,23 +1,31 @@
 """A store worker run as a child process by the reliability tests.
 
-    python tests/reliability/worker.py MODE STORE_DIR [ACK_FILE] [SECONDS] [SEED]
+    python tests/reliability/worker.py MODE STORE_DIR [OUT_FILE] [SECONDS] [SEED]
 
 MODE `mixed`: loop forever over remember / revise / retire / pin / local consolidation
 cycles / reverts, with random agents. MODE `writer`: remember only, appending each id to
-ACK_FILE after its transaction committed (an acknowledged write), with per-write latency.
-MODE `cycler`: consolidation cycles and reverts. MODE `reader`: read and check that no
-half-applied cycle is ever visible. Each mode stops after SECONDS (0 = until killed).
+OUT_FILE after its transaction committed (an acknowledged write), with per-write latency.
+MODE `cycler`: remember and consolidation cycles. MODE `reader`: read and check that no
+half-applied cycle is ever visible, writing its tally to OUT_FILE. Each mode stops after
+SECONDS (0 = until killed).
+
+`mixed` and `cycler` append every refusal (a GraymatterError) to OUT_FILE as it happens, one
+JSON line each, so the tests can count them by kind and fail on any a correct store would
+not make (see `refusal_problems`), even when the worker is killed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
+import re
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -38,20 +46,68 @@ TEXTS = (
     "Acme wants invoices sent to billing@acme.example.",
 )
 
+# Refusals a correct store makes to this worker's requests: `mixed` picks any live fact, so
+# it may ask to retire a pinned one, and a revert is refused once the cycle's summary or
+# facts moved on (revised, pinned, consumed by a later cycle, pruned). Nothing else: `mixed`
+# runs alone and reads the ids it acts on itself, so no race can explain a refusal, and a
+# StoreError ("truncated", "corrupt", "not a graymatter store"...) is never one.
+EXPECTED_REFUSALS = {
+    ("retire", "Conflict", "is pinned; unpin it before retiring it"),
+    ("revert", "Conflict", "cannot be reverted:"),
+}
+ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 
-def mixed(store: Store, rng: random.Random, until: float) -> None:
+
+def log_refusal(out: TextIO, op: str, exc: GraymatterError) -> None:
+    entry = {"op": op, "kind": type(exc).__name__, "message": str(exc)}
+    out.write(json.dumps(entry) + "\n")
+    out.flush()
+
+
+def read_refusals(logs: Iterable[Path]) -> Counter[str]:
+    """Refusals from the workers' logs, counted by operation, kind and message (ids elided)."""
+    counts: Counter[str] = Counter()
+    for log in logs:
+        if not log.exists():
+            continue
+        for line in log.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # the last line of a killed worker may be cut short
+            message = ULID.sub("<id>", entry["message"])
+            counts[f"{entry['op']}: {entry['kind']}: {message}"] += 1
+    return counts
+
+
+def refusal_problems(counts: Counter[str]) -> list[str]:
+    """The counted refusals a correct store would not make."""
+    return [
+        key
+        for key in counts
+        if not any(
+            key.startswith(f"{op}: {kind}: ") and needle in key
+            for op, kind, needle in EXPECTED_REFUSALS
+        )
+    ]
+
+
+def mixed(store: Store, rng: random.Random, until: float, out: TextIO) -> None:
     options = CycleOptions(threshold=5, max_batch=16)
     while not until or time.monotonic() < until:
         agent = rng.choice(AGENTS)
         roll = rng.random()
+        op = "remember"
         try:
             if roll < 0.45:
                 store.put(agent, f"{rng.choice(TEXTS)} #{rng.randint(0, 40)}")
             elif roll < 0.6:
+                op = "revise"
                 ids = store.fact_ids(agent, "live")
                 if ids:
                     store.revise(rng.choice(ids), f"{rng.choice(TEXTS)} (revised)")
             elif roll < 0.67:
+                op = "pin"
                 ids = store.fact_ids(agent, "live")
                 if ids:
                     target = rng.choice(ids)
@@ -60,12 +116,15 @@ def mixed(store: Store, rng: random.Random, until: float) -> None:
                     else:
                         store.pin(target)
             elif roll < 0.72:
+                op = "retire"
                 ids = store.fact_ids(agent, "live")
                 if ids:
                     store.retire(rng.choice(ids))
             elif roll < 0.92:
+                op = "cycle"
                 Cycle(store, agent, LocalSummariser(), options).run_sync()
             else:
+                op = "revert"
                 applied = [
                     r
                     for r in store.records(agent, limit=20)
@@ -73,8 +132,8 @@ def mixed(store: Store, rng: random.Random, until: float) -> None:
                 ]
                 if applied:
                     store.revert(rng.choice(applied).cycle_id)
-        except GraymatterError:
-            pass  # refusals (tombstone pinned meanwhile, revert unsafe) are expected
+        except GraymatterError as exc:
+            log_refusal(out, op, exc)
 
 
 def writer(store: Store, ack: Path, until: float, name: str) -> None:
@@ -89,14 +148,18 @@ def writer(store: Store, ack: Path, until: float, name: str) -> None:
             n += 1
 
 
-def cycler(store: Store, until: float, rng: random.Random) -> None:
+def cycler(store: Store, until: float, rng: random.Random, out: TextIO) -> None:
     options = CycleOptions(threshold=5, max_batch=16)
     while not until or time.monotonic() < until:
         agent = rng.choice(("agent-w0", "agent-w1", "agent-w2"))
-        for text in rng.sample(TEXTS, 2):
-            store.put(agent, text)
-        with contextlib.suppress(GraymatterError):
+        op = "remember"
+        try:
+            for text in rng.sample(TEXTS, 2):
+                store.put(agent, text)
+            op = "cycle"
             Cycle(store, agent, LocalSummariser(), options).run_sync()
+        except GraymatterError as exc:
+            log_refusal(out, op, exc)
 
 
 def reader(store: Store, until: float, report: Path) -> None:
@@ -140,12 +203,14 @@ def main() -> None:
     until = time.monotonic() + seconds if seconds else 0.0
     rng = random.Random(seed)
     store = Store.open(directory)
-    if mode == "mixed":
-        mixed(store, rng, until)
+    if mode in ("mixed", "cycler"):
+        with open(extra, "a", encoding="utf-8") as out:
+            if mode == "mixed":
+                mixed(store, rng, until, out)
+            else:
+                cycler(store, until, rng, out)
     elif mode == "writer":
         writer(store, Path(extra), until, str(seed))
-    elif mode == "cycler":
-        cycler(store, until, rng)
     elif mode == "reader":
         reader(store, until, Path(extra))
     store.close()

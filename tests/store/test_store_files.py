@@ -26,6 +26,7 @@ import pytest
 from graymatter_tui.errors import StoreError
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.files import check_data_file
+from tests.reliability.worker import read_refusals
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -224,7 +225,9 @@ def test_no_false_alarms_while_other_processes_write(tmp_path: Path) -> None:
         )
         for i in range(3)
     ]
-    procs.append(subprocess.Popen([sys.executable, str(worker), "cycler", str(path), "", "4", "7"]))
+    refusals = tmp_path / "cycler-refusals.jsonl"
+    cycler = [sys.executable, str(worker), "cycler", str(path), str(refusals), "4", "7"]
+    procs.append(subprocess.Popen(cycler))
     alarms: list[str] = []
     looks = 0
     try:
@@ -240,6 +243,7 @@ def test_no_false_alarms_while_other_processes_write(tmp_path: Path) -> None:
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0]
     assert looks > 1000
     assert alarms == []
+    assert read_refusals([refusals]) == {}  # the cycler alone on its agents: never refused
 
 
 def test_foreign_lmdb_file_is_not_touched(tmp_path: Path) -> None:
@@ -371,7 +375,8 @@ def test_root_owned_0700_data_dir_via_dir_flag(public_tmp: Path) -> None:
     data = public_tmp / "data"
     make_store(data, 2)
     done = run_as_nobody("list", "--dir", str(data))
-    assert_clear_error(done, "data")
+    assert_clear_error(done, f"data dir {data} is not readable and writable by this user")
+    assert done.stdout == ""
 
 
 def test_data_dir_under_an_unsearchable_parent(public_tmp: Path) -> None:
