@@ -320,9 +320,7 @@ class GraymatterApp(App[None]):
             from graymatter_tui import exchange
 
             def job() -> int:
-                data = b"".join(line + b"\n" for line in exchange.export_jsonl(self.store))
-                Path(path).expanduser().write_bytes(data)
-                return len(data)
+                return exchange.export_file(self.store, Path(path).expanduser())
 
             self.run_write(f"exported to {path}", job)
 

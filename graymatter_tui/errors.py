@@ -19,3 +19,7 @@ class Conflict(GraymatterError):
 
 class StoreError(GraymatterError):
     """The store cannot be opened or written: corrupt, unreadable, newer schema, disk full."""
+
+
+class WriteFailed(GraymatterError):
+    """A file the user named (an export) was refused or could not be written completely."""
