@@ -159,7 +159,9 @@ class GraymatterApp(App[None]):
 
     def _update_topbar(self) -> None:
         # The badge comes first so a long path can never push it out of sight.
-        badge = " [READ-ONLY]" if self.read_only else ""
+        badge = (" [READ-ONLY]" if self.read_only else "") + (
+            " [DEMO]" if self.store.is_demo() else ""
+        )
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
         self.query_one("#topbar", Static).update(
             f"{badge} graymatter-tui · agent {neutralise(self.agent, one_line=True)} "

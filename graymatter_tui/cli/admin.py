@@ -116,12 +116,20 @@ def import_(file: Path, data_dir: Path | None, as_json: bool) -> None:
 
 
 @click.command()
+@click.option(
+    "--into-existing",
+    is_flag=True,
+    help="Add the demo's fake facts to a store that already holds other data.",
+)
 @common_options
-def demo(data_dir: Path | None, as_json: bool) -> None:
-    """Create a realistic demo store (three agents, a few hundred facts)."""
+def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
+    """Create a realistic demo store (three agents, a few hundred facts).
+
+    Only a new or empty directory, or an earlier demo store, is filled unless
+    --into-existing is given."""
     settings = settings_for(data_dir)
     store = Store.open(settings.data_dir)
-    added = create_demo(store)
+    added = create_demo(store, into_existing=into_existing)
     if as_json:
         emit_json({"data_dir": str(settings.data_dir), "facts_added": added})
     elif added:

@@ -46,6 +46,19 @@ def prepare_directory(path: Path) -> None:
         raise StoreError(f"data dir {path} is not readable and writable by this user")
 
 
+def file_identity(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+    """(device, inode) of each file; None if any is missing. One stat per file (the write
+    path calls this: plain strings, no Path objects)."""
+    out = []
+    for name in paths:
+        try:
+            st = os.stat(name)
+        except OSError:
+            return None
+        out.append((st.st_dev, st.st_ino))
+    return tuple(out)
+
+
 # A store that another process is creating or writing can look empty or short for an
 # instant (LMDB writes new pages, then the meta page that points at them). A broken file
 # stays broken, so a verdict is only given after it holds for a few looks.

@@ -33,7 +33,13 @@ from graymatter_tui.model import (
 )
 from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.cycle_ops import CycleOps
-from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
+from graymatter_tui.store.files import (
+    DATA_FILE,
+    LOCK_FILE,
+    check_data_file,
+    file_identity,
+    prepare_directory,
+)
 from graymatter_tui.store.graph_ops import GraphOps
 from graymatter_tui.store.ids import new_id, seed_ids
 from graymatter_tui.store.rwlock import ResizeLock
@@ -44,6 +50,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 ENGINE = "lmdb-0.9"
+DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 DEFAULT_MAP_SIZE = 128 * 1024 * 1024
 MAX_MAP_SIZE = 1 << 40
 _DB_NAMES = tuple(Dbs.__dataclass_fields__)
@@ -114,6 +121,10 @@ class Store(CycleOps, GraphOps):
         self._pid = os.getpid()
         self._resize = ResizeLock()
         self._closed = False
+        # The files this Environment maps. A path that later leads elsewhere (deleted,
+        # moved, replaced) must not take writes no one will ever read (see _check_files).
+        self._watched = (str(path / DATA_FILE), str(path / LOCK_FILE))
+        self._identity = file_identity(self._watched)
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -253,12 +264,45 @@ class Store(CycleOps, GraphOps):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ---- demo ownership ----------------------------------------------------------------
+    def is_demo(self) -> bool:
+        """True when the demo created this store (it leaves a `demo` meta key)."""
+        return self.read(lambda tx: tx.meta_get(DEMO_KEY) is not None)
+
+    def claim_for_demo(self) -> None:
+        """Mark the store as the demo's. Refused (Conflict, nothing written) when it
+        already holds facts or journal records that the demo did not put there."""
+
+        def run(tx: Tx) -> None:
+            if tx.meta_get(DEMO_KEY) is not None:
+                return
+            facts = tx.txn.stat(tx.dbs.ids)["entries"]
+            records = tx.txn.stat(tx.dbs.journal)["entries"]
+            if facts or records:
+                held = f"{facts} facts" if facts else f"{records} journal records"
+                raise Conflict(
+                    f"the store at {self.path} already holds {held} that the demo did not "
+                    "put there; not adding demo facts to it (give --dir a new directory, "
+                    "or run `graymatter-tui demo --into-existing` to mix them in)"
+                )
+            tx.meta_put(DEMO_KEY, clock.format_time(tx.now))
+
+        self.write(run)
+
     # ---- transactions ------------------------------------------------------------------
     def _check_usable(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
         if self._pid != os.getpid():
             raise StoreError("the store was opened by another process (used after fork)")
+
+    def _check_files(self) -> None:
+        """The store's path must still lead to the files opened: a stat per file."""
+        if file_identity(self._watched) != self._identity:
+            raise StoreError(
+                f"the store's files at {self.path} were deleted or replaced while open; "
+                "nothing was written — reopen it"
+            )
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in a read transaction."""
@@ -285,6 +329,7 @@ class Store(CycleOps, GraphOps):
         for _ in range(64):
             try:
                 with self._resize.shared(), self._env.begin(write=True) as txn:
+                    self._check_files()  # under the writer lock, before anything is put
                     tx = Tx(txn, self._dbs, self._clock(), write=True)
                     result = fn(tx)
                     tx.flush_counts()
@@ -358,7 +403,10 @@ class Store(CycleOps, GraphOps):
 
     # ---- reads -------------------------------------------------------------------------
     def generation(self) -> int:
-        """Bumped by every write transaction of any process: cheap change detection."""
+        """Bumped by every write transaction of any process: cheap change detection.
+        Also the TUI's poll, so it checks that the store's files are still the ones open."""
+        self._check_usable()
+        self._check_files()
         return self.read(lambda tx: tx.meta_int("generation"))
 
     def find(self, fact_id: str) -> Fact | None:
