@@ -6,6 +6,7 @@ from pathlib import Path
 
 from graymatter_tui.config import Settings, default_demo_dir
 from graymatter_tui.demo import create_demo
+from graymatter_tui.errors import ReadOnlyStore
 from graymatter_tui.store import Store
 
 
@@ -17,8 +18,11 @@ def demo_dir() -> Path:
 def open_for_tui(
     *, data_dir: Path | None, demo: bool, read_only: bool, llm: str | None
 ) -> tuple[Store, Settings, bool]:
-    """The store, settings and read-only flag the TUI opens with (`--demo` fills the
-    demo store first, and refuses a store it did not create)."""
+    """The store, settings and read-only flag the TUI opens with.
+
+    `--demo` fills the demo store first (and refuses a store it did not create).
+    `--read-only` opens the files read-only; a store this user cannot write opens
+    read-only too, with the READ-ONLY badge, rather than not at all."""
     if demo and data_dir is None:
         data_dir = demo_dir()
     settings = Settings.from_env(data_dir=data_dir)
@@ -26,13 +30,23 @@ def open_for_tui(
         settings = settings.with_overrides(summariser=llm or "local")
     elif llm:
         settings = settings.with_overrides(summariser=llm)
-    store = Store.open(settings.data_dir)
+    if read_only and not demo:
+        return Store.open(settings.data_dir, read_only=True), settings, True
+    try:
+        store = Store.open(settings.data_dir)
+    except ReadOnlyStore:
+        if demo:
+            raise
+        return Store.open(settings.data_dir, read_only=True), settings, True
     if demo:
         try:
             create_demo(store)
         except BaseException:
             store.close()
             raise
+        if read_only:  # filled; now the files themselves are opened read-only
+            store.close()
+            store = Store.open(settings.data_dir, read_only=True)
     return store, settings, read_only
 
 

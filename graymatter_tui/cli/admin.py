@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from graymatter_tui import exchange
-from graymatter_tui.cli.common import common_options, open_store, settings_for
+from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import InvalidInput
@@ -21,7 +21,7 @@ from graymatter_tui.textsafe import neutralise, validate_agent
 @common_options
 def status(data_dir: Path | None, as_json: bool) -> None:
     """Totals, counters and per-agent figures."""
-    payload = status_payload(open_store(data_dir))
+    payload = status_payload(open_reader(data_dir, as_json=as_json))
     if as_json:
         emit_json(payload)
         return
@@ -78,7 +78,8 @@ def export(
     if out is not None and str(out) == "-":
         out = None
     terminal = out is None and sys.stdout.isatty()
-    size = exchange.export_file(open_store(data_dir), out, fmt, agent, terminal=terminal)
+    store = open_reader(data_dir, as_json=as_json)
+    size = exchange.export_file(store, out, fmt, agent, terminal=terminal)
     if out is not None:
         if as_json:
             emit_json({"out": str(out), "format": fmt, "bytes": size})
