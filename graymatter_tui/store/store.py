@@ -373,7 +373,8 @@ class Store(CycleOps, GraphOps):
             facts = tx.txn.stat(tx.dbs.ids)["entries"]
             records = tx.txn.stat(tx.dbs.journal)["entries"]
             if facts or records:
-                held = f"{facts} facts" if facts else f"{records} journal records"
+                count, noun = (facts, "fact") if facts else (records, "journal record")
+                held = f"{count} {noun}{'' if count == 1 else 's'}"
                 raise Conflict(
                     f"the store at {self.path} already holds {held} that the demo did not "
                     "put there; not adding demo facts to it (give --dir a new directory, "

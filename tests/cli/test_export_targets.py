@@ -196,7 +196,7 @@ def reader_fd(fifo: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def drain(fd: int, proc: subprocess.Popen[bytes], limit: int | None = None) -> bytes:
+def drain(fd: int, limit: int | None = None) -> bytes:
     """Read what the writer sends until it closes (or `limit` bytes have come)."""
     got = bytearray()
     poller = select.poll()
@@ -238,7 +238,7 @@ def test_a_fifo_with_a_reader_receives_the_export(
 ) -> None:
     before = node(fifo)
     proc = start_export(store_dir, fifo)
-    got = drain(reader_fd, proc)
+    got = drain(reader_fd)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert got == expected
@@ -250,7 +250,7 @@ def test_a_fifo_whose_reader_goes_away_is_an_error(store_dir: Path, fifo: Path) 
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         proc = start_export(store_dir, fifo)
-        drain(fd, proc, limit=10)
+        drain(fd, limit=10)
     finally:
         os.close(fd)  # the export is bigger than the pipe: the writer is still writing
     out, err = proc.communicate(timeout=120)

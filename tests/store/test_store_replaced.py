@@ -3,6 +3,7 @@ and says so, instead of "saving" into files no one will ever read again."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -26,8 +27,6 @@ def facts_at(path: Path) -> list[str]:
     """Texts of every fact at `path`, read by the real CLI in another process."""
     done = run_graymatter("--dir", str(path), "list", "--state", "all", "--json")
     assert done.returncode == 0, done.stderr
-    import json
-
     return sorted(f["text"] for f in json.loads(done.stdout))
 
 
