@@ -17,6 +17,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from graymatter_tui.config import Settings
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
+from graymatter_tui.presentation import store_badges
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
@@ -159,7 +160,7 @@ class GraymatterApp(App[None]):
 
     def _update_topbar(self) -> None:
         # The badge comes first so a long path can never push it out of sight.
-        badge = " [READ-ONLY]" if self.read_only else ""
+        badge = store_badges(self.store, self.read_only)
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
         self.query_one("#topbar", Static).update(
             f"{badge} graymatter-tui · agent {neutralise(self.agent, one_line=True)} "
@@ -320,9 +321,7 @@ class GraymatterApp(App[None]):
             from graymatter_tui import exchange
 
             def job() -> int:
-                data = b"".join(line + b"\n" for line in exchange.export_jsonl(self.store))
-                Path(path).expanduser().write_bytes(data)
-                return len(data)
+                return exchange.export_file(self.store, Path(path).expanduser())
 
             self.run_write(f"exported to {path}", job)
 

@@ -11,12 +11,19 @@ import platformdirs
 from graymatter_tui.errors import InvalidInput
 
 APP_NAME = "graymatter-tui"
+# The demo's store: a sibling of the default data dir, never inside a store (ADR 0011).
+DEMO_APP_NAME = "graymatter-tui-demo"
 SUMMARISERS = ("ollama", "anthropic", "local", "none")
 GUARD_MODES = ("off", "keys", "strict")
 
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def default_demo_dir() -> Path:
+    """Where `--demo` keeps its store; GRAYMATTER_DIR does not move it."""
+    return Path(platformdirs.user_data_dir(DEMO_APP_NAME, appauthor=False))
 
 
 def _env_int(name: str, default: int, *, minimum: int = 0) -> int:

@@ -158,9 +158,15 @@ def demo_facts(now: datetime, seed: int = 42) -> list[NewFact]:
     return items
 
 
-def create_demo(store: Store) -> int:
-    """Fill `store` with demo facts unless demo agents already exist. Returns facts added."""
+def create_demo(store: Store, *, into_existing: bool = False) -> int:
+    """Fill `store` with demo facts unless demo agents already exist. Returns facts added.
+
+    Only a new or empty store, or one the demo created, is filled: the demo's fake facts
+    must never mix into someone's real memory by accident. `into_existing` mixes them in
+    on purpose (and leaves the store unmarked: it is not a demo store)."""
     existing = {a.agent_id for a in store.agents()}
     if existing & set(AGENTS):
         return 0
+    if not into_existing and not store.is_demo():
+        store.claim_for_demo()  # refuses a store holding anything else
     return len(store.put_many(demo_facts(store.now())))

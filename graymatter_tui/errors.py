@@ -19,3 +19,12 @@ class Conflict(GraymatterError):
 
 class StoreError(GraymatterError):
     """The store cannot be opened or written: corrupt, unreadable, newer schema, disk full."""
+
+
+class WriteFailed(GraymatterError):
+    """A file the user named (an export) was refused or could not be written completely."""
+
+
+class ReadOnlyStore(StoreError):
+    """The store can be read but not written: this user's rights, a read-only mount, or a
+    store opened for reading only."""

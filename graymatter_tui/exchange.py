@@ -7,6 +7,7 @@ writes anything, and every bad line is reported by number.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -14,8 +15,10 @@ import msgspec
 from graymatter_tui import __version__, clock
 from graymatter_tui.errors import GraymatterError, InvalidInput
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.output_file import write_output
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
+from graymatter_tui.store.files import DATA_FILE, LOCK_FILE
+from graymatter_tui.textsafe import looks_like_id, neutralise, validate_agent, validate_text
 
 FORMATS = ("jsonl", "json", "markdown")
 JSONL_FORMAT = "graymatter-tui"
@@ -90,6 +93,35 @@ def export_markdown(store: Store, agent: str | None = None) -> str:
             meta += f" · _{', '.join(flags)}_"
         lines += [meta, ""]
     return "\n".join(lines)
+
+
+def export_bytes(
+    store: Store, fmt: str = "jsonl", agent: str | None = None, *, terminal: bool = False
+) -> bytes:
+    """The whole export in `fmt`; `terminal` neutralises Markdown meant for a screen."""
+    if fmt == "jsonl":
+        return b"".join(line + b"\n" for line in export_jsonl(store, agent))
+    if fmt == "json":
+        return export_json(store, agent) + b"\n"
+    if fmt == "markdown":
+        text = export_markdown(store, agent)
+        return (neutralise(text) if terminal else text).encode("utf-8")
+    raise InvalidInput(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def export_file(
+    store: Store,
+    target: Path | None,
+    fmt: str = "jsonl",
+    agent: str | None = None,
+    *,
+    terminal: bool = False,
+) -> int:
+    """Export to `target` (None: standard output) by output_file's rules; the one export
+    path of the CLI and the TUI. Returns the number of bytes written."""
+    data = export_bytes(store, fmt, agent, terminal=terminal)
+    write_output(data, target, protect=(store.path / DATA_FILE, store.path / LOCK_FILE))
+    return len(data)
 
 
 # ---- import ------------------------------------------------------------------------------

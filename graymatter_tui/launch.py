@@ -4,13 +4,50 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graymatter_tui.config import Settings
+from graymatter_tui.config import Settings, default_demo_dir
 from graymatter_tui.demo import create_demo
+from graymatter_tui.errors import ReadOnlyStore
 from graymatter_tui.store import Store
 
 
 def demo_dir() -> Path:
-    return Settings.from_env().data_dir.parent / "graymatter-tui-demo"
+    """The demo's own store (ADR 0011): not inside a store, not moved by GRAYMATTER_DIR."""
+    return default_demo_dir()
+
+
+def open_for_tui(
+    *, data_dir: Path | None, demo: bool, read_only: bool, llm: str | None
+) -> tuple[Store, Settings, bool]:
+    """The store, settings and read-only flag the TUI opens with.
+
+    `--demo` fills the demo store first (and refuses a store it did not create).
+    `--read-only` opens the files read-only; a store this user cannot write opens
+    read-only too, with the READ-ONLY badge, rather than not at all."""
+    if demo and data_dir is None:
+        data_dir = demo_dir()
+    settings = Settings.from_env(data_dir=data_dir)
+    if demo:
+        settings = settings.with_overrides(summariser=llm or "local")
+    elif llm:
+        settings = settings.with_overrides(summariser=llm)
+    if read_only and not demo:
+        return Store.open(settings.data_dir, read_only=True), settings, True
+    try:
+        store = Store.open(settings.data_dir)
+    except ReadOnlyStore:
+        if demo:
+            raise
+        return Store.open(settings.data_dir, read_only=True), settings, True
+    if demo:
+        try:
+            create_demo(store)
+        except BaseException:
+            store.close()
+            raise
+        if read_only:  # filled; now the files themselves are opened read-only
+            store.close()
+            store = Store.open(settings.data_dir, read_only=True)
+    return store, settings, read_only
 
 
 def launch_tui(
@@ -21,16 +58,9 @@ def launch_tui(
     agent: str | None,
     llm: str | None,
 ) -> None:
-    if demo and data_dir is None:
-        data_dir = demo_dir()
-    settings = Settings.from_env(data_dir=data_dir)
-    if demo:
-        settings = settings.with_overrides(summariser=llm or "local")
-    elif llm:
-        settings = settings.with_overrides(summariser=llm)
-    store = Store.open(settings.data_dir)
-    if demo:
-        create_demo(store)
+    store, settings, read_only = open_for_tui(
+        data_dir=data_dir, demo=demo, read_only=read_only, llm=llm
+    )
     from graymatter_tui.app import GraymatterApp
 
     app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent=agent)

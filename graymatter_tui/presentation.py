@@ -4,6 +4,7 @@ Every value is neutralised: stored text and imported ids are untrusted."""
 from __future__ import annotations
 
 from graymatter_tui.model import Fact
+from graymatter_tui.store import Store
 from graymatter_tui.textsafe import neutralise
 
 
@@ -27,3 +28,16 @@ def fact_fields(fact: Fact) -> list[tuple[str, str]]:
         ("pinned at", fact.pinned_at or "—"),
         ("cycle", neutralise(fact.cycle_id, one_line=True) or "—"),
     ]
+
+
+def store_badges(store: Store, read_only: bool) -> str:
+    """The TUI top bar's badges: read-only (and read without LMDB's reader lock, ADR 0012),
+    and the demo's own store (ADR 0011)."""
+    badges = []
+    if read_only:
+        badges.append("[READ-ONLY]")
+    if store.lockless:
+        badges.append("[NO LOCK]")
+    if store.is_demo():
+        badges.append("[DEMO]")
+    return "".join(f" {badge}" for badge in badges)

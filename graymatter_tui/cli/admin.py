@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from graymatter_tui import exchange
-from graymatter_tui.cli.common import common_options, open_store, settings_for
+from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import InvalidInput
@@ -23,7 +21,7 @@ from graymatter_tui.textsafe import neutralise, validate_agent
 @common_options
 def status(data_dir: Path | None, as_json: bool) -> None:
     """Totals, counters and per-agent figures."""
-    payload = status_payload(open_store(data_dir))
+    payload = status_payload(open_reader(data_dir, as_json=as_json))
     if as_json:
         emit_json(payload)
         return
@@ -53,23 +51,6 @@ def status(data_dir: Path | None, as_json: bool) -> None:
             )
 
 
-def _write_output(data: bytes, out: Path | None) -> None:
-    if out is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    if out.is_dir():
-        raise InvalidInput(f"--out {out} is a directory; give a file name")
-    parent = out.parent if str(out.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{out.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {out}: {exc.strerror or exc}") from None
-
-
 @click.command()
 @click.option(
     "--format",
@@ -79,7 +60,13 @@ def _write_output(data: bytes, out: Path | None) -> None:
     show_default=True,
     help="jsonl: facts and journal; json: upstream memories.json; markdown: for reading.",
 )
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="File (default stdout).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, allow_dash=True),
+    default=None,
+    help="File to write (default, or '-': standard output). A FIFO or device is written "
+    "through; a regular file is replaced atomically.",
+)
 @click.option("--agent", default=None, help="Only this agent's facts.")
 @common_options
 def export(
@@ -88,22 +75,16 @@ def export(
     """Export every fact (tombstones included)."""
     if agent is not None:
         validate_agent(agent)
-    store = open_store(data_dir)
-    if fmt == "jsonl":
-        data = b"".join(line + b"\n" for line in exchange.export_jsonl(store, agent))
-    elif fmt == "json":
-        data = exchange.export_json(store, agent) + b"\n"
-    else:
-        text = exchange.export_markdown(store, agent)
-        if out is None and sys.stdout.isatty():
-            text = neutralise(text)
-        data = text.encode("utf-8")
-    _write_output(data, out)
+    if out is not None and str(out) == "-":
+        out = None
+    terminal = out is None and sys.stdout.isatty()
+    store = open_reader(data_dir, as_json=as_json)
+    size = exchange.export_file(store, out, fmt, agent, terminal=terminal)
     if out is not None:
         if as_json:
-            emit_json({"out": str(out), "format": fmt, "bytes": len(data)})
+            emit_json({"out": str(out), "format": fmt, "bytes": size})
         else:
-            say(f"exported to {neutralise(str(out), one_line=True)} ({fmt}, {len(data)} bytes)")
+            say(f"exported to {neutralise(str(out), one_line=True)} ({fmt}, {size} bytes)")
 
 
 @click.command(name="import")
@@ -136,12 +117,20 @@ def import_(file: Path, data_dir: Path | None, as_json: bool) -> None:
 
 
 @click.command()
+@click.option(
+    "--into-existing",
+    is_flag=True,
+    help="Add the demo's fake facts to a store that already holds other data.",
+)
 @common_options
-def demo(data_dir: Path | None, as_json: bool) -> None:
-    """Create a realistic demo store (three agents, a few hundred facts)."""
+def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
+    """Create a realistic demo store (three agents, a few hundred facts).
+
+    Only a new or empty directory, or an earlier demo store, is filled unless
+    --into-existing is given."""
     settings = settings_for(data_dir)
     store = Store.open(settings.data_dir)
-    added = create_demo(store)
+    added = create_demo(store, into_existing=into_existing)
     if as_json:
         emit_json({"data_dir": str(settings.data_dir), "facts_added": added})
     elif added:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from graymatter_tui.cli.output import note
 from graymatter_tui.config import Settings
 from graymatter_tui.store import Store
 
@@ -35,4 +36,24 @@ def settings_for(data_dir: Path | None) -> Settings:
 
 
 def open_store(data_dir: Path | None) -> Store:
+    """The store for a command that writes (created if new)."""
     return Store.open(settings_for(data_dir).data_dir)
+
+
+def open_reader(data_dir: Path | None, *, as_json: bool = False) -> Store:
+    """The store for a command that only reads: opened read-only, so it works on a store
+    this user cannot write and never creates one (no store reads as an empty one)."""
+    store = Store.open(settings_for(data_dir).data_dir, read_only=True)
+    if store.absent and not as_json:
+        note(f"no store at {store.path} yet; showing an empty one (nothing was created)")
+    if store.lockless:
+        note(reading_without_lock(store))
+    return store
+
+
+def reading_without_lock(store: Store) -> str:
+    return (
+        f"this user cannot write {store.path / 'lock.mdb'}, so the store is read without "
+        "LMDB's reader lock; a process writing to it meanwhile could make this view "
+        "inconsistent"
+    )

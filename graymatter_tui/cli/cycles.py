@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from graymatter_tui.cli.common import common_options, settings_for
+from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
@@ -120,7 +120,7 @@ def journal(
     as_json: bool,
 ) -> None:
     """The cycle journal, newest first: `journal [AGENT]` or `journal show CYCLE`."""
-    store = Store.open(settings_for(data_dir).data_dir)
+    store = open_reader(data_dir, as_json=as_json)
     if target == "show":
         if cycle_id is None:
             raise click.UsageError("journal show needs a CYCLE id")
@@ -177,6 +177,8 @@ def _deep_verify(path: Path) -> tuple[str, str]:
         )
     except subprocess.TimeoutExpired:
         return "fail", "the integrity walk did not finish within 10 minutes"
+    except OSError as exc:  # e.g. an interpreter this user may not execute
+        return "fail", f"cannot start the integrity walker ({sys.executable}): {exc.strerror}"
     if done.returncode < 0:
         return (
             "fail",
@@ -188,9 +190,12 @@ def _deep_verify(path: Path) -> tuple[str, str]:
     return "ok", "every table and value decodes"
 
 
-def doctor_checks(settings: Settings) -> list[dict[str, Any]]:
+def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list[dict[str, Any]]:
+    """Every check of `doctor`. A summariser named on the command line that does not answer
+    fails; one that only the environment configured is a warning (cycles go on without it)."""
     from graymatter_tui.consolidation.invariants import check_invariants
     from graymatter_tui.consolidation.summarisers import factory as summarisers
+    from graymatter_tui.store.access import directory_check, files_check
 
     checks: list[dict[str, Any]] = []
 
@@ -198,23 +203,18 @@ def doctor_checks(settings: Settings) -> list[dict[str, Any]]:
         checks.append({"name": name, "status": status, "detail": detail})
 
     path = settings.data_dir
-    if not path.is_dir():
-        add("data_dir", "fail", f"{path} does not exist or is not a directory")
-        return checks
-    mode = path.stat().st_mode & 0o777
-    add(
-        "data_dir",
-        "ok" if not mode & 0o077 else "warn",
-        f"{path} (mode {mode:o})" + ("" if not mode & 0o077 else "; others can read it, use 0700"),
-    )
+    for access in (directory_check, files_check):
+        add(*access(path))
+        if checks[-1]["status"] == "fail":
+            return checks  # what follows would only say the same thing again
     try:
-        store = Store.open(path)
+        store = Store.open(path, read_only=True)
         info = store.info()
+        agents = store.agents()
+        counters = store.counters()
     except GraymatterError as exc:
         add("store", "fail", str(exc))
         return checks
-    agents = store.agents()
-    counters = store.counters()
     add(
         "store",
         "ok",
@@ -236,17 +236,39 @@ def doctor_checks(settings: Settings) -> list[dict[str, Any]]:
         add("summariser", "ok", "none configured: cycles decay and prune only")
     else:
         reach = asyncio.run(summariser.check())
-        add("summariser", "ok" if reach.ok else "warn", f"{summariser.name}: {reach.detail}")
+        if reach.ok:
+            add("summariser", "ok", f"{summariser.name}: {reach.detail}")
+        elif named_summariser:
+            add("summariser", "fail", f"{summariser.name}: {reach.detail}")
+        else:
+            add(
+                "summariser",
+                "warn",
+                f"{summariser.name} (configured): {reach.detail}; cycles will only decay "
+                "and prune until it answers",
+            )
     return checks
+
+
+def doctor_summary(checks: list[dict[str, Any]]) -> str:
+    failed = [c["name"] for c in checks if c["status"] == "fail"]
+    warned = [c["name"] for c in checks if c["status"] == "warn"]
+    if failed:
+        return f"{len(failed)} check(s) failed: {', '.join(failed)}."
+    if warned:
+        return f"Not everything is good: {len(warned)} warning(s): {', '.join(warned)}."
+    return "Everything looks good."
 
 
 @click.command()
 @click.option("--llm", type=click.Choice(SUMMARISERS), default=None, help="Summariser to check.")
 @common_options
 def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
-    """Check the data dir, the store's integrity, invariants I-1…I-6 and the summariser."""
+    """Check the data dir and its files, the store's integrity, invariants I-1…I-6 and the
+    summariser. Exit 1 when a check fails (a summariser named with --llm that does not
+    answer fails; the configured one only warns)."""
     settings = settings_for(data_dir).with_overrides(summariser=llm)
-    checks = doctor_checks(settings)
+    checks = doctor_checks(settings, named_summariser=llm is not None)
     ok = all(c["status"] != "fail" for c in checks)
     if as_json:
         emit_json({"data_dir": str(settings.data_dir), "ok": ok, "checks": checks})
@@ -254,8 +276,7 @@ def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
         for c in checks:
             say(f"  {marks[c['status']]} {c['name']:<11} {neutralise(c['detail'], one_line=True)}")
-        failed = sum(1 for c in checks if c["status"] == "fail")
         say("")
-        say("Everything looks good." if ok else f"{failed} check(s) failed.")
+        say(doctor_summary(checks))
     if not ok:
         sys.exit(1)

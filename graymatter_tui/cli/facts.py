@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from graymatter_tui.cli.common import common_options, open_store
+from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, fact_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
@@ -75,7 +75,7 @@ def list_facts(
         validate_agent(agent)
     if before is not None:
         validate_fact_id(before)
-    store = open_store(data_dir)
+    store = open_reader(data_dir, as_json=as_json)
     facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
     if as_json:
         emit_json([fact_to_dict(f) for f in facts])
@@ -93,7 +93,7 @@ def list_facts(
 def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """One fact with its receipt chain: what replaced it, what it consumed, its cycle."""
     validate_fact_id(fact_id)
-    result = open_store(data_dir).show(fact_id)
+    result = open_reader(data_dir, as_json=as_json).show(fact_id)
     if as_json:
         emit_json(
             {
@@ -196,7 +196,7 @@ def recall_cmd(
     fusion = RecallWeights.parse(chosen)
     validate_agent(agent)
     check_query(query)
-    store = open_store(data_dir)
+    store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)
     run = rank if preview else recall
     hits = run(store, agent, query, k=k, weights=fusion)
     if as_json:

@@ -35,6 +35,11 @@ def say(text: str) -> None:
     click.echo(text)
 
 
+def note(message: str) -> None:
+    """One line on stderr that is worth knowing but is no error."""
+    click.echo(f"graymatter-tui: note: {neutralise(message, one_line=True)}", err=True)
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"graymatter-tui: error: {neutralise(message, one_line=True)}", err=True)
     sys.exit(code)

@@ -14,7 +14,7 @@ import struct
 import time
 from pathlib import Path
 
-from graymatter_tui.errors import StoreError
+from graymatter_tui.errors import ReadOnlyStore, StoreError
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -29,7 +29,8 @@ _META_OFFSET = 16
 
 
 def prepare_directory(path: Path) -> None:
-    """Make sure `path` is a directory we can use, creating it (0700) if it is new."""
+    """Make sure `path` is a directory we can write a store in, creating it (0700) if it
+    is new. A store this user can read but not write is refused as read-only."""
     try:
         present = path.exists() or path.is_symlink()
     except OSError as exc:
@@ -42,8 +43,84 @@ def prepare_directory(path: Path) -> None:
             raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
     if not path.is_dir():
         raise StoreError(f"data dir {path} exists but is not a directory")
-    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+    if not os.access(path, os.R_OK | os.X_OK):
         raise StoreError(f"data dir {path} is not readable and writable by this user")
+    for name in (DATA_FILE, LOCK_FILE):
+        if (path / name).exists() and not os.access(path / name, os.R_OK):
+            raise StoreError(f"cannot read {path / name}: permission denied for this user")
+    problem = write_problem(path)
+    if problem is not None:
+        raise ReadOnlyStore(read_only_message(path, problem))
+
+
+def read_only_message(path: Path, why: str) -> str:
+    return f"the store at {path} is read-only for this user ({why}); nothing was written"
+
+
+def prepare_reading(path: Path) -> bool:
+    """Check that the store at `path` can be read, creating nothing. False when there is
+    no store there (no directory, or no data.mdb in it)."""
+    try:
+        if not path.exists():
+            if path.is_symlink():
+                raise StoreError(f"data dir {path} is a symlink to a directory that does not exist")
+            return False
+    except OSError as exc:
+        raise StoreError(f"cannot reach data dir {path}: {exc.strerror or exc}") from None
+    if not path.is_dir():
+        raise StoreError(f"data dir {path} exists but is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise StoreError(f"data dir {path} is not readable by this user")
+    try:
+        return (path / DATA_FILE).stat() is not None
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StoreError(f"cannot read {path / DATA_FILE}: {exc.strerror or exc}") from None
+
+
+def _read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def write_problem(path: Path) -> str | None:
+    """Why this user cannot write the store in `path`, or None if it can."""
+    if _read_only_mount(path):
+        return "it is on a read-only file system"
+    if not os.access(path, os.W_OK):
+        return "its directory is not writable"
+    for name in (DATA_FILE, LOCK_FILE):
+        target = path / name
+        if target.exists() and not os.access(target, os.W_OK):
+            return f"{name} is not writable"
+    return None
+
+
+def lock_writable(path: Path) -> bool:
+    """Whether a reader can use LMDB's lock file (it records readers in it): lock.mdb is
+    writable, or can be created. A read-only mount or another user's store says no."""
+    if _read_only_mount(path):
+        return False
+    lock = path / LOCK_FILE
+    if lock.exists():
+        return os.access(lock, os.R_OK | os.W_OK)
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def file_identity(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...] | None:
+    """(device, inode) of each file; None if any is missing. One stat per file (the write
+    path calls this: plain strings, no Path objects)."""
+    out = []
+    for name in paths:
+        try:
+            st = os.stat(name)
+        except OSError:
+            return None
+        out.append((st.st_dev, st.st_ino))
+    return tuple(out)
 
 
 # A store that another process is creating or writing can look empty or short for an

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,7 +23,14 @@ import lmdb
 import msgspec
 
 from graymatter_tui import __version__, clock
-from graymatter_tui.errors import Conflict, GraymatterError, InvalidInput, NotFound, StoreError
+from graymatter_tui.errors import (
+    Conflict,
+    GraymatterError,
+    InvalidInput,
+    NotFound,
+    ReadOnlyStore,
+    StoreError,
+)
 from graymatter_tui.model import (
     RETIRED,
     AgentSummary,
@@ -33,7 +42,17 @@ from graymatter_tui.model import (
 )
 from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.cycle_ops import CycleOps
-from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
+from graymatter_tui.store.files import (
+    DATA_FILE,
+    LOCK_FILE,
+    check_data_file,
+    file_identity,
+    lock_writable,
+    prepare_directory,
+    prepare_reading,
+    read_only_message,
+    write_problem,
+)
 from graymatter_tui.store.graph_ops import GraphOps
 from graymatter_tui.store.ids import new_id, seed_ids
 from graymatter_tui.store.rwlock import ResizeLock
@@ -44,6 +63,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 ENGINE = "lmdb-0.9"
+DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 DEFAULT_MAP_SIZE = 128 * 1024 * 1024
 MAX_MAP_SIZE = 1 << 40
 _DB_NAMES = tuple(Dbs.__dataclass_fields__)
@@ -92,6 +112,28 @@ def _map_size_from_env() -> int:
         raise InvalidInput(f"GRAYMATTER_MAP_SIZE must be a number of bytes, got {raw!r}") from None
 
 
+_CHOSEN = "opened for reading only"
+_NO_STORE = "there is no store there"
+
+
+def _lmdb_open(
+    directory: Path, map_size: int, *, read_only: bool, lock: bool, sync: bool = True
+) -> lmdb.Environment:
+    return lmdb.open(
+        str(directory),
+        map_size=map_size,
+        max_dbs=len(_DB_NAMES) + 2,
+        mode=0o600,
+        lib_version=0,
+        max_spare_txns=0,
+        sync=sync,
+        metasync=sync,
+        writemap=False,
+        readonly=read_only,
+        lock=lock,
+    )
+
+
 def _lmdb_message(exc: lmdb.Error) -> str:
     text = str(exc)
     if isinstance(exc, lmdb.DiskError) or "Input/output" in text or "No space" in text:
@@ -114,6 +156,15 @@ class Store(CycleOps, GraphOps):
         self._pid = os.getpid()
         self._resize = ResizeLock()
         self._closed = False
+        # The files this Environment maps. A path that later leads elsewhere (deleted,
+        # moved, replaced) must not take writes no one will ever read (see _check_files).
+        self._watched: tuple[str, ...] = (str(path / DATA_FILE), str(path / LOCK_FILE))
+        self._identity = file_identity(self._watched)
+        # Set by a read-only open: why writes are refused, and whether LMDB's reader lock
+        # is in use (ADR 0012). `absent`: there is no store at `path`; this is an empty view.
+        self.read_only_reason: str | None = None
+        self.lockless = False
+        self.absent = False
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -123,8 +174,11 @@ class Store(CycleOps, GraphOps):
         *,
         map_size: int | None = None,
         clock_fn: Callable[[], datetime] | None = None,
+        read_only: bool = False,
     ) -> Store:
-        """Open (creating if new) the store in directory `path`; one per path per process."""
+        """Open the store in directory `path`; one per path per process. A writer creates
+        a new store; `read_only` creates nothing, maps the files read-only, and gives an
+        empty view where there is no store yet (ADR 0012)."""
         directory = Path(path).expanduser()
         seed = os.environ.get("GRAYMATTER_ID_SEED", "").strip()
         if seed:
@@ -134,7 +188,11 @@ class Store(CycleOps, GraphOps):
                 raise InvalidInput(
                     f"GRAYMATTER_ID_SEED must be a whole number, got {seed!r}"
                 ) from None
-        prepare_directory(directory)
+        if read_only:
+            if not prepare_reading(directory):
+                return cls._open_absent(directory, clock_fn)
+        else:
+            prepare_directory(directory)
         key = os.path.realpath(directory)
         with _registry_lock:
             existing = _registry.get(key)
@@ -147,42 +205,89 @@ class Store(CycleOps, GraphOps):
                     f"the store at {directory} was opened before this process was forked; "
                     "open it in a fresh process instead (multiprocessing 'spawn')"
                 )
-            store = cls._open_new(directory, map_size or _map_size_from_env(), clock_fn)
-            _registry[key] = store
+            store = cls._open_new(directory, map_size or _map_size_from_env(), clock_fn, read_only)
+            if not store.absent:
+                _registry[key] = store
             return store
 
     @classmethod
     def _open_new(
-        cls, directory: Path, map_size: int, clock_fn: Callable[[], datetime] | None
+        cls,
+        directory: Path,
+        map_size: int,
+        clock_fn: Callable[[], datetime] | None,
+        read_only: bool = False,
     ) -> Store:
         check_data_file(directory)
+        # A reader records itself in lock.mdb; where it cannot write that file it reads
+        # without the lock (ADR 0012).
+        lock = not read_only or lock_writable(directory)
         try:
-            env = lmdb.open(
-                str(directory),
-                map_size=map_size,
-                max_dbs=len(_DB_NAMES) + 2,
-                mode=0o600,
-                lib_version=0,
-                max_spare_txns=0,
-                sync=True,
-                metasync=True,
-                writemap=False,
-            )
+            env = _lmdb_open(directory, map_size, read_only=read_only, lock=lock)
         except lmdb.Error as exc:
-            raise StoreError(f"cannot open store at {directory}: {_lmdb_message(exc)}") from None
+            failure: lmdb.Error = exc
+            env = None
+        if env is None and read_only and lock:  # lock.mdb not ours to write after all
+            lock = False
+            try:
+                env = _lmdb_open(directory, map_size, read_only=True, lock=False)
+            except lmdb.Error as exc:
+                failure = exc
+        if env is None:
+            raise StoreError(f"cannot open store at {directory}: {_lmdb_message(failure)}")
         try:
-            env.reader_check()
-            dbs = cls._open_dbs(env, directory, (clock_fn or clock.now)())
+            if lock:
+                env.reader_check()
+            dbs = cls._open_dbs(env, directory, (clock_fn or clock.now)(), read_only)
         except BaseException:
             env.close()
             raise
-        for name in (DATA_FILE, "lock.mdb"):
-            with contextlib.suppress(OSError):
-                os.chmod(directory / name, 0o600)
-        return cls(directory, env, dbs, clock_fn or clock.now)
+        if dbs is None:  # read-only over an LMDB file never initialised: no store yet
+            env.close()
+            return cls._open_absent(directory, clock_fn)
+        if not read_only:
+            for name in (DATA_FILE, LOCK_FILE):
+                with contextlib.suppress(OSError):
+                    os.chmod(directory / name, 0o600)
+        store = cls(directory, env, dbs, clock_fn or clock.now)
+        if read_only:
+            store._reading_only(write_problem(directory) or _CHOSEN, lockless=not lock)
+        return store
+
+    @classmethod
+    def _open_absent(cls, directory: Path, clock_fn: Callable[[], datetime] | None) -> Store:
+        """An empty read-only view where there is no store, creating nothing at
+        `directory`. LMDB needs files to map: an empty store is made in a private
+        temporary directory and unlinked at once (the map stays valid until closed)."""
+        now_fn = clock_fn or clock.now
+        scratch = tempfile.mkdtemp(prefix="graymatter-tui-empty-")
+        try:
+            env = _lmdb_open(Path(scratch), 1 << 20, read_only=False, lock=True, sync=False)
+            try:
+                dbs = cls._initialise(env, now_fn())
+            except BaseException:
+                env.close()
+                raise
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot read store at {directory}: {_lmdb_message(exc)}") from None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        store = cls(directory, env, dbs, now_fn)
+        store._reading_only(_NO_STORE, lockless=False, absent=True)
+        return store
+
+    def _reading_only(self, reason: str, *, lockless: bool, absent: bool = False) -> None:
+        self.read_only_reason = reason
+        self.lockless = lockless
+        self.absent = absent
+        if lockless or absent:  # no lock.mdb of ours to watch
+            self._watched = self._watched[:1]
+            self._identity = file_identity(self._watched)
 
     @staticmethod
-    def _open_dbs(env: lmdb.Environment, directory: Path, now: datetime) -> Dbs:
+    def _open_dbs(
+        env: lmdb.Environment, directory: Path, now: datetime, read_only: bool = False
+    ) -> Dbs | None:
         try:
             with env.begin() as txn:
                 try:
@@ -199,7 +304,7 @@ class Store(CycleOps, GraphOps):
                     f"{directory / DATA_FILE} is an LMDB database but not a graymatter-tui store; "
                     "not touching it"
                 )
-            return Store._initialise(env, now)
+            return None if read_only else Store._initialise(env, now)
         if schema is None:
             raise StoreError(f"store at {directory} has no schema version; it is damaged")
         try:
@@ -253,12 +358,67 @@ class Store(CycleOps, GraphOps):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ---- demo ownership ----------------------------------------------------------------
+    def is_demo(self) -> bool:
+        """True when the demo created this store (it leaves a `demo` meta key)."""
+        return self.read(lambda tx: tx.meta_get(DEMO_KEY) is not None)
+
+    def claim_for_demo(self) -> None:
+        """Mark the store as the demo's. Refused (Conflict, nothing written) when it
+        already holds facts or journal records that the demo did not put there."""
+
+        def run(tx: Tx) -> None:
+            if tx.meta_get(DEMO_KEY) is not None:
+                return
+            facts = tx.txn.stat(tx.dbs.ids)["entries"]
+            records = tx.txn.stat(tx.dbs.journal)["entries"]
+            if facts or records:
+                count, noun = (facts, "fact") if facts else (records, "journal record")
+                held = f"{count} {noun}{'' if count == 1 else 's'}"
+                raise Conflict(
+                    f"the store at {self.path} already holds {held} that the demo did not "
+                    "put there; not adding demo facts to it (give --dir a new directory, "
+                    "or run `graymatter-tui demo --into-existing` to mix them in)"
+                )
+            tx.meta_put(DEMO_KEY, clock.format_time(tx.now))
+
+        self.write(run)
+
     # ---- transactions ------------------------------------------------------------------
     def _check_usable(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
         if self._pid != os.getpid():
             raise StoreError("the store was opened by another process (used after fork)")
+
+    def _check_files(self) -> None:
+        """The store's path must still lead to the files opened: a stat per file."""
+        if file_identity(self._watched) == self._identity:
+            return
+        if self.absent:
+            raise StoreError(
+                f"a store was created at {self.path} after this view found none; "
+                "nothing was written — reopen it"
+            )
+        raise StoreError(
+            f"the store's files at {self.path} were deleted or replaced while open; "
+            "nothing was written — reopen it"
+        )
+
+    def _check_writable(self) -> None:
+        self._check_usable()
+        reason = self.read_only_reason
+        if reason == _NO_STORE:
+            raise ReadOnlyStore(
+                f"there is no store at {self.path}, and it was opened for reading only; "
+                "nothing was written"
+            )
+        if reason == _CHOSEN:
+            raise ReadOnlyStore(
+                f"the store at {self.path} was opened read-only; nothing was written"
+            )
+        if reason is not None:
+            raise ReadOnlyStore(read_only_message(self.path, reason))
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in a read transaction."""
@@ -281,10 +441,11 @@ class Store(CycleOps, GraphOps):
         `fn` must be safe to run more than once: everything it does is inside the
         transaction, which is aborted before a retry.
         """
-        self._check_usable()
+        self._check_writable()
         for _ in range(64):
             try:
                 with self._resize.shared(), self._env.begin(write=True) as txn:
+                    self._check_files()  # under the writer lock, before anything is put
                     tx = Tx(txn, self._dbs, self._clock(), write=True)
                     result = fn(tx)
                     tx.flush_counts()
@@ -302,7 +463,7 @@ class Store(CycleOps, GraphOps):
 
     def reserve(self, extra_bytes: int) -> None:
         """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
-        self._check_usable()
+        self._check_writable()
         # Measure under the lock: env.info/stat race a resize in another thread and fail
         # with EINVAL. Look again once exclusive, as another thread may have grown it.
         with self._resize.shared():
@@ -358,7 +519,10 @@ class Store(CycleOps, GraphOps):
 
     # ---- reads -------------------------------------------------------------------------
     def generation(self) -> int:
-        """Bumped by every write transaction of any process: cheap change detection."""
+        """Bumped by every write transaction of any process: cheap change detection.
+        Also the TUI's poll, so it checks that the store's files are still the ones open."""
+        self._check_usable()
+        self._check_files()
         return self.read(lambda tx: tx.meta_int("generation"))
 
     def find(self, fact_id: str) -> Fact | None:

@@ -19,7 +19,7 @@ from graymatter_tui.store.tx import Tx
 
 
 def verify(path: str) -> dict[str, object]:
-    store = Store.open(path)
+    store = Store.open(path, read_only=True)
     counts: dict[str, int] = {}
 
     def walk(tx: Tx) -> None:

@@ -320,7 +320,11 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_doctor_warns_when_ollama_is_unreachable(run_cli: RunCli, seeded: list[str]) -> None:
+def test_doctor_fails_when_the_named_summariser_is_unreachable(
+    run_cli: RunCli, seeded: list[str]
+) -> None:
+    # Asked to check ollama by name, an ollama that does not answer is a failure (exit 1);
+    # tests/cli/test_doctor_checks.py covers the configured-only case (a warning).
     done = run_cli(
         "doctor",
         "--llm",
@@ -328,12 +332,13 @@ def test_doctor_warns_when_ollama_is_unreachable(run_cli: RunCli, seeded: list[s
         "--json",
         env={"GRAYMATTER_OLLAMA_URL": f"http://127.0.0.1:{closed_port()}"},
     )
-    assert done.returncode == 0, done.stdout
+    assert done.returncode == 1, done.stdout
     report = json.loads(done.stdout)
-    assert report["ok"] is True
+    assert report["ok"] is False
     [summariser] = [c for c in report["checks"] if c["name"] == "summariser"]
-    assert summariser["status"] == "warn"
+    assert summariser["status"] == "fail"
     assert "does not answer" in summariser["detail"]
+    assert [c["name"] for c in report["checks"] if c["status"] == "fail"] == ["summariser"]
 
 
 def test_doctor_fails_when_an_invariant_is_broken(
