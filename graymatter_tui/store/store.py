@@ -609,6 +609,8 @@ class Store(CycleOps, GraphOps):
                 raise Conflict(
                     f"fact {fact_id} is already a tombstone; revise its replacement instead"
                 )
+            if old.text == text:
+                raise Conflict("text is unchanged; nothing revised")
             stamp = clock.format_time(tx.now)
             revision = Fact(
                 id=new_id(tx.now),
