@@ -35,7 +35,7 @@ from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.cycle_ops import CycleOps
 from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
 from graymatter_tui.store.graph_ops import GraphOps
-from graymatter_tui.store.ids import new_id, seed_ids
+from graymatter_tui.store.ids import IdReplay, seed_ids
 from graymatter_tui.store.rwlock import ResizeLock
 from graymatter_tui.store.tx import Dbs, Tx
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
@@ -114,6 +114,11 @@ class Store(CycleOps, GraphOps):
         self._pid = os.getpid()
         self._resize = ResizeLock()
         self._closed = False
+        # Write transactions re-run after the map filled or was resized (diagnostics).
+        self.retries = 0
+        # Test seam: the next N write transactions raise MapFullError after `fn` returned,
+        # before their commit, and so take the real grow-and-retry path. Zero in use.
+        self.simulate_map_full = 0
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -278,21 +283,30 @@ class Store(CycleOps, GraphOps):
     def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one write transaction; grow the map and run again if it fills.
 
-        `fn` must be safe to run more than once: everything it does is inside the
-        transaction, which is aborted before a retry.
+        `fn` must do the same thing every time it runs: it computes only from its
+        arguments and the transaction, and changes nothing outside it (the caller
+        assigns what it returns). A retry sees the same `tx.now` and gets the same ids
+        from `tx.new_id`, so it writes exactly what the first attempt would have.
         """
         self._check_usable()
+        now = self._clock()
+        ids = IdReplay()
         for _ in range(64):
             try:
                 with self._resize.shared(), self._env.begin(write=True) as txn:
-                    tx = Tx(txn, self._dbs, self._clock(), write=True)
+                    tx = Tx(txn, self._dbs, now, write=True, mint=ids.attempt())
                     result = fn(tx)
                     tx.flush_counts()
                     tx.bump("generation")
+                    if self.simulate_map_full:
+                        self.simulate_map_full -= 1
+                        raise lmdb.MapFullError("simulated (Store.simulate_map_full)")
                 return result
             except lmdb.MapFullError:
+                self.retries += 1
                 self._grow_map()
             except lmdb.MapResizedError:
+                self.retries += 1
                 self._adopt_map_size()
             except GraymatterError:
                 raise
@@ -520,7 +534,7 @@ class Store(CycleOps, GraphOps):
         def run(tx: Tx) -> Fact:
             stamp = clock.format_time(tx.now)
             fact = Fact(
-                id=new_id(tx.now),
+                id=tx.new_id(),
                 agent_id=agent,
                 text=text,
                 created_at=stamp,
@@ -553,7 +567,7 @@ class Store(CycleOps, GraphOps):
                 created_at = fmt(created)
                 out.append(
                     Fact(
-                        id=item.fact_id or new_id(created),
+                        id=item.fact_id or tx.new_id(created),
                         agent_id=item.agent_id,
                         text=item.text,
                         created_at=created_at,
@@ -613,7 +627,7 @@ class Store(CycleOps, GraphOps):
                 raise Conflict("text is unchanged; nothing revised")
             stamp = clock.format_time(tx.now)
             revision = Fact(
-                id=new_id(tx.now),
+                id=tx.new_id(),
                 agent_id=old.agent_id,
                 text=text,
                 created_at=stamp,

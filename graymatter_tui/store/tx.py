@@ -7,7 +7,7 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from graymatter_tui.store.codec import (
     decode_text,
     encode,
 )
+from graymatter_tui.store.ids import new_id
 from graymatter_tui.tokens import term_counts
 
 SEP = b"\x00"
@@ -98,12 +99,26 @@ def _state_of(fact: Fact) -> bytes:
 
 
 class Tx:
-    def __init__(self, txn: Any, dbs: Dbs, now: datetime, *, write: bool) -> None:
+    def __init__(
+        self,
+        txn: Any,
+        dbs: Dbs,
+        now: datetime,
+        *,
+        write: bool,
+        mint: Callable[[datetime], str] = new_id,
+    ) -> None:
         self.txn = txn
         self.dbs = dbs
         self.now = now
         self.write = write
+        self._mint = mint
         self._counts: dict[str, AgentCounts] = {}
+
+    def new_id(self, moment: datetime | None = None) -> str:
+        """A new ULID for `moment` (default: the transaction's time). A write call that
+        runs again gets the same ids in the same order (`IdReplay`)."""
+        return self._mint(self.now if moment is None else moment)
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
