@@ -36,9 +36,11 @@ from graymatter_tui.store.cycle_ops import CycleOps
 from graymatter_tui.store.files import DATA_FILE, check_data_file, prepare_directory
 from graymatter_tui.store.graph_ops import GraphOps
 from graymatter_tui.store.ids import IdReplay, seed_ids
+from graymatter_tui.store.import_ops import ImportOps
 from graymatter_tui.store.rwlock import ResizeLock
-from graymatter_tui.store.tx import Dbs, Tx
+from graymatter_tui.store.tx import Dbs, Tx, bulk_reservation
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
+from graymatter_tui.tokens import term_counts
 
 T = TypeVar("T")
 
@@ -74,14 +76,6 @@ class ShowResult:
     cycle: CycleRecord | None
 
 
-@dataclass(frozen=True)
-class ImportResult:
-    facts_added: int
-    facts_skipped: int
-    records_added: int
-    records_skipped: int
-
-
 def _map_size_from_env() -> int:
     raw = os.environ.get("GRAYMATTER_MAP_SIZE", "").strip()
     if not raw:
@@ -103,7 +97,7 @@ def _lmdb_message(exc: lmdb.Error) -> str:
     return text
 
 
-class Store(CycleOps, GraphOps):
+class Store(CycleOps, GraphOps, ImportOps):
     def __init__(
         self, path: Path, env: lmdb.Environment, dbs: Dbs, clock_fn: Callable[[], datetime]
     ) -> None:
@@ -314,17 +308,19 @@ class Store(CycleOps, GraphOps):
                 raise StoreError(f"store write failed: {_lmdb_message(exc)}") from None
         raise StoreError("store write failed: the map could not be grown enough")
 
-    def reserve(self, extra_bytes: int) -> None:
-        """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
+    def reserve(self, extra_bytes: int, *, rewrites: int = 0) -> None:
+        """Make sure the map has room for about `extra_bytes` more (bulk writes), plus
+        up to `rewrites` bytes of existing pages the write may copy (LMDB copies every
+        page it changes, and cannot reuse the old copy within the same transaction)."""
         self._check_usable()
         # Measure under the lock: env.info/stat race a resize in another thread and fail
         # with EINVAL. Look again once exclusive, as another thread may have grown it.
         with self._resize.shared():
-            target = self._map_target(extra_bytes)
+            target = self._map_target(extra_bytes, rewrites)
         if target is None:
             return
         with self._resize.exclusive():
-            target = self._map_target(extra_bytes)
+            target = self._map_target(extra_bytes, rewrites)
             if target is None:
                 return
             try:
@@ -338,9 +334,10 @@ class Store(CycleOps, GraphOps):
         used = (int(info["last_pgno"]) + 1) * int(self._env.stat()["psize"])
         return used, int(info["map_size"])
 
-    def _map_target(self, extra_bytes: int) -> int | None:
+    def _map_target(self, extra_bytes: int, rewrites: int = 0) -> int | None:
         """The map size needed for `extra_bytes` more, or None if it already fits."""
         used, size = self._map_use()
+        extra_bytes += min(used, rewrites)
         if used + extra_bytes <= size:
             return None
         target = size
@@ -550,13 +547,16 @@ class Store(CycleOps, GraphOps):
     def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
         """Insert many facts in one transaction (demo data, benchmarks)."""
         pending = list(items)
-        # Grow the map once up front rather than fill it and redo the whole transaction.
-        self.reserve(sum(len(item.text) for item in pending) * 12 + len(pending) * 1024)
         for item in pending:
             validate_agent(item.agent_id)
             validate_text(item.text)
             if not 0.0 <= item.weight <= 1.0:
                 raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
+        # Tokenised before the transaction, which then holds the write lock for less time.
+        terms = [term_counts(item.text) for item in pending]
+        # Grow the map once up front rather than fill it and redo the whole transaction.
+        size, rewrites = bulk_reservation([(i.agent_id, i.text) for i in pending], terms)
+        self.reserve(size, rewrites=rewrites)
 
         def run(tx: Tx) -> list[Fact]:
             out = []
@@ -581,7 +581,7 @@ class Store(CycleOps, GraphOps):
             known = [f.id for f in out if tx.agent_of(f.id) is not None]
             if known or len({f.id for f in out}) != len(out):
                 raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
-            tx.insert_many(out)
+            tx.insert_many(out, terms)
             return out
 
         return self.write(run)
@@ -694,46 +694,6 @@ class Store(CycleOps, GraphOps):
                     tx.delete_fact(fact)
                     removed.append(fact)
             return removed
-
-        return self.write(run)
-
-    # ---- import ------------------------------------------------------------------------
-    def import_all(self, facts: list[Fact], records: list[CycleRecord]) -> ImportResult:
-        """Insert facts and journal records keeping their IDs, all in one transaction.
-        Facts or records already present are left as they are (re-import is a no-op)."""
-
-        def run(tx: Tx) -> ImportResult:
-            added = skipped = rec_added = rec_skipped = 0
-            for fact in facts:
-                if tx.agent_of(fact.id) is not None:
-                    skipped += 1
-                    continue
-                tx.write_fact(fact, None)
-                added += 1
-            for fact in facts:
-                if (
-                    fact.is_tombstone
-                    and not fact.is_retired
-                    and tx.agent_of(fact.superseded_by) is None
-                ):
-                    raise InvalidInput(
-                        f"fact {fact.id} is superseded by {fact.superseded_by}, "
-                        "which is neither in the file nor in the store"
-                    )
-            for record in records:
-                if tx.record(record.cycle_id) is not None:
-                    rec_skipped += 1
-                    continue
-                tx.put_record(record)
-                rec_added += 1
-                if (
-                    record.kind == "consolidate"
-                    and record.outcome == "applied"
-                    and record.summary_id
-                    and not tx.receipts(record.summary_id)
-                ):
-                    tx.put_receipts(record.summary_id, record.consumed)
-            return ImportResult(added, skipped, rec_added, rec_skipped)
 
         return self.write(run)
 

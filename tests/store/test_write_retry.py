@@ -240,18 +240,19 @@ def test_a_cycle_whose_apply_never_commits_does_not_say_applied(tmp_path: Path) 
 
 
 def test_prune_retried_by_a_real_full_map_copies_each_fact_once(tmp_path: Path) -> None:
-    """No simulation. A store reopened with a tiny map gets a map exactly as big as its
-    file. Pages freed by deleting filler facts let prune's deletes fit, and the journal
-    record holding 300 fact copies (one large value, which needs contiguous new pages)
-    is what overflows: the first attempt has copied the facts when the map fills."""
-    path = tmp_path / "full"
-    with Store.open(path) as store:
+    """No simulation. LMDB rounds a map size smaller than the data up to exactly the pages
+    in use, so the map is then full. Pages freed by deleting filler facts let prune's
+    deletes fit, and the journal record holding 300 fact copies (one large value, which
+    needs contiguous new pages) is what overflows: the first attempt has copied the facts
+    when the map fills."""
+    with Store.open(tmp_path / "full") as store:
         weak = store.put_many(
             NewFact(AGENT, f"weak fact {i} " + "x" * 300, weight=0.005) for i in range(300)
         )
         filler = store.put_many(NewFact("filler", f"filler {i} " + "y" * 100) for i in range(2000))
         store.delete(f.id for f in filler)
-    with Store.open(path, map_size=64 * 1024) as store:
+        with store._resize.exclusive():
+            store._env.set_mapsize(1)  # rounded up to exactly the pages in use
         store.prune(AGENT, _pending_record())
         assert store.retries >= 1, "the map did not fill: this test proves nothing"
         (record,) = store.records()
