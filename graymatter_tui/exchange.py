@@ -54,7 +54,7 @@ def export_jsonl(
     facts = _facts(store, agent)
     for done, fact in enumerate(facts, start=1):
         yield _encode({"type": "fact", "fact": fact_to_dict(fact)})
-        if progress is not None and done % _REPORT_EVERY == 0:
+        if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
             progress("exporting", done, len(facts))
     records = store.records(agent)
     for record in reversed(records):
@@ -81,7 +81,7 @@ def export_json(store: Store, agent: str | None = None, progress: Report | None 
     items = []
     for done, fact in enumerate(facts, start=1):
         items.append(upstream_fact(fact))
-        if progress is not None and done % _REPORT_EVERY == 0:
+        if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
             progress("exporting", done, len(facts))
     return msgspec.json.format(_encode(items), indent=2)
 

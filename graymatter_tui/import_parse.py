@@ -281,7 +281,7 @@ def _parse_array(text: str, progress: Report | None) -> ParsedImport:
             parsed.fact_where.append(f"item {index}")
         except _EntryError as exc:
             errors.append(f"item {index}: {exc}")
-        if progress is not None and index % _REPORT_EVERY == 0:
+        if progress is not None and (index % _REPORT_EVERY == 0 or index == total):
             progress("reading", index, total)
     _check_duplicates(parsed, errors)
     if errors:
@@ -296,7 +296,7 @@ def _parse_jsonl(text: str, progress: Report | None) -> ParsedImport:
     lines = text.splitlines()
     total = len(lines)
     for number, line in enumerate(lines, start=1):
-        if progress is not None and number % _REPORT_EVERY == 0:
+        if progress is not None and (number % _REPORT_EVERY == 0 or number == total):
             progress("reading", number, total)
         if not line.strip():
             continue

@@ -112,7 +112,7 @@ class ImportOps:
         terms = []
         for done, fact in enumerate(facts, start=1):
             terms.append(term_counts(fact.text) if fact.is_live else {})
-            if progress is not None and done % _CHUNK == 0:
+            if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
                 progress("indexing", done, len(facts))
         size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in facts], terms)
         self.reserve(size + sum(len(r.pruned) * 1024 for r in records), rewrites=rewrites)
