@@ -3,6 +3,7 @@ dropped. Shared by the store's inverted index and by queries, so both agree exac
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from graymatter_tui.lexicon import STOPWORDS, WORD
@@ -21,12 +22,23 @@ def _clip(word: str) -> str:
     return raw[:MAX_TOKEN_BYTES].decode("utf-8", errors="ignore")
 
 
+# For ASCII text, NFKC changes nothing, casefold is lower, and a word is [0-9a-z_]: the
+# same tokens as the general route, several times faster (bulk imports tokenise 100k texts).
+_ASCII_WORD = re.compile(r"[0-9a-z_]+")
+
+
 def tokens(text: str) -> list[str]:
     """Keyword tokens of `text`, in order, repeats kept (term frequency counts them).
     A token longer than 200 bytes is cut to its first 200 (queries are cut alike)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii():
+        words = _ASCII_WORD.findall(text.lower())
+    else:
+        words = WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    short = MAX_TOKEN_BYTES // 4  # at most 4 bytes a character: surely short enough
     return [
-        _clip(w) for w in WORD.findall(folded) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
+        w if len(w) <= short else _clip(w)
+        for w in words
+        if w not in STOPWORDS and (len(w) > 1 or w.isdigit())
     ]
 
 

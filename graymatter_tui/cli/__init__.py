@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,7 +15,31 @@ from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class _PipeClosed(Exception):
+    """The reader of our standard output went away (`graymatter-tui list | head -1`)."""
+
+
+class _Group(click.Group):
+    # Click turns a broken pipe into exit 1; catch it first so `main` can end quietly.
+    # make_context prints --help and --version; invoke runs the command.
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            raise _PipeClosed from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _PipeClosed from None
+
+
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--dir",
     "data_dir",
@@ -70,9 +96,21 @@ for command in (
     cli.add_command(command)
 
 
+def _end_quietly_after_a_closed_pipe() -> None:
+    """Exit 0 with no message: the reader had all it wanted. Output still buffered would
+    fail again when Python flushes at exit, so standard output now goes to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(0)
+
+
 def main() -> None:
     try:
         cli.main(prog_name="graymatter-tui", standalone_mode=False)
+        sys.stdout.flush()
+    except (_PipeClosed, BrokenPipeError):
+        _end_quietly_after_a_closed_pipe()
     except click.exceptions.Abort:
         fail("aborted", 130)
     except click.ClickException as exc:
@@ -80,8 +118,5 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except GraymatterError as exc:
         fail(str(exc))
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(1)
     except KeyboardInterrupt:
         fail("interrupted", 130)

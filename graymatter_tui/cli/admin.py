@@ -10,11 +10,14 @@ import click
 from graymatter_tui import exchange
 from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.demo import create_demo
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.overview import status_payload
-from graymatter_tui.store import Store
+from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict, Store
 from graymatter_tui.textsafe import neutralise, validate_agent
+
+MAX_LISTED = 10
 
 
 @click.command()
@@ -79,7 +82,8 @@ def export(
         out = None
     terminal = out is None and sys.stdout.isatty()
     store = open_reader(data_dir, as_json=as_json)
-    size = exchange.export_file(store, out, fmt, agent, terminal=terminal)
+    with stderr_progress(as_json) as progress:
+        size = exchange.export_file(store, out, fmt, agent, terminal=terminal, progress=progress)
     if out is not None:
         if as_json:
             emit_json({"out": str(out), "format": fmt, "bytes": size})
@@ -89,8 +93,16 @@ def export(
 
 @click.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option(
+    "--on-conflict",
+    type=click.Choice(ON_CONFLICT),
+    default="refuse",
+    show_default=True,
+    help="An id the store holds with other content: refuse the import, or keep the "
+    "store's row and import the rest.",
+)
 @common_options
-def import_(file: Path, data_dir: Path | None, as_json: bool) -> None:
+def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json: bool) -> None:
     """Import our jsonl export or upstream's memories.json (all or nothing; IDs kept)."""
     if str(file) == "-":
         data = sys.stdin.buffer.read()
@@ -99,21 +111,52 @@ def import_(file: Path, data_dir: Path | None, as_json: bool) -> None:
             data = file.read_bytes()
         except OSError as exc:
             raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
-    added, skipped, rec_added, rec_skipped = exchange.import_file(open_store(data_dir), data)
+    store = open_store(data_dir)
+    with stderr_progress(as_json) as progress:
+        try:
+            result = exchange.import_file(store, data, on_conflict=on_conflict, progress=progress)
+        except ImportConflicts as exc:
+            raise Conflict(
+                f"nothing imported: {exc}; --on-conflict keep-store keeps the store's rows "
+                "and imports the rest"
+            ) from None
     if as_json:
         emit_json(
             {
-                "facts_added": added,
-                "facts_skipped": skipped,
-                "records_added": rec_added,
-                "records_skipped": rec_skipped,
+                "facts_added": result.facts_added,
+                "facts_skipped": result.facts_skipped,
+                "records_added": result.records_added,
+                "records_skipped": result.records_skipped,
+                "conflicts": [_issue(i) for i in result.conflicts],
+                "kept_store_state": [_issue(i) for i in result.kept_store_state],
             }
         )
-    else:
-        say(
-            f"imported {added} facts ({skipped} already present) and "
-            f"{rec_added} journal records ({rec_skipped} already present)"
-        )
+        return
+    say(
+        f"imported {result.facts_added} facts ({result.facts_skipped} already present) and "
+        f"{result.records_added} journal records ({result.records_skipped} already present)"
+    )
+    for label, issues in (
+        ("kept the store's row (conflict)", result.conflicts),
+        ("kept the store's state", result.kept_store_state),
+    ):
+        if issues:
+            say(f"{label}: {len(issues)}")
+            for issue in issues[:MAX_LISTED]:
+                say(f"  {neutralise(str(issue), one_line=True)}")
+            if len(issues) > MAX_LISTED:
+                say(f"  … and {len(issues) - MAX_LISTED} more (--json lists them all)")
+
+
+def _issue(issue: ImportIssue) -> dict[str, object]:
+    _, _, number = issue.where.partition(" ")
+    return {
+        "id": issue.id,
+        "kind": issue.kind,
+        "line": int(number) if number.isdigit() else None,
+        "where": issue.where,
+        "reason": issue.reason,
+    }
 
 
 @click.command()

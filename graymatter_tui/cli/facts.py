@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,14 +18,19 @@ from graymatter_tui.recall import RecallWeights, check_query, rank, recall
 from graymatter_tui.store.store import validate_fact_id
 from graymatter_tui.textsafe import neutralise, validate_agent
 
+# `echo x | remember A -` should store "x", as `$(...)` in a shell would.
+_TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
+
 
 def _read_text(text: str) -> str:
+    """TEXT itself, or for '-' standard input without its trailing newlines."""
     if text == "-":
         data = sys.stdin.buffer.read()
         try:
-            return data.decode("utf-8")
+            decoded = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"text on stdin is not valid UTF-8 (byte {exc.start})") from None
+        return _TRAILING_NEWLINES.sub("", decoded)
     return text
 
 

@@ -337,8 +337,9 @@ class Cycle:
         if not outcome.applied:
             self._decide("discarded", outcome.reason)
             return self._finish_stage("apply", f"discarded: {outcome.reason}")
+        assert outcome.summary is not None and outcome.record is not None
+        self.record = outcome.record  # only now, after the commit
         self.decided = True
-        assert outcome.summary is not None
         return self._finish_stage(
             "apply",
             f"summary {outcome.summary.id} written; {len(outcome.consumed)} facts tombstoned",
@@ -353,13 +354,14 @@ class Cycle:
             return self._finish_stage(
                 "prune", f"dry run: would remove {len(doomed)} facts", would_prune=len(doomed)
             )
-        if not self.record.outcome:
-            self.record.outcome = "skipped"
-        pruned = self.store.prune(self.agent, self.record)
+        pending = msgspec.structs.replace(self.record, outcome=self.record.outcome or "skipped")
+        outcome = self.store.prune(self.agent, pending)
+        self.record = outcome.record
         return self._finish_stage(
             "prune",
-            f"removed {len(pruned)} facts below weight {PRUNE_BELOW} (copied to the journal)",
-            pruned=len(pruned),
+            f"removed {len(outcome.pruned)} facts below weight {PRUNE_BELOW} "
+            "(copied to the journal)",
+            pruned=len(outcome.pruned),
         )
 
     def _stage_extract(self) -> StageResult:

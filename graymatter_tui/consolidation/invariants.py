@@ -1,4 +1,5 @@
-"""Checks of invariants I-1…I-6 (DESIGN.md §2.3) and of the store's own indexes.
+"""Checks of invariants I-1…I-6 (DESIGN.md §2.3), of receipt chains (one agent, no
+loops: something I-3 alone does not catch) and of the store's own indexes.
 
 Used by `doctor`, by the tests after every property-test step, and by the crash harness.
 Each check returns the violations it found; an empty list means the invariant holds.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graymatter_tui.model import RETIRED, CycleRecord, Fact
+from graymatter_tui.receipts import chain_problems
 from graymatter_tui.store import Store
 
 
@@ -68,6 +70,11 @@ def check_invariants(store: Store) -> list[Check]:
         if target and target != RETIRED and target not in facts and target not in pruned:
             i3.violations.append(f"tombstone {fact.id} points at missing fact {target}")
 
+    chains = Check("receipts", "receipt chains stay within one agent and end (no loops)")
+    for problem in chain_problems(facts.values(), lambda i: facts.get(i) or pruned.get(i)):
+        if problem.kind != "absent":  # I-3 reports those
+            chains.violations.append(problem.detail)
+
     i4 = Check("I-4", "applied cycles landed whole: summary, tombstones, receipts, record")
     for record in applied:
         i4.violations += _applied_whole(store, record, facts, pruned, restored)
@@ -85,6 +92,9 @@ def check_invariants(store: Store) -> list[Check]:
         )
     if counters.reverts != len(reverts):
         i5.violations.append(f"reverts counter {counters.reverts} but {len(reverts)} reverts")
+    cycles = sum(1 for r in records if r.kind == "consolidate")
+    if counters.cycles != cycles:
+        i5.violations.append(f"cycles counter {counters.cycles} but {cycles} cycle records")
 
     i6 = Check("I-6", "a consumed fact is live again only through a revert")
     for record in applied:
@@ -97,7 +107,7 @@ def check_invariants(store: Store) -> list[Check]:
 
     index = Check("index", "agent counts and indexes match the facts")
     index.violations = _index_problems(store, facts)
-    return [i1, i2, i3, i4, i5, i6, index]
+    return [i1, i2, i3, chains, i4, i5, i6, index]
 
 
 def _applied_whole(

@@ -19,7 +19,6 @@ from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.store.codec import decode_record
-from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx, scan_prefix
 
 T = TypeVar("T")
@@ -65,6 +64,13 @@ class ApplyOutcome:
     reason: str = ""
     summary: Fact | None = None
     consumed: list[str] = field(default_factory=list)
+    record: CycleRecord | None = None  # the journal record as committed, when applied
+
+
+@dataclass(frozen=True)
+class PruneOutcome:
+    pruned: list[Fact]
+    record: CycleRecord  # the journal record as committed, with the pruned copies
 
 
 def decay_weight(weight: float, hours_stale: float, half_life_hours: float) -> float:
@@ -163,6 +169,7 @@ class CycleOps:
 
     def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
         """Summary, tombstones, receipts, counters and journal record: all or nothing.
+        `record` is left as it is; the outcome carries the record as committed.
 
         Refuses (returns applied=False, writes nothing) when any fact to consume is gone,
         already a tombstone, pinned, or no longer has the text the summariser saw.
@@ -185,7 +192,7 @@ class CycleOps:
                 current.append(fact)
             stamp = clock.format_time(tx.now)
             summary = Fact(
-                id=new_id(tx.now),
+                id=tx.new_id(),
                 agent_id=request.agent_id,
                 text=request.summary,
                 created_at=stamp,
@@ -202,19 +209,19 @@ class CycleOps:
             tx.put_receipts(summary.id, consumed)
             tx.bump("consolidations")
             tx.bump("facts_consolidated", len(consumed))
-            record.outcome = "applied"
-            record.reason = ""
-            record.summary_id = summary.id
-            record.consumed = consumed
-            _save_record(tx, record)
-            return ApplyOutcome(True, summary=summary, consumed=consumed)
+            applied = msgspec.structs.replace(
+                record, outcome="applied", reason="", summary_id=summary.id, consumed=consumed
+            )
+            _save_record(tx, applied)
+            return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
 
         return self.write(run)
 
-    def prune(self, agent: str, record: CycleRecord) -> list[Fact]:
-        """Delete unpinned facts below 0.01 and copy each into the journal record, together."""
+    def prune(self, agent: str, record: CycleRecord) -> PruneOutcome:
+        """Delete unpinned facts below 0.01 and copy each into the journal record, together.
+        `record` is left as it is; the outcome carries the record as committed."""
 
-        def run(tx: Tx) -> list[Fact]:
+        def run(tx: Tx) -> PruneOutcome:
             doomed_keys = [
                 key
                 for key, weight, _accessed, flags in tx.iter_vitals(agent)
@@ -223,9 +230,9 @@ class CycleOps:
             doomed = [tx.load(key.split(SEP, 1)[1].decode()) for key in doomed_keys]
             for fact in doomed:
                 tx.delete_fact(fact)
-            record.pruned = list(record.pruned) + doomed
-            _save_record(tx, record)
-            return doomed
+            saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
+            _save_record(tx, saved)
+            return PruneOutcome(pruned=doomed, record=saved)
 
         return self.write(run)
 
@@ -289,7 +296,7 @@ class CycleOps:
             tx.txn.delete(summary.id.encode(), db=tx.dbs.receipts)
             stamp = clock.format_time(tx.now)
             revert = CycleRecord(
-                cycle_id=new_id(tx.now),
+                cycle_id=tx.new_id(),
                 kind="revert",
                 agent_id=original.agent_id,
                 outcome="applied",
@@ -300,8 +307,7 @@ class CycleOps:
                 restored=[f.id for f in restored],
                 retired_summary_id=summary.id,
             )
-            original.reverted_by = revert.cycle_id
-            tx.put_record(original)
+            tx.put_record(msgspec.structs.replace(original, reverted_by=revert.cycle_id))
             _save_record(tx, revert)
             tx.bump("reverts")
             return revert

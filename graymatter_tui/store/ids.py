@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+from collections.abc import Callable
 from datetime import datetime
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -85,3 +86,25 @@ def new_id(moment: datetime) -> str:
             _last_random = _random_bytes().translate(_RANDOM_CHARS).decode("ascii")
             _last_random = ALPHABET[ALPHABET.index(_last_random[0]) & 15] + _last_random[1:]
         return _last_time + _last_random
+
+
+class IdReplay:
+    """The ids one write call mints, replayed in order when its transaction runs again
+    (after a map growth), so a retry writes the ids the first attempt would have."""
+
+    def __init__(self) -> None:
+        self._minted: list[str] = []
+
+    def attempt(self) -> Callable[[datetime], str]:
+        """A minting function for one attempt: the n-th call returns the n-th id."""
+        position = 0
+        minted = self._minted
+
+        def mint(moment: datetime) -> str:
+            nonlocal position
+            if position == len(minted):
+                minted.append(new_id(moment))
+            position += 1
+            return minted[position - 1]
+
+        return mint

@@ -54,10 +54,12 @@ from graymatter_tui.store.files import (
     write_problem,
 )
 from graymatter_tui.store.graph_ops import GraphOps
-from graymatter_tui.store.ids import new_id, seed_ids
+from graymatter_tui.store.ids import IdReplay, seed_ids
+from graymatter_tui.store.import_ops import ImportOps
 from graymatter_tui.store.rwlock import ResizeLock
-from graymatter_tui.store.tx import Dbs, Tx
+from graymatter_tui.store.tx import Dbs, Tx, bulk_reservation
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
+from graymatter_tui.tokens import term_counts
 
 T = TypeVar("T")
 
@@ -92,14 +94,6 @@ class ShowResult:
     replaced_by: Fact | None
     consumed: list[Fact]
     cycle: CycleRecord | None
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    facts_added: int
-    facts_skipped: int
-    records_added: int
-    records_skipped: int
 
 
 def _map_size_from_env() -> int:
@@ -145,7 +139,7 @@ def _lmdb_message(exc: lmdb.Error) -> str:
     return text
 
 
-class Store(CycleOps, GraphOps):
+class Store(CycleOps, GraphOps, ImportOps):
     def __init__(
         self, path: Path, env: lmdb.Environment, dbs: Dbs, clock_fn: Callable[[], datetime]
     ) -> None:
@@ -165,6 +159,11 @@ class Store(CycleOps, GraphOps):
         self.read_only_reason: str | None = None
         self.lockless = False
         self.absent = False
+        # Write transactions re-run after the map filled or was resized (diagnostics).
+        self.retries = 0
+        # Test seam: the next N write transactions raise MapFullError after `fn` returned,
+        # before their commit, and so take the real grow-and-retry path. Zero in use.
+        self.simulate_map_full = 0
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -438,22 +437,31 @@ class Store(CycleOps, GraphOps):
     def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one write transaction; grow the map and run again if it fills.
 
-        `fn` must be safe to run more than once: everything it does is inside the
-        transaction, which is aborted before a retry.
+        `fn` must do the same thing every time it runs: it computes only from its
+        arguments and the transaction, and changes nothing outside it (the caller
+        assigns what it returns). A retry sees the same `tx.now` and gets the same ids
+        from `tx.new_id`, so it writes exactly what the first attempt would have.
         """
         self._check_writable()
+        now = self._clock()
+        ids = IdReplay()
         for _ in range(64):
             try:
                 with self._resize.shared(), self._env.begin(write=True) as txn:
                     self._check_files()  # under the writer lock, before anything is put
-                    tx = Tx(txn, self._dbs, self._clock(), write=True)
+                    tx = Tx(txn, self._dbs, now, write=True, mint=ids.attempt())
                     result = fn(tx)
                     tx.flush_counts()
                     tx.bump("generation")
+                    if self.simulate_map_full:
+                        self.simulate_map_full -= 1
+                        raise lmdb.MapFullError("simulated (Store.simulate_map_full)")
                 return result
             except lmdb.MapFullError:
+                self.retries += 1
                 self._grow_map()
             except lmdb.MapResizedError:
+                self.retries += 1
                 self._adopt_map_size()
             except GraymatterError:
                 raise
@@ -461,17 +469,19 @@ class Store(CycleOps, GraphOps):
                 raise StoreError(f"store write failed: {_lmdb_message(exc)}") from None
         raise StoreError("store write failed: the map could not be grown enough")
 
-    def reserve(self, extra_bytes: int) -> None:
-        """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
+    def reserve(self, extra_bytes: int, *, rewrites: int = 0) -> None:
+        """Make sure the map has room for about `extra_bytes` more (bulk writes), plus
+        up to `rewrites` bytes of existing pages the write may copy (LMDB copies every
+        page it changes, and cannot reuse the old copy within the same transaction)."""
         self._check_writable()
         # Measure under the lock: env.info/stat race a resize in another thread and fail
         # with EINVAL. Look again once exclusive, as another thread may have grown it.
         with self._resize.shared():
-            target = self._map_target(extra_bytes)
+            target = self._map_target(extra_bytes, rewrites)
         if target is None:
             return
         with self._resize.exclusive():
-            target = self._map_target(extra_bytes)
+            target = self._map_target(extra_bytes, rewrites)
             if target is None:
                 return
             try:
@@ -485,9 +495,10 @@ class Store(CycleOps, GraphOps):
         used = (int(info["last_pgno"]) + 1) * int(self._env.stat()["psize"])
         return used, int(info["map_size"])
 
-    def _map_target(self, extra_bytes: int) -> int | None:
+    def _map_target(self, extra_bytes: int, rewrites: int = 0) -> int | None:
         """The map size needed for `extra_bytes` more, or None if it already fits."""
         used, size = self._map_use()
+        extra_bytes += min(used, rewrites)
         if used + extra_bytes <= size:
             return None
         target = size
@@ -684,7 +695,7 @@ class Store(CycleOps, GraphOps):
         def run(tx: Tx) -> Fact:
             stamp = clock.format_time(tx.now)
             fact = Fact(
-                id=new_id(tx.now),
+                id=tx.new_id(),
                 agent_id=agent,
                 text=text,
                 created_at=stamp,
@@ -700,13 +711,16 @@ class Store(CycleOps, GraphOps):
     def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
         """Insert many facts in one transaction (demo data, benchmarks)."""
         pending = list(items)
-        # Grow the map once up front rather than fill it and redo the whole transaction.
-        self.reserve(sum(len(item.text) for item in pending) * 12 + len(pending) * 1024)
         for item in pending:
             validate_agent(item.agent_id)
             validate_text(item.text)
             if not 0.0 <= item.weight <= 1.0:
                 raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
+        # Tokenised before the transaction, which then holds the write lock for less time.
+        terms = [term_counts(item.text) for item in pending]
+        # Grow the map once up front rather than fill it and redo the whole transaction.
+        size, rewrites = bulk_reservation([(i.agent_id, i.text) for i in pending], terms)
+        self.reserve(size, rewrites=rewrites)
 
         def run(tx: Tx) -> list[Fact]:
             out = []
@@ -717,7 +731,7 @@ class Store(CycleOps, GraphOps):
                 created_at = fmt(created)
                 out.append(
                     Fact(
-                        id=item.fact_id or new_id(created),
+                        id=item.fact_id or tx.new_id(created),
                         agent_id=item.agent_id,
                         text=item.text,
                         created_at=created_at,
@@ -731,7 +745,7 @@ class Store(CycleOps, GraphOps):
             known = [f.id for f in out if tx.agent_of(f.id) is not None]
             if known or len({f.id for f in out}) != len(out):
                 raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
-            tx.insert_many(out)
+            tx.insert_many(out, terms)
             return out
 
         return self.write(run)
@@ -773,9 +787,11 @@ class Store(CycleOps, GraphOps):
                 raise Conflict(
                     f"fact {fact_id} is already a tombstone; revise its replacement instead"
                 )
+            if old.text == text:
+                raise Conflict("text is unchanged; nothing revised")
             stamp = clock.format_time(tx.now)
             revision = Fact(
-                id=new_id(tx.now),
+                id=tx.new_id(),
                 agent_id=old.agent_id,
                 text=text,
                 created_at=stamp,
@@ -842,46 +858,6 @@ class Store(CycleOps, GraphOps):
                     tx.delete_fact(fact)
                     removed.append(fact)
             return removed
-
-        return self.write(run)
-
-    # ---- import ------------------------------------------------------------------------
-    def import_all(self, facts: list[Fact], records: list[CycleRecord]) -> ImportResult:
-        """Insert facts and journal records keeping their IDs, all in one transaction.
-        Facts or records already present are left as they are (re-import is a no-op)."""
-
-        def run(tx: Tx) -> ImportResult:
-            added = skipped = rec_added = rec_skipped = 0
-            for fact in facts:
-                if tx.agent_of(fact.id) is not None:
-                    skipped += 1
-                    continue
-                tx.write_fact(fact, None)
-                added += 1
-            for fact in facts:
-                if (
-                    fact.is_tombstone
-                    and not fact.is_retired
-                    and tx.agent_of(fact.superseded_by) is None
-                ):
-                    raise InvalidInput(
-                        f"fact {fact.id} is superseded by {fact.superseded_by}, "
-                        "which is neither in the file nor in the store"
-                    )
-            for record in records:
-                if tx.record(record.cycle_id) is not None:
-                    rec_skipped += 1
-                    continue
-                tx.put_record(record)
-                rec_added += 1
-                if (
-                    record.kind == "consolidate"
-                    and record.outcome == "applied"
-                    and record.summary_id
-                    and not tx.receipts(record.summary_id)
-                ):
-                    tx.put_receipts(record.summary_id, record.consumed)
-            return ImportResult(added, skipped, rec_added, rec_skipped)
 
         return self.write(run)
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from graymatter_tui import clock as gm_clock_module
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import Fact
 from graymatter_tui.recall import RecallWeights, rank, recall
 from graymatter_tui.store import NewFact, Store
@@ -329,15 +329,13 @@ def test_bad_arguments_rejected(gm: Store) -> None:
 # ---- tombstones, consolidation, revert, pruning -------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["revise", "revise-same-text", "retire"])
+@pytest.mark.parametrize("how", ["revise", "retire"])
 def test_tombstones_never_recalled(gm: Store, how: str) -> None:
     target = gm.put(AGENT, "quarterly budget spreadsheet location")
     put_all(gm, FILLER)
     revision = None
     if how == "revise":
         revision, _ = gm.revise(target.id, "quarterly budget moved to finance drive")
-    elif how == "revise-same-text":
-        revision, _ = gm.revise(target.id, target.text)
     else:
         gm.retire(target.id)
     tomb = gm.get(target.id)
@@ -352,6 +350,18 @@ def test_tombstones_never_recalled(gm: Store, how: str) -> None:
             else:
                 assert hits == []
     assert gm.get(target.id).access_count == 0
+    assert_index_matches(gm)
+
+
+def test_revising_to_the_same_text_changes_nothing(gm: Store) -> None:
+    target = gm.put(AGENT, "quarterly budget spreadsheet location")
+    put_all(gm, FILLER)
+    generation = gm.generation()
+    with pytest.raises(Conflict, match="text is unchanged; nothing revised"):
+        gm.revise(target.id, target.text)
+    assert gm.get(target.id) == target
+    assert gm.generation() == generation
+    assert ids(rank(gm, AGENT, target.text, k=1)) == [target.id]
     assert_index_matches(gm)
 
 
@@ -489,7 +499,8 @@ def _apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
         return
     target = live[op[1] % len(live)]
     if kind == "revise":
-        store.revise(target.id, op[2])
+        if op[2] != target.text:  # an unchanged text is refused (nothing to revise)
+            store.revise(target.id, op[2])
     elif kind == "retire":
         if target.pinned:
             store.unpin(target.id)

@@ -101,7 +101,7 @@ class StoreMachine(RuleBasedStateMachine):
         fact_id = self.pick(index)
         assert fact_id is not None
         current = self.model[fact_id]
-        if not current.live:
+        if not current.live or current.text == text:
             with pytest.raises(Conflict):
                 self.store.revise(fact_id, text)
             return

@@ -1,0 +1,260 @@
+"""A write transaction that runs twice does the same thing as one that ran once.
+
+`Store.write` re-runs its function after the map filled (or another process resized it).
+For every write operation of the store, one store runs it with exactly one forced retry
+(`Store.simulate_map_full`, which takes the real grow-and-retry path) and a twin store
+runs it without; every table, byte for byte, and the return value must be identical, and
+no argument the caller passed may have changed. The operations are found by reading the
+source of `Store` and its mixins, so a new write operation without a case here fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
+from graymatter_tui.consolidation.summarisers.local import LocalSummariser
+from graymatter_tui.errors import StoreError
+from graymatter_tui.graph import extract_entities
+from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store.cycle_ops import ApplyRequest
+from graymatter_tui.store.ids import seed_ids
+from tests.support.clock import ManualClock
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+AGENT = "agent-a"
+CYCLE_ID = "01KJ0000000000000000000001"
+IMPORTED = "01KH0000000000000000000001"
+WORDS = ["apple", "river", "cobalt", "lantern", "meadow", "quartz", "saffron", "tundra"]
+
+
+@dataclass
+class Case:
+    """`setup` prepares a store and returns the operation's arguments; `run` calls it."""
+
+    setup: Callable[[Store, ManualClock], tuple[Any, ...]]
+    run: Callable[..., Any]
+
+
+def _facts(store: Store, n: int = 6, **kw: Any) -> list[Fact]:
+    return store.put_many(
+        NewFact(AGENT, f"Staging database restarts nightly, note {i}.", **kw) for i in range(n)
+    )
+
+
+def _pending_record(cycle_id: str = CYCLE_ID) -> CycleRecord:
+    return CycleRecord(cycle_id=cycle_id, agent_id=AGENT, summariser="local", started_at="x")
+
+
+def _apply_args(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    facts = _facts(store)
+    request = ApplyRequest(
+        cycle_id=CYCLE_ID,
+        agent_id=AGENT,
+        summary="Staging database restarts nightly.",
+        consume=[f.id for f in facts[:3]],
+        snapshot={f.id: f.text for f in facts},
+    )
+    return request, _pending_record()
+
+
+def _applied(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+    request, record = _apply_args(store, clock)
+    assert store.apply_consolidation(request, record).applied
+    return (CYCLE_ID,)
+
+
+def _weak_facts(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    _facts(store, 4, weight=0.005)
+    _facts(store, 2)
+    return AGENT, _pending_record()
+
+
+def _aged(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+    _facts(store, 5, accessed_at=NOW - timedelta(days=40))
+    return AGENT, 720.0
+
+
+def _graph(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+    store.put_many(
+        NewFact(AGENT, text)
+        for text in ("Alice Chen owns Project Atlas.", "Bob Stone reviews Project Atlas.")
+    )
+    store.extract_graph(AGENT, extract_entities)
+    clock.advance(hours=24 * 90)
+    return AGENT, 720.0
+
+
+def _import_args(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    stamp = "2026-02-01T10:00:00.000000Z"
+    summary = Fact(
+        id=IMPORTED,
+        agent_id=AGENT,
+        text="merged",
+        created_at=stamp,
+        accessed_at=stamp,
+        cycle_id=CYCLE_ID,
+    )
+    consumed = Fact(
+        id="01KH0000000000000000000002",
+        agent_id=AGENT,
+        text="old",
+        created_at=stamp,
+        accessed_at=stamp,
+        superseded_by=IMPORTED,
+        cycle_id=CYCLE_ID,
+    )
+    record = CycleRecord(
+        cycle_id=CYCLE_ID,
+        agent_id=AGENT,
+        outcome="applied",
+        summary_id=IMPORTED,
+        consumed=[consumed.id],
+    )
+    return [summary, consumed], [record]
+
+
+def _one(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    return (_facts(store, 1)[0].id,)
+
+
+def _pinned(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    return (store.put(AGENT, "pinned note", pinned=True).id,)
+
+
+def _nothing(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    return ()
+
+
+CASES: dict[str, Case] = {
+    "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
+    "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
+    "pin": Case(_one, lambda s, i: s.pin(i)),
+    "unpin": Case(_pinned, lambda s, i: s.unpin(i)),
+    "revise": Case(_pinned, lambda s, i: s.revise(i, "pinned note, revised")),
+    "retire": Case(_one, lambda s, i: s.retire(i)),
+    "touch": Case(lambda s, c: ([f.id for f in _facts(s, 3)],), lambda s, ids: s.touch(ids)),
+    "delete": Case(lambda s, c: ([f.id for f in _facts(s, 3)],), lambda s, ids: s.delete(ids)),
+    "import_all": Case(_import_args, lambda s, f, r: s.import_all(f, r)),
+    "decay": Case(_aged, lambda s, a, h: s.decay(a, h)),
+    "apply_consolidation": Case(_apply_args, lambda s, q, r: s.apply_consolidation(q, r)),
+    "prune": Case(_weak_facts, lambda s, a, r: s.prune(a, r)),
+    "save_record": Case(lambda s, c: (_pending_record(),), lambda s, r: s.save_record(r)),
+    "revert": Case(_applied, lambda s, c: s.revert(c)),
+    "extract_graph": Case(
+        lambda s, c: (_facts(s, 3)[0].agent_id,),
+        lambda s, a: s.extract_graph(a, extract_entities),
+    ),
+    "decay_graph": Case(_graph, lambda s, a, h: s.decay_graph(a, h)),
+}
+
+
+def write_operations() -> set[str]:
+    """Every method of Store (and its mixins) that runs a write transaction."""
+    found = set()
+    for cls in Store.__mro__:
+        for name, member in vars(cls).items():
+            if inspect.isfunction(member) and "self.write(" in inspect.getsource(member):
+                found.add(name)
+    return found
+
+
+def test_every_write_operation_has_a_retry_case() -> None:
+    assert write_operations() == set(CASES)
+
+
+def dump(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every table, key and value, as bytes."""
+
+    def run(tx: Any) -> dict[str, list[tuple[bytes, bytes]]]:
+        return {
+            name: [(bytes(k), bytes(v)) for k, v in tx.txn.cursor(db=db).iternext()]
+            for name, db in vars(tx.dbs).items()
+        }
+
+    return store.read(run)
+
+
+def run_case(path: Path, case: Case, *, forced_retries: int) -> tuple[Any, Any, Any, Any]:
+    """(result, every table, the arguments before, the arguments after) of one run."""
+    seed_ids(20260301)
+    clock = ManualClock(NOW)
+    with Store.open(path, clock_fn=clock) as store:
+        args = case.setup(store, clock)
+        before = copy.deepcopy(args)
+        retries = store.retries
+        store.simulate_map_full = forced_retries
+        result = case.run(store, *args)
+        assert store.simulate_map_full == 0
+        assert store.retries == retries + forced_retries
+        return result, dump(store), before, args
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_retried_write_does_what_one_run_does(tmp_path: Path, name: str) -> None:
+    once = run_case(tmp_path / "once", CASES[name], forced_retries=0)
+    twice = run_case(tmp_path / "twice", CASES[name], forced_retries=1)
+    assert twice[0] == once[0], "the return value differs after a retry"
+    for table in once[1]:
+        assert twice[1][table] == once[1][table], f"table {table} differs after a retry"
+    assert once[3] == once[2] and twice[3] == twice[2], "the caller's arguments changed"
+    seed_ids(None)
+
+
+def test_a_cycle_whose_apply_never_commits_does_not_say_applied(tmp_path: Path) -> None:
+    """The caller's record changes only after the commit: a failed apply leaves no trace."""
+    clock = ManualClock(NOW)
+    with Store.open(tmp_path / "s", clock_fn=clock) as store:
+        store.put_many(
+            NewFact(AGENT, text, weight=0.2)
+            for text in (
+                "Staging database restarts nightly.",
+                "Staging database restarts nightly. Owner is the ops team.",
+            )
+        )
+        store.put_many(NewFact(AGENT, f"unrelated note {word}") for word in WORDS)
+        cycle = Cycle(store, AGENT, LocalSummariser(), CycleOptions(threshold=5))
+        while cycle.next_stage != "apply":
+            asyncio.run(cycle.step())
+        assert cycle.review is not None and cycle.review.plan.applicable
+        store.simulate_map_full = 10_000  # every attempt fails until the map cannot grow
+        with pytest.raises(StoreError):
+            cycle.advance()
+        store.simulate_map_full = 0
+        assert cycle.record.outcome == ""
+        assert cycle.record.summary_id == "" and cycle.record.consumed == []
+        assert store.records() == []
+        assert store.counters().consolidations == 0
+
+
+def test_prune_retried_by_a_real_full_map_copies_each_fact_once(tmp_path: Path) -> None:
+    """No simulation. LMDB rounds a map size smaller than the data up to exactly the pages
+    in use, so the map is then full. Pages freed by deleting filler facts let prune's
+    deletes fit, and the journal record holding 300 fact copies (one large value, which
+    needs contiguous new pages) is what overflows: the first attempt has copied the facts
+    when the map fills."""
+    with Store.open(tmp_path / "full") as store:
+        weak = store.put_many(
+            NewFact(AGENT, f"weak fact {i} " + "x" * 300, weight=0.005) for i in range(300)
+        )
+        filler = store.put_many(NewFact("filler", f"filler {i} " + "y" * 100) for i in range(2000))
+        store.delete(f.id for f in filler)
+        with store._resize.exclusive():
+            store._env.set_mapsize(1)  # rounded up to exactly the pages in use
+        store.prune(AGENT, _pending_record())
+        assert store.retries >= 1, "the map did not fill: this test proves nothing"
+        (record,) = store.records()
+        assert sorted(f.id for f in record.pruned) == sorted(f.id for f in weak)
+        assert store.all_facts() == []
