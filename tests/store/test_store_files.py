@@ -380,7 +380,7 @@ def test_root_owned_0700_data_dir_via_dir_flag(public_tmp: Path) -> None:
     data = public_tmp / "data"
     make_store(data, 2)
     done = run_as_nobody("list", "--dir", str(data))
-    assert_clear_error(done, f"data dir {data} is not readable and writable by this user")
+    assert_clear_error(done, f"data dir {data} is not readable by this user")
     assert done.stdout == ""
 
 
