@@ -201,6 +201,7 @@ class GraymatterApp(App[None]):
             self._reload_active()
         except GraymatterError as exc:
             self._show_error(str(exc))
+        self._tick_clock()  # a pane that was hidden for a while shows ages as of now
         self._focus_tab(self._active_tab())
 
     def _focus_tab(self, tab: str) -> None:

@@ -90,6 +90,7 @@ class VirtualList(ScrollView, can_focus=True):
         self.source: RowSource = EmptySource()
         self.empty_text = empty_text
         self._pending_top: int | None = None
+        self._frame_style: Style | None = None
 
     def set_source(self, source: RowSource, *, cursor: int | None = None) -> None:
         """Show a new source; put the cursor where asked (clamped).
@@ -129,12 +130,20 @@ class VirtualList(ScrollView, can_focus=True):
             self._place_view(self.cursor)
 
     # ---- drawing ---------------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The list's colours are looked up once per frame, not once per line.
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = max(self.scrollable_content_region.width, 1)
         # The list's own colours go under every segment (a segment's own style wins), the
         # cursor's over the list's: one base style, applied once.
-        base = self.rich_style
+        base = self._frame_style or self.rich_style
         count = len(self.source)
         if count == 0 and y == 0:
             style = self.get_component_rich_style("virtual-list--empty")
