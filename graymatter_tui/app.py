@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from graymatter_tui.config import Settings
 from graymatter_tui.errors import GraymatterError
@@ -24,19 +24,26 @@ from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.help import HelpScreen
 from graymatter_tui.screens.journal import JournalPane
+from graymatter_tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
 from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.key_bar import KeyBar
 
 TABS = ("facts", "tombstones", "consolidate", "journal", "status")
 POLL_SECONDS = 0.5
+CLOCK_SECONDS = 30.0  # relative ages ("5m") are redrawn this often, with no store read
 
 
 class GraymatterApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "graymatter-tui"
+    # Screen classes for compact layouts (ADR 0009): `-short` below 30 rows (80×24 is
+    # short), `-narrow` below 100 columns.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLUMNS, "-wide")]
     BINDINGS = [
         # The tab labels already show 1-5, so the footer keeps its room for other keys.
         Binding("1", "tab('facts')", "Facts", id="tab-facts", show=False),
@@ -62,6 +69,7 @@ class GraymatterApp(App[None]):
         read_only: bool = False,
         agent: str | None = None,
         poll_seconds: float = POLL_SECONDS,
+        clock_seconds: float = CLOCK_SECONDS,
     ) -> None:
         super().__init__()
         self.store = store
@@ -69,6 +77,7 @@ class GraymatterApp(App[None]):
         self.read_only = read_only
         self.agent = agent or ""
         self.poll_seconds = poll_seconds
+        self.clock_seconds = clock_seconds
         self._generation = -1
         self._dirty: set[str] = set(TABS)
         self.last_error = ""
@@ -89,7 +98,7 @@ class GraymatterApp(App[None]):
             with TabPane("5 Status", id="status"):
                 yield Lazy(StatusPane(id="status-pane"))
         yield Static("", id="errorbar", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         if not self.agent:
@@ -98,6 +107,7 @@ class GraymatterApp(App[None]):
         self.query_one("#errorbar", Static).display = False
         self._poll()
         self.set_interval(self.poll_seconds, self._poll)
+        self.set_interval(self.clock_seconds, self._tick_clock)
         self.query_one("#fact-list").focus()
 
     def _agents_or_none(self) -> list[str]:
@@ -158,6 +168,15 @@ class GraymatterApp(App[None]):
         if self.last_error:
             self._clear_error()
 
+    def _tick_clock(self) -> None:
+        """Relative ages go stale while a screen stays open: redraw them against now."""
+        try:
+            pane = self._pane_or_none(self._active_tab())
+        except NoMatches:  # closing
+            return
+        if pane is not None and hasattr(pane, "tick_clock"):
+            pane.tick_clock()
+
     def _update_topbar(self) -> None:
         # The badge comes first so a long path can never push it out of sight.
         badge = store_badges(self.store, self.read_only)
@@ -183,6 +202,7 @@ class GraymatterApp(App[None]):
             self._reload_active()
         except GraymatterError as exc:
             self._show_error(str(exc))
+        self._tick_clock()  # a pane that was hidden for a while shows ages as of now
         self._focus_tab(self._active_tab())
 
     def _focus_tab(self, tab: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from graymatter_tui.config import Settings, default_demo_dir
@@ -65,3 +66,7 @@ def launch_tui(
 
     app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent=agent)
     app.run()
+    if app.return_code:
+        # An unhandled error in the app: Textual has restored the terminal and printed the
+        # traceback; the exit status must say so too (1 = error).
+        sys.exit(app.return_code)

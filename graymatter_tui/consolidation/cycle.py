@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -31,6 +31,32 @@ from graymatter_tui.store.ids import new_id
 from graymatter_tui.textsafe import validate_agent
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
+# How a stage's summary begins when the stage did not do its job. A journal record keeps
+# only the summary text, so `stage_state` reads these back for the stepper and replays.
+FAILED = "failed: "
+DISCARDED = "discarded: "
+UNUSABLE = "unusable answer: "
+NO_PROPOSAL = "no proposal: "
+NOT_RUN = "not run"
+StageState = Literal["done", "failed", "discarded", "skipped", "not_run"]
+_STATE_BY_PREFIX: tuple[tuple[str, StageState], ...] = (
+    (FAILED, "failed"),
+    (DISCARDED, "discarded"),
+    (UNUSABLE, "discarded"),
+    (NO_PROPOSAL, "skipped"),
+    (NOT_RUN, "not_run"),
+)
+
+
+def stage_state(result: StageResult) -> StageState:
+    """How a finished stage ended: done, failed (the call failed), discarded (an answer or
+    a plan was thrown away, e.g. a stale apply), skipped (nothing proposed) or not_run."""
+    for prefix, state in _STATE_BY_PREFIX:
+        if result.summary.startswith(prefix):
+            return state
+    return "done"
+
+
 STAGE_TITLES = {
     "decay": "Decay",
     "select": "Select batch",
@@ -170,7 +196,7 @@ class Cycle:
         for stage in STAGES[self.position :]:
             self.record.stages = [
                 *self.record.stages,
-                StageResult(stage=stage, summary="not run: proposal rejected"),
+                StageResult(stage=stage, summary=f"{NOT_RUN}: proposal rejected"),
             ]
         self.position = len(STAGES)
         self.record.finished_at = clock.format_time(self.store.now())
@@ -257,7 +283,7 @@ class Cycle:
         if self.next_stage != "propose":
             raise Conflict("the next stage is not propose")
         if self.decided or self.summariser is None:
-            return self._finish_stage("propose", "not run: nothing to propose")
+            return self._finish_stage("propose", f"{NOT_RUN}: nothing to propose")
         started = time.monotonic()
         reply = await self.summariser.propose(self.batch)
         latency = (time.monotonic() - started) * 1000
@@ -270,20 +296,20 @@ class Cycle:
         details = {"attempts": reply.attempts, "latency_ms": round(latency, 1)}
         if reply.error:
             self._decide("failed", reply.error)
-            return self._finish_stage("propose", f"failed: {reply.error}", **details)
+            return self._finish_stage("propose", f"{FAILED}{reply.error}", **details)
         if reply.nothing:
             self._decide("skipped", reply.nothing)
-            return self._finish_stage("propose", f"no proposal: {reply.nothing}", **details)
+            return self._finish_stage("propose", f"{NO_PROPOSAL}{reply.nothing}", **details)
         if reply.invalid:
             self._decide("discarded", reply.invalid)
-            return self._finish_stage("propose", f"unusable answer: {reply.invalid}", **details)
+            return self._finish_stage("propose", f"{UNUSABLE}{reply.invalid}", **details)
         return self._finish_stage(
             "propose", f"answer received ({len(reply.raw)} characters)", **details
         )
 
     def _stage_review(self) -> StageResult:
         if self.decided or self.reply is None:
-            return self._finish_stage("review", "not run: no answer to review")
+            return self._finish_stage("review", f"{NOT_RUN}: no answer to review")
         reviewer = review_json if self.reply.structured else review_text
         review = reviewer(
             self.reply.raw,
@@ -309,7 +335,7 @@ class Cycle:
         }
         if not plan.applicable:
             self._decide("discarded", plan.discard_reason)
-            return self._finish_stage("review", f"discarded: {plan.discard_reason}", **details)
+            return self._finish_stage("review", f"{DISCARDED}{plan.discard_reason}", **details)
         summary = f"would consume {len(plan.consume)} of {len(self.batch)} batch facts"
         if plan.ignored:
             summary += f", {len(plan.ignored)} ids ignored"
@@ -319,7 +345,7 @@ class Cycle:
 
     def _stage_apply(self) -> StageResult:
         if self.decided or self.review is None:
-            return self._finish_stage("apply", "not run")
+            return self._finish_stage("apply", NOT_RUN)
         if self.options.dry_run:
             self._decide("dry_run", "dry run: the plan was not applied")
             return self._finish_stage("apply", "dry run: nothing applied")
@@ -336,7 +362,7 @@ class Cycle:
         )
         if not outcome.applied:
             self._decide("discarded", outcome.reason)
-            return self._finish_stage("apply", f"discarded: {outcome.reason}")
+            return self._finish_stage("apply", f"{DISCARDED}{outcome.reason}")
         assert outcome.summary is not None and outcome.record is not None
         self.record = outcome.record  # only now, after the commit
         self.decided = True

@@ -9,9 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from graymatter_tui.consolidation.review import read_proposal
 from graymatter_tui.model import CycleRecord
 
 RowKind = Literal["consumed", "kept", "guarded", "summary", "ignored", "contradiction"]
+# The outcome of a diff drawn between propose and review: nothing is decided yet.
+PROPOSED = "proposed"
+# Read like a diff: what goes (−), what replaces it (+), then what stayed and why.
+_ORDER = {"consumed": 0, "summary": 1, "guarded": 2, "ignored": 3, "contradiction": 4, "kept": 5}
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,11 @@ class Diff:
 
     @property
     def counts_line(self) -> str:
+        if self.outcome == PROPOSED:
+            return (
+                f"as proposed, before review: {self.consumed} named for consumption · "
+                f"{self.kept} not named · {self.ignored} ids outside the batch"
+            )
         if self.outcome == "applied":
             verb = "consumed"
         elif not self.outcome:
@@ -72,9 +82,7 @@ def build_diff(record: CycleRecord) -> Diff:
         rows.append(DiffRow("ignored", ignored.id, "", ignored.reason))
     for note in record.contradictions:
         rows.append(DiffRow("contradiction", "", note, "contradiction noted by the summariser"))
-    # Read like a diff: what goes (−), what replaces it (+), then what stayed and why.
-    order = {"consumed": 0, "summary": 1, "guarded": 2, "ignored": 3, "contradiction": 4, "kept": 5}
-    rows.sort(key=lambda r: order[r.kind])
+    rows.sort(key=lambda r: _ORDER[r.kind])
     return Diff(
         rows=rows,
         consumed=sum(1 for r in rows if r.kind == "consumed"),
@@ -82,4 +90,40 @@ def build_diff(record: CycleRecord) -> Diff:
         guarded=len(guarded),
         ignored=len(record.ignored),
         outcome=record.outcome,
+    )
+
+
+def build_proposal_diff(record: CycleRecord, raw: str, *, structured: bool) -> Diff:
+    """What the summariser proposed, before review: its summary and every id it named for
+    consumption, as it named them (review then keeps only batch ids and runs the guard).
+    Parsed by review's own parser; raises review.InvalidProposal when review would
+    discard the answer unread."""
+    proposal = read_proposal(raw, record.batch_facts, structured=structured)
+    batch = {item.id for item in record.batch_facts}
+    named: list[str] = []
+    rows: list[DiffRow] = []
+    for fact_id in proposal.consumes:
+        shown = fact_id[:64]
+        if fact_id in named:
+            rows.append(DiffRow("ignored", shown, "", "named twice"))
+        elif fact_id not in batch:
+            rows.append(DiffRow("ignored", shown, "", "not in the batch shown to the summariser"))
+        else:
+            named.append(fact_id)
+    for item in record.batch_facts:
+        if item.id in named:
+            rows.append(DiffRow("consumed", item.id, item.text, "named for consumption"))
+        else:
+            rows.append(DiffRow("kept", item.id, item.text, "not named"))
+    rows.append(DiffRow("summary", "", proposal.summary, "proposed summary"))
+    for note in proposal.contradictions:
+        rows.append(DiffRow("contradiction", "", note, "contradiction noted by the summariser"))
+    rows.sort(key=lambda r: _ORDER[r.kind])
+    return Diff(
+        rows=rows,
+        consumed=len(named),
+        kept=len(record.batch_facts) - len(named),
+        guarded=0,
+        ignored=sum(1 for r in rows if r.kind == "ignored"),
+        outcome=PROPOSED,
     )

@@ -160,17 +160,31 @@ def review_text(
     lookup: Callable[[str], Fact | None],
 ) -> Review:
     """A plain-text summary (the Anthropic path): it consumes the whole batch (ADR-011)."""
-    summary = raw.strip()
-    if not summary:
-        return Review(None, _discarded("the summariser returned an empty summary", guard_mode))
     try:
-        validate_text(summary)
-    except InvalidInput as exc:
-        return Review(None, _discarded(f"the summary is unusable: {exc}", guard_mode))
-    proposal = Proposal(summary=summary, consumes=[item.id for item in batch])
+        proposal = _text_proposal(raw, batch)
+    except InvalidProposal as exc:
+        return Review(None, _discarded(str(exc), guard_mode))
     return Review(
         proposal, plan(proposal, batch, agent=agent, guard_mode=guard_mode, lookup=lookup)
     )
+
+
+def _text_proposal(raw: str, batch: list[BatchItem]) -> Proposal:
+    summary = raw.strip()
+    if not summary:
+        raise InvalidProposal("the summariser returned an empty summary")
+    try:
+        validate_text(summary)
+    except InvalidInput as exc:
+        raise InvalidProposal(f"the summary is unusable: {exc}") from None
+    return Proposal(summary=summary, consumes=[item.id for item in batch])
+
+
+def read_proposal(raw: str, batch: list[BatchItem], *, structured: bool) -> Proposal:
+    """The proposal as the summariser made it, before review: the same parsing review
+    does, without clamping its ids to the batch or running the guard. Raises
+    InvalidProposal when review would discard the answer unread."""
+    return parse_proposal(raw) if structured else _text_proposal(raw, batch)
 
 
 def _discarded(reason: str, guard_mode: str) -> ApplyPlan:

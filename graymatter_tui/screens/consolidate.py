@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import cast
 
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -18,14 +20,22 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from graymatter_tui.consolidation.cycle import STAGE_TITLES, STAGES, Cycle, CycleOptions
+from graymatter_tui.consolidation.cycle import (
+    STAGE_TITLES,
+    STAGES,
+    Cycle,
+    CycleOptions,
+    stage_state,
+)
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ChooseScreen
+from graymatter_tui.screens.layout import is_short
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.diff_view import DiffView
+from graymatter_tui.widgets.stages import MARKS, add_result, mark_cell, stage_grid
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [
@@ -76,7 +86,7 @@ class ConsolidatePane(Vertical, can_focus=True):
     # ---- rendering -----------------------------------------------------------------------
     def render_state(self) -> None:
         settings = self.host.settings
-        line = Text()
+        line = Text(no_wrap=True, overflow="ellipsis")
         line.append(" Summariser ", style="bold")
         line.append(settings.summariser, style="bold cyan")
         line.append(f"  {self._reach}", style="dim")
@@ -91,49 +101,113 @@ class ConsolidatePane(Vertical, can_focus=True):
         )
         self.query_one("#summariser-line", Static).update(line)
         self.query_one("#stepper", Static).update(self._stepper())
-        record = self.cycle.record if self.cycle else None
-        self.query_one(DiffView).show_record(record)
+        self._show_diff()
 
-    def _stepper(self) -> Text:
-        out = Text()
+    def _show_diff(self) -> None:
+        """Before review, what the model proposed; from review on, what review made of it."""
+        view = self.query_one(DiffView)
         cycle = self.cycle
         if cycle is None:
+            view.show_record(None)
+        elif cycle.next_stage == "review" and cycle.reply is not None and not cycle.decided:
+            view.show_proposal(cycle.record, cycle.reply.raw, structured=cycle.reply.structured)
+        else:
+            view.show_record(cycle.record)
+
+    def on_resize(self) -> None:
+        # The stepper folds up on a short terminal and unfolds on a tall one.
+        self.query_one("#stepper", Static).update(self._stepper())
+
+    def _stepper(self) -> RenderableType:
+        cycle = self.cycle
+        if cycle is None:
+            out = Text()
             out.append(" No cycle yet. ", style="dim")
             out.append("n", style="bold")
             out.append(" starts one and runs the first stage; ", style="dim")
             out.append("g", style="bold")
-            out.append(" runs it to the end.\n", style="dim")
+            out.append(" runs it to the end.", style="dim")
             if self._note:
-                out.append(f" {self._note}\n", style="yellow")
+                out.append(f"\n {self._note}", style="yellow")
             return out
+        head = Text(overflow="ellipsis")
+        head.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
+        head.append(neutralise(cycle.agent, one_line=True), style="bold")
+        head.append(f" · {cycle.record.summariser}", style="dim")
+        parts: list[RenderableType] = [head]
+        compact = is_short(self.app)
+        if compact:
+            parts.append(self._progress(cycle))
+        grid = stage_grid()
         done = {r.stage: r for r in cycle.record.stages}
-        out.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
-        out.append(neutralise(cycle.agent, one_line=True), style="bold")
-        out.append(f" · {cycle.record.summariser}\n", style="dim")
-        for stage in STAGES:
-            result = done.get(stage)
+        shown = [self._detail_stage(cycle)] if compact else list(STAGES)
+        for stage in shown:
+            result = done.get(stage) if stage else None
             if result is not None:
-                out.append("  ✓ ", style="green")
-                out.append(f"{STAGE_TITLES[stage]:<18}", style="bold")
-                out.append(neutralise(result.summary, one_line=True) + "\n")
-            elif stage == cycle.next_stage:
+                add_result(grid, result, STAGE_TITLES[result.stage])
+        for stage in STAGES:
+            if stage == cycle.next_stage:
                 marker = SPINNER[int(time.monotonic() * 10) % len(SPINNER)] if self.busy else "▶"
-                out.append(f"  {marker} ", style="bold yellow")
-                out.append(f"{STAGE_TITLES[stage]:<18}", style="bold yellow reverse")
                 hint = "running…" if self.busy else self._hint(stage)
-                out.append(f" {hint}\n", style="yellow")
-            else:
-                out.append(f"  · {STAGE_TITLES[stage]}\n", style="dim")
+                grid.add_row(
+                    mark_cell(marker, "bold yellow"),
+                    Text(STAGE_TITLES[stage], style="bold yellow reverse"),
+                    Text(hint, style="yellow"),
+                )
+            elif stage not in done and not compact:
+                grid.add_row(mark_cell("·", "dim"), Text(STAGE_TITLES[stage], style="dim"), "")
+        parts.append(grid)
+        tail = Text()
         if cycle.done:
             outcome = cycle.record.outcome
             color = "green" if outcome == "applied" else "yellow"
-            out.append(f"\n Outcome: {outcome}", style=f"bold {color}")
+            if not compact:
+                tail.append("\n")
+            tail.append(f" Outcome: {outcome}", style=f"bold {color}")
             if cycle.record.reason:
-                out.append(f" — {neutralise(cycle.record.reason, one_line=True)}")
-            out.append("   (c new cycle)\n", style="dim")
+                tail.append(f" — {neutralise(cycle.record.reason, one_line=True)}")
+            tail.append("   (c new cycle)", style="dim")
         if self._note:
-            out.append(f" {self._note}\n", style="yellow")
-        return out
+            tail.append(("\n" if tail else "") + f" {self._note}", style="yellow")
+        if tail:
+            parts.append(tail)
+        return Group(*parts)
+
+    @staticmethod
+    def _detail_stage(cycle: Cycle) -> str | None:
+        """The one result a folded stepper shows: the stage that failed, threw its work
+        away or had nothing to propose, else apply once it has run, else the latest."""
+        results = cycle.record.stages
+        for result in results:
+            if stage_state(result) in ("failed", "discarded", "skipped"):
+                return result.stage
+        if any(r.stage == "apply" for r in results):
+            return "apply"
+        return results[-1].stage if results else None
+
+    @staticmethod
+    def _progress(cycle: Cycle) -> Table:
+        """Every stage on one line: ✓ done (✗ failed or discarded), ▶ next, · to come;
+        on a narrow terminal it wraps under itself."""
+        done = {r.stage: r for r in cycle.record.stages}
+        out = Text()
+        for stage in STAGES:
+            title = STAGE_TITLES[stage].split()[0] if stage != "graph_decay" else "Graph"
+            result = done.get(stage)
+            if result is not None:
+                mark, style = MARKS[stage_state(result)]
+                out.append(mark, style=style)
+                out.append(title + " ")
+            elif stage == cycle.next_stage:
+                out.append("▶" + title, style="bold yellow")
+                out.append(" ")
+            else:
+                out.append("·" + title + " ", style="dim")
+        grid = Table.grid(expand=True)
+        grid.add_column(width=2)
+        grid.add_column(ratio=1)
+        grid.add_row("", out)
+        return grid
 
     def _hint(self, stage: str) -> str:
         if stage == "apply" and self.cycle and not self.cycle.decided:
@@ -148,8 +222,10 @@ class ConsolidatePane(Vertical, can_focus=True):
             if self._ticking:
                 self._ticking = False
                 status.update("")
+                status.display = False
             return
         self._ticking = True
+        status.display = True
         elapsed = time.monotonic() - self._call_started
         spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
         status.update(
@@ -216,7 +292,7 @@ class ConsolidatePane(Vertical, can_focus=True):
         if event.worker is not self._worker:
             return
         if event.state == WorkerState.CANCELLED:
-            self._note = "Model call cancelled: p asks again, c abandons this cycle."
+            self._note = "Model call cancelled: n asks again, c abandons this cycle."
             self.busy = False
             self._call_started = None
             self.render_state()
@@ -269,6 +345,10 @@ class ConsolidatePane(Vertical, can_focus=True):
     def action_repropose(self) -> None:
         cycle = self.cycle
         if cycle is None or self.busy:
+            return
+        if cycle.next_stage == "propose" and not cycle.decided:
+            # Nothing proposed yet (a call was cancelled): asking again is just proposing.
+            self._start(through_review=True)
             return
         try:
             cycle.repropose()

@@ -14,7 +14,8 @@ from textual.widgets import Input, Static
 from graymatter_tui.model import Fact
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
-from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.fact_rows import FactRows, fact_header
 from graymatter_tui.widgets.text_index import TextIndex
 from graymatter_tui.widgets.virtual_list import VirtualList
 
@@ -22,6 +23,11 @@ SORTS = ("recency", "weight")
 FIRST_PAGE = 5000
 FULL_LIST_DELAY = 1.0  # seconds: the first frames are drawn by then
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
+NO_FACTS = "No live facts for this agent."
+
+
+def no_match_text(query: str) -> str:
+    return f"No live fact matches “{neutralise(query, one_line=True)}”."
 
 
 class FactsPane(Vertical):
@@ -53,7 +59,8 @@ class FactsPane(Vertical):
         with Horizontal(classes="pane-bar"):
             yield Input(placeholder="/ filter as you type", id="filter")
             yield Static("", id="facts-info", classes="pane-info", markup=False)
-        yield VirtualList(id="fact-list", empty_text="No live facts for this agent.")
+        yield Static(fact_header(), id="facts-header", classes="list-header", markup=False)
+        yield VirtualList(id="fact-list", empty_text=NO_FACTS)
 
     @property
     def fact_list(self) -> VirtualList:
@@ -98,6 +105,14 @@ class FactsPane(Vertical):
         current = self.current_fact()
         self._show(current.id if current else self._keep_id)
 
+    def tick_clock(self) -> None:
+        """Ages are relative to now: move the rows' clock and redraw them, without reading
+        the store again (the rows on screen are cached)."""
+        source = self.fact_list.source
+        if isinstance(source, FactRows):
+            source.now = self.host.store.now()
+            self.fact_list.refresh()
+
     def _matches(self, needle: str) -> list[int]:
         """Positions of texts containing `needle`, newest first. Typing extends the query,
         so the previous matches are narrowed instead of every fact being searched again."""
@@ -128,6 +143,7 @@ class FactsPane(Vertical):
         ids = self._visible_ids(matched)
         rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
         cursor = rows.index_of(keep_id) if keep_id else None
+        self.fact_list.empty_text = no_match_text(self.query_text) if self.query_text else NO_FACTS
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
         total = len(self._all_ids) if self._complete else f"{len(self._all_ids)}+"
         info = f"{len(ids)} of {total}" if self.query_text else f"{total} live"
@@ -234,6 +250,14 @@ class FactsPane(Vertical):
     def action_retire(self) -> None:
         fact = self.current_fact()
         if fact is None or not self.host.may_mutate():
+            return
+        if fact.pinned:
+            # The store refuses it too; saying so before the question saves a useless yes.
+            self.app.notify(
+                "This fact is pinned: unpin it (p) before retiring it.",
+                title="Not retired",
+                severity="warning",
+            )
             return
         store = self.host.store
 

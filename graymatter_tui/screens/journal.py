@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
+from rich.cells import cell_len
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.diff_view import DiffView
+from graymatter_tui.widgets.stages import result_grid
 
 # The journal grows by one row per cycle, so a DataTable of the newest rows is enough.
 JOURNAL_ROWS = 1000
@@ -29,6 +34,9 @@ OUTCOME_STYLE = {
 
 
 class CycleDiffScreen(ModalScreen[None]):
+    """One cycle replayed from its record: what it was, its stages, its diff. The stage
+    list scrolls in a band of its own, so on a short terminal the diff keeps its room."""
+
     BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
 
     def __init__(self, record: CycleRecord) -> None:
@@ -46,33 +54,65 @@ class CycleDiffScreen(ModalScreen[None]):
                 head.append(f"\n{neutralise(r.reason, one_line=True)}", style="dim")
             if r.reverted_by:
                 head.append(f"\nreverted by {r.reverted_by}", style="yellow")
-            for stage in r.stages:
-                head.append(f"\n  ✓ {stage.stage:<12} {neutralise(stage.summary, one_line=True)}")
+            yield Static(head, id="replay-head", markup=False)
+            stages: list[RenderableType] = [result_grid(r.stages, title_cells=13)]
             if r.pruned:
-                head.append(f"\n  pruned {len(r.pruned)} facts (copies kept in this record)")
-            yield Static(head, markup=False)
+                stages.append(Text(f"  pruned {len(r.pruned)} facts (copies kept in this record)"))
+            with VerticalScroll(id="replay-stages"):
+                yield Static(Group(*stages), markup=False)
             yield DiffView(id="replay")
-            yield Static("esc back", classes="dialog-hint", markup=False)
+            yield Static(
+                "esc back · tab switches between the stages and the diff",
+                classes="dialog-hint",
+                markup=False,
+            )
 
     def on_mount(self) -> None:
+        view = self.query_one(DiffView)
         if self.record.kind == "revert":
-            self.query_one(DiffView).show_text(
+            view.show_text(
                 f"Revert of cycle {self.record.reverted_cycle_id}: "
                 f"{len(self.record.restored)} facts live again, summary "
                 f"{self.record.retired_summary_id} retired."
             )
         else:
-            self.query_one(DiffView).show_record(self.record)
+            view.show_record(self.record)
+        view.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
 
 
-# What an auditor reads first comes first: a narrow terminal cuts the table from the right.
+def _outcome(r: CycleRecord) -> Text:
+    if r.kind == "revert":
+        return Text("revert", style="cyan")
+    return Text(r.outcome + (" ↺" if r.reverted_by else ""), style=OUTCOME_STYLE.get(r.outcome, ""))
+
+
+def _latency(r: CycleRecord) -> Text:
+    networked = r.summariser in ("ollama", "anthropic")
+    return Text(f"{r.latency_ms:.0f} ms" if networked and r.kind != "revert" else "")
+
+
+# Every cell is Text: a str cell would be parsed as markup (agent names are data).
+CELLS: dict[str, Callable[[CycleRecord], Text]] = {
+    "time": lambda r: Text(r.started_at[:19].replace("T", " ")),
+    "time ": lambda r: Text(r.started_at[5:16].replace("T", " ")),  # short: 11-30 12:00
+    "agent": lambda r: Text(neutralise(r.agent_id, one_line=True)[:20]),
+    "outcome": _outcome,
+    "consumed": lambda r: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),
+    "pruned": lambda r: Text("" if r.kind == "revert" else str(len(r.pruned))),
+    "summariser": lambda r: Text(r.summariser or "—"),
+    "latency": _latency,
+    "cycle": lambda r: Text(r.cycle_id),
+    "cycle ": lambda r: Text("…" + r.cycle_id[-8:]),  # short; the info line has it whole
+}
+# What an auditor reads first comes first. The widest set that fits is shown; narrower
+# terminals lose the latency, then the summariser, then the id's head, then the seconds
+# and the pruned count. The highlighted row's full id is always on the line below.
 JOURNAL_COLUMNS = (
     "time",
     "agent",
-    "kind",
     "outcome",
     "consumed",
     "pruned",
@@ -80,6 +120,31 @@ JOURNAL_COLUMNS = (
     "latency",
     "cycle",
 )
+COLUMN_SETS: tuple[tuple[str, ...], ...] = (
+    JOURNAL_COLUMNS,
+    ("time", "agent", "outcome", "consumed", "pruned", "summariser", "cycle"),
+    ("time", "agent", "outcome", "consumed", "pruned", "cycle"),
+    ("time", "agent", "outcome", "consumed", "pruned", "cycle "),
+    ("time ", "agent", "outcome", "consumed", "cycle "),
+)
+CELL_PADDING = 2  # DataTable: one cell of padding each side
+SCROLLBAR = 2
+
+
+def fitting_columns(records: list[CycleRecord], width: int) -> tuple[tuple[str, int], ...]:
+    """The widest column set whose cells all fit in `width` cells, each column with the
+    width of its widest cell (fixed widths: the table never has to re-measure)."""
+    for columns in COLUMN_SETS:
+        widths = tuple(
+            (
+                name,
+                max([cell_len(name.strip())] + [CELLS[name](r).cell_len for r in records]),
+            )
+            for name in columns
+        )
+        if SCROLLBAR + sum(cells + CELL_PADDING for _name, cells in widths) <= width:
+            return widths
+    return widths
 
 
 class JournalTable(DataTable[Text]):
@@ -94,11 +159,15 @@ class JournalTable(DataTable[Text]):
 
 
 class JournalPane(Vertical):
-    BINDINGS = [Binding("u", "revert", "Revert cycle", id="journal-revert")]
+    BINDINGS = [
+        Binding("u", "revert", "Revert cycle", id="journal-revert"),
+        Binding("c", "copy_id", "Copy cycle id", id="journal-copy"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.records: list[CycleRecord] = []
+        self.columns: tuple[tuple[str, int], ...] = ()
 
     @property
     def host(self) -> Host:
@@ -106,47 +175,40 @@ class JournalPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="journal-info", classes="pane-bar-line", markup=False)
-        table = JournalTable(id="journal-table", cursor_type="row")
-        table.add_columns(*JOURNAL_COLUMNS)
-        yield table
+        yield JournalTable(id="journal-table", cursor_type="row")
+        yield Static("", id="journal-row", classes="pane-bar-line", markup=False)
 
     def reload(self, *, keep: bool = True) -> None:
-        table = self.query_one("#journal-table", DataTable)
         current = self.selected() if keep else None
         self.records = self.host.store.records(limit=JOURNAL_ROWS)
-        table.clear()
-        for r in self.records:
-            is_revert = r.kind == "revert"
-            networked = r.summariser in ("ollama", "anthropic")
-            # Every cell is Text: a str cell would be parsed as markup (agent names are data).
-            outcome = r.outcome + (" ↺" if r.reverted_by else "")
-            row = [
-                Text(r.started_at[:19].replace("T", " ")),
-                Text(neutralise(r.agent_id, one_line=True)[:20]),
-                Text(r.kind),
-                Text(outcome, style=OUTCOME_STYLE.get(r.outcome, "")),
-                Text(str(len(r.restored)) if is_revert else str(len(r.consumed))),
-                Text("" if is_revert else str(len(r.pruned))),
-                Text(r.summariser or "—"),
-                Text(f"{r.latency_ms:.0f} ms" if networked and not is_revert else ""),
-                Text(r.cycle_id[-10:]),
-            ]
-            table.add_row(*row, key=r.cycle_id)
-        if self.records:
-            index = next(
-                (
-                    i
-                    for i, r in enumerate(self.records)
-                    if current and r.cycle_id == current.cycle_id
-                ),
-                0,
-            )
-            table.move_cursor(row=index)
+        self._fill(current.cycle_id if current else None)
         count = len(self.records)
         self.query_one("#journal-info", Static).update(
             f" {count} record{'s' if count != 1 else ''}, newest first · enter replays the diff"
-            " · u reverts"
+            " · u reverts · c copies the id"
         )
+
+    def _fill(self, keep_id: str | None) -> None:
+        table = self.query_one("#journal-table", DataTable)
+        columns = fitting_columns(self.records, self.size.width or self.app.size.width)
+        if columns != self.columns:
+            table.clear(columns=True)
+            for name, cells in columns:
+                table.add_column(name.strip(), width=cells)
+            self.columns = columns
+        else:
+            table.clear()
+        for r in self.records:
+            table.add_row(*(CELLS[name](r) for name, _cells in columns), key=r.cycle_id)
+        if self.records:
+            index = next((i for i, r in enumerate(self.records) if r.cycle_id == keep_id), 0)
+            table.move_cursor(row=index)
+        self._show_selected()
+
+    def on_resize(self) -> None:
+        if self.records and fitting_columns(self.records, self.size.width) != self.columns:
+            current = self.selected()
+            self._fill(current.cycle_id if current else None)
 
     def selected(self) -> CycleRecord | None:
         table = self.query_one("#journal-table", DataTable)
@@ -154,16 +216,56 @@ class JournalPane(Vertical):
             return None
         return self.records[min(table.cursor_row, len(self.records) - 1)]
 
+    def _show_selected(self) -> None:
+        """The highlighted record's whole id (for `graymatter-tui revert ID`) and the
+        columns a narrow table had to leave out."""
+        record = self.selected()
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if record is not None:
+            line.append(" cycle ", style="dim")
+            line.append(record.cycle_id, style="bold")
+            details = [record.kind, record.summariser or "no summariser"]
+            if latency := _latency(record).plain:
+                details.append(latency)
+            line.append(" · " + " · ".join(details), style="dim")
+        self.query_one("#journal-row", Static).update(line)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_selected()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         record = self.selected()
         if record is not None:
             self.app.push_screen(CycleDiffScreen(record))
+
+    def action_copy_id(self) -> None:
+        record = self.selected()
+        if record is None:
+            return
+        self.app.copy_to_clipboard(record.cycle_id)
+        self.app.notify(
+            f"Copied {record.cycle_id} (for graymatter-tui revert). A terminal without "
+            "clipboard access (OSC 52) ignores it: the id is on the line under the table."
+        )
 
     def action_revert(self) -> None:
         record = self.selected()
         if record is None or not self.host.may_mutate():
             return
         store = self.host.store
+        try:
+            refusal = store.revert_refusal(record.cycle_id)
+        except GraymatterError as exc:
+            refusal = str(exc)
+        if refusal:
+            # The store refuses it too; saying so before the question saves a useless yes.
+            self.app.notify(
+                neutralise(refusal, one_line=True),
+                title="Cannot revert",
+                severity="warning",
+                markup=False,
+            )
+            return
 
         def done(yes: bool | None) -> None:
             if yes:

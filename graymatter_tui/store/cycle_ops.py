@@ -239,52 +239,25 @@ class CycleOps:
     def save_record(self, record: CycleRecord) -> None:
         self.write(lambda tx: _save_record(tx, record))
 
+    def revert_refusal(self, cycle_id: str) -> str | None:
+        """Why `revert(cycle_id)` would be refused right now, or None: the same checks,
+        in a read transaction, so a UI can say so before asking for confirmation. The
+        revert itself checks again (another process may write in between)."""
+
+        def run(tx: Tx) -> str | None:
+            try:
+                _revertible(tx, cycle_id)
+            except (Conflict, NotFound) as exc:
+                return str(exc)
+            return None
+
+        return self.read(run)
+
     def revert(self, cycle_id: str) -> CycleRecord:
         """Undo an applied cycle: consumed facts live again, summary retired, one transaction."""
 
         def run(tx: Tx) -> CycleRecord:
-            original = tx.record(cycle_id)
-            if original is None:
-                raise NotFound(f"no cycle with id {cycle_id}")
-            if original.kind == "revert":
-                raise Conflict(
-                    f"record {cycle_id} is itself a revert; revert records cannot be reverted"
-                )
-            if original.outcome != "applied":
-                raise Conflict(
-                    f"cycle {cycle_id} cannot be reverted: nothing was applied "
-                    f"(outcome {original.outcome or 'unknown'})"
-                )
-            if original.reverted_by:
-                raise Conflict(f"cycle {cycle_id} was already reverted by {original.reverted_by}")
-            summary = tx.find(original.summary_id)
-            if summary is None:
-                raise Conflict(
-                    f"cycle {cycle_id} cannot be reverted: its summary {original.summary_id} "
-                    "has been pruned"
-                )
-            if summary.pinned:
-                raise Conflict(
-                    f"cycle {cycle_id} cannot be reverted: its summary {summary.id} is pinned; "
-                    "unpin it first"
-                )
-            if summary.is_tombstone:
-                how = "retired" if summary.is_retired else f"consumed by {summary.superseded_by}"
-                raise Conflict(f"cycle {cycle_id} cannot be reverted: its summary was {how} since")
-            restored: list[Fact] = []
-            for fact_id in original.consumed:
-                fact = tx.find(fact_id)
-                if fact is None:
-                    raise Conflict(
-                        f"cycle {cycle_id} cannot be reverted: consumed fact {fact_id} is gone "
-                        "(pruned)"
-                    )
-                if fact.superseded_by != summary.id:
-                    raise Conflict(
-                        f"cycle {cycle_id} cannot be reverted: fact {fact_id} no longer points "
-                        "at the cycle's summary"
-                    )
-                restored.append(fact)
+            original, summary, restored = _revertible(tx, cycle_id)
             origins = _summary_origins(tx, {f.id for f in restored})
             for fact in restored:
                 # A restored summary of an earlier cycle gets that cycle's id back.
@@ -313,6 +286,51 @@ class CycleOps:
             return revert
 
         return self.write(run)
+
+
+def _revertible(tx: Tx, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:
+    """The record, its summary and the facts a revert would restore; raises Conflict or
+    NotFound saying why the cycle cannot be reverted."""
+    original = tx.record(cycle_id)
+    if original is None:
+        raise NotFound(f"no cycle with id {cycle_id}")
+    if original.kind == "revert":
+        raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.outcome != "applied":
+        raise Conflict(
+            f"cycle {cycle_id} cannot be reverted: nothing was applied "
+            f"(outcome {original.outcome or 'unknown'})"
+        )
+    if original.reverted_by:
+        raise Conflict(f"cycle {cycle_id} was already reverted by {original.reverted_by}")
+    summary = tx.find(original.summary_id)
+    if summary is None:
+        raise Conflict(
+            f"cycle {cycle_id} cannot be reverted: its summary {original.summary_id} "
+            "has been pruned"
+        )
+    if summary.pinned:
+        raise Conflict(
+            f"cycle {cycle_id} cannot be reverted: its summary {summary.id} is pinned; "
+            "unpin it first"
+        )
+    if summary.is_tombstone:
+        how = "retired" if summary.is_retired else f"consumed by {summary.superseded_by}"
+        raise Conflict(f"cycle {cycle_id} cannot be reverted: its summary was {how} since")
+    restored: list[Fact] = []
+    for fact_id in original.consumed:
+        fact = tx.find(fact_id)
+        if fact is None:
+            raise Conflict(
+                f"cycle {cycle_id} cannot be reverted: consumed fact {fact_id} is gone (pruned)"
+            )
+        if fact.superseded_by != summary.id:
+            raise Conflict(
+                f"cycle {cycle_id} cannot be reverted: fact {fact_id} no longer points "
+                "at the cycle's summary"
+            )
+        restored.append(fact)
+    return original, summary, restored
 
 
 def _summary_origins(tx: Tx, fact_ids: set[str]) -> dict[str, str]:

@@ -9,7 +9,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from graymatter_tui.consolidation.diff import Diff, build_diff
+from graymatter_tui.consolidation.diff import Diff, build_diff, build_proposal_diff
+from graymatter_tui.consolidation.review import InvalidProposal
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.textsafe import neutralise
 
@@ -79,6 +80,20 @@ class DiffView(VerticalScroll):
     def show_text(self, message: str) -> None:
         self._diff = None
         self.query_one("#diff-body", Static).update(Text(neutralise(message)))
+
+    def show_proposal(self, record: CycleRecord, raw: str, *, structured: bool) -> None:
+        """The summariser's answer as it stands, before review has clamped or guarded it."""
+        try:
+            diff = build_proposal_diff(record, raw, structured=structured)
+        except InvalidProposal as exc:
+            self._diff = None
+            text = Text(f"The answer is not a usable proposal: {exc}.", style="yellow")
+            text.append(" Review (n) will discard it. The answer begins:\n\n", style="yellow")
+            text.append(neutralise(raw[:600]), style="dim")
+            self.query_one("#diff-body", Static).update(text)
+            return
+        self._diff = diff
+        self.query_one("#diff-body", Static).update(render_diff(diff, self._text_width()))
 
     def show_record(self, record: CycleRecord | None) -> None:
         body = self.query_one("#diff-body", Static)

@@ -19,6 +19,7 @@ from graymatter_tui.textsafe import neutralise
 PAGE = 64
 BAR_CELLS = 8
 _BLOCKS = " ▏▎▍▌▋▊▉█"
+PLAIN = Style.null()  # every segment has a real style: NO_COLOR's filter reads them all
 DIM = Style(dim=True)
 PIN = Style(color="yellow", bold=True)
 BAR = Style(color="green")
@@ -37,16 +38,16 @@ def fit(segments: list[Segment], width: int) -> list[Segment]:
             continue
         room = width - used - 1
         if room > 0:
-            out.append(Segment(set_cell_size(segment.text, room), segment.style))
+            out.append(Segment(set_cell_size(segment.text, room), segment.style or PLAIN))
         out.append(Segment("…", DIM))
         break
     return out
 
 
 def column(text: str, cells: int, style: Style) -> list[Segment]:
-    """`text` in exactly `cells` cells: cut with "…" when too long, padded (unstyled) when short."""
+    """`text` in exactly `cells` cells: cut with "…" when too long, padded (plain) when short."""
     cut = fit([Segment(text, style)], cells)
-    return [*cut, Segment(" " * (cells - sum(cell_len(s.text) for s in cut)))]
+    return [*cut, Segment(" " * (cells - sum(cell_len(s.text) for s in cut)), PLAIN)]
 
 
 # The cells before a tombstone's text: " ▍▍▍▍ 0.10    99d ".
@@ -63,6 +64,36 @@ def tombstone_header(width: int) -> str:
     """Column titles aligned with `TombstoneRows.row` at the same width."""
     lead = " " + "weight".ljust(10) + "prune".rjust(6) + " "
     return lead + "tombstone".ljust(tombstone_text_cells(width)) + " → [cycle] summary"
+
+
+# The columns of a live fact's row, in cells; `fact_header` titles them from the same
+# numbers, so the titles stay over their columns.
+PIN_CELLS = 3  # " ★ "
+NUMBER_CELLS = 5  # " 0.99" after the bar
+AGE_CELLS = 5  # "  17d"
+USES_CELLS = 5  # "   12"
+GAP = "  "
+
+
+def fact_header() -> str:
+    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text."""
+    return (
+        "pin".ljust(PIN_CELLS)
+        + "weight".rjust(BAR_CELLS + NUMBER_CELLS)
+        + "age".rjust(AGE_CELLS)
+        + "uses".rjust(USES_CELLS)
+        + GAP
+        + "text"
+    )
+
+
+def count_text(count: int) -> str:
+    """An access count in at most four cells: 9999, then 12k, then 3M."""
+    if count < 10_000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count // 1000}k"
+    return f"{min(count // 1_000_000, 999)}M"
 
 
 def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
@@ -129,14 +160,20 @@ class FactRows:
         fact = self.fact(index)
         if fact is None:
             return [Segment("  (unavailable)", DIM)]
-        star = Segment(" ★ " if fact.pinned else "   ", PIN)
+        star = Segment((" ★ " if fact.pinned else "").ljust(PIN_CELLS), PIN)
         bar_style = BAR_LOW if fact.weight < 0.1 else BAR
+        age = age_text(self.now, fact.created_at)
         row = [
             star,
             Segment(weight_bar(fact.weight), bar_style),
-            Segment(f" {fact.weight:4.2f} {age_text(self.now, fact.created_at):>4} ", DIM),
-            Segment(f"{fact.access_count:>4}  ", DIM),
-            Segment(neutralise(fact.text, one_line=True)),
+            Segment(
+                f"{fact.weight:4.2f}".rjust(NUMBER_CELLS)
+                + age.rjust(AGE_CELLS)
+                + count_text(fact.access_count).rjust(USES_CELLS)
+                + GAP,
+                DIM,
+            ),
+            Segment(neutralise(fact.text, one_line=True), PLAIN),
         ]
         return fit(row, width)
 
@@ -177,7 +214,7 @@ class TombstoneRows(FactRows):
             Segment(f" {weight_bar(fact.weight, 4)}", BAR_LOW if fact.weight < 0.1 else BAR),
             Segment(f" {fact.weight:4.2f} {days:>5.0f}d ", DIM),
             *column(text, cells, Style(strike=True)),
-            Segment(" "),
+            Segment(" ", PLAIN),
         ]
         if fact.is_retired:
             return fit([*head, Segment("→ retired by agent", DIM)], width)

@@ -3,6 +3,10 @@
 Only the rows on screen are ever built: the widget asks its `RowSource` for row N when
 line N scrolls into view, so 1M facts cost no more to show than 100. There is no widget
 and no row object per item (compare the stock DataTable, which builds every row).
+
+Every segment drawn carries a real `Style` (never None): Textual's line filters (the
+monochrome filter of `NO_COLOR`, for one) read each segment's style, and a bare segment
+crashes them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ class RowSource(Protocol):
     def __len__(self) -> int: ...
 
     def row(self, index: int, width: int) -> list[Segment]:
-        """Segments for row `index`, text already neutralised, any length."""
+        """Segments for row `index`, text already neutralised, any length, each with a
+        real `Style` (`Style.null()` for plain text)."""
         ...
 
 
@@ -40,7 +45,7 @@ class VirtualList(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES = {"virtual-list--cursor", "virtual-list--empty"}
     DEFAULT_CSS = """
-    VirtualList { height: 1fr; background: $surface; }
+    VirtualList { height: 1fr; background: $surface; overflow-x: hidden; }
     VirtualList > .virtual-list--cursor { background: $accent 40%; }
     VirtualList:focus > .virtual-list--cursor { background: $accent; color: $text; }
     VirtualList > .virtual-list--empty { color: $text-muted; }
@@ -84,40 +89,79 @@ class VirtualList(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.source: RowSource = EmptySource()
         self.empty_text = empty_text
+        self._pending_top: int | None = None
+        self._frame_style: Style | None = None
 
     def set_source(self, source: RowSource, *, cursor: int | None = None) -> None:
-        """Show a new source; keep the cursor where asked (clamped)."""
+        """Show a new source; put the cursor where asked (clamped).
+
+        The view follows what a reader expects of a list whose rows can arrive above the
+        cursor (newest first): a view at the top stays at the top, so new rows come into
+        sight and push the cursor's row down; a view scrolled elsewhere keeps the
+        cursor's row on the same screen line, so nothing jumps under the reader's eyes.
+        """
+        screen_row = self.cursor - self.scroll_offset.y
+        at_top = self.scroll_offset.y == 0
         self.source = source
-        self.virtual_size = Size(self.size.width, len(source))
         count = len(source)
+        # Rows are cut to the width, never scrolled sideways: no horizontal scrollbar.
+        self.virtual_size = Size(0, count)
         target = self.cursor if cursor is None else cursor
-        self.cursor = max(0, min(target, count - 1)) if count else 0
+        target = max(0, min(target, count - 1)) if count else 0
+        self._pending_top = 0 if at_top else target - screen_row
+        self._place_view(target)
+        self.cursor = target
         self.refresh()
 
+    def _place_view(self, cursor: int) -> None:
+        """Scroll to the pending top line, moved just enough to keep `cursor` in view.
+        A list not laid out yet (a hidden tab) keeps it pending until it has a height."""
+        height = self.scrollable_content_region.height
+        if self._pending_top is None or height <= 0:
+            return
+        top = self._pending_top
+        self._pending_top = None
+        top = min(max(top, cursor - height + 1), cursor)
+        top = max(0, min(top, len(self.source) - height))
+        self.scroll_to(y=top, animate=False, force=True, immediate=True)
+
+    def on_resize(self) -> None:
+        if self._pending_top is not None:
+            self._place_view(self.cursor)
+
     # ---- drawing ---------------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The list's colours are looked up once per frame, not once per line.
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
+        index = self.scroll_offset.y + y
+        width = max(self.scrollable_content_region.width, 1)
+        # The list's own colours go under every segment (a segment's own style wins), the
+        # cursor's over the list's: one base style, applied once.
+        base = self._frame_style or self.rich_style
         count = len(self.source)
-        if count == 0:
-            if y == 0:
-                style = self.get_component_rich_style("virtual-list--empty")
-                return Strip([Segment(" " + self.empty_text, style)]).adjust_cell_length(width)
-            return Strip.blank(width)
-        if index >= count:
-            return Strip.blank(width)
-        segments = self.source.row(index, width)
-        strip = Strip(segments).adjust_cell_length(max(width, 1))
-        if index == self.cursor:
-            strip = strip.apply_style(self.get_component_rich_style("virtual-list--cursor"))
-        return strip.crop(scroll_x, scroll_x + width) if scroll_x else strip
+        if count == 0 and y == 0:
+            style = self.get_component_rich_style("virtual-list--empty")
+            strip = Strip([Segment(" " + self.empty_text, style)])
+        elif index >= count:
+            return Strip.blank(width, base)
+        else:
+            strip = Strip(self.source.row(index, width))
+            if index == self.cursor:
+                base += self.get_component_rich_style("virtual-list--cursor")
+        return strip.adjust_cell_length(width, Style.null()).apply_style(base)
 
     # ---- cursor ------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
         self._refresh_row(old)
         self._refresh_row(new)
-        self.scroll_to_region(Region(0, new, 1, 1), animate=False, force=True, immediate=True)
+        if self._pending_top is None:  # else the view is placed once the list has a height
+            self.scroll_to_region(Region(0, new, 1, 1), animate=False, force=True, immediate=True)
         if len(self.source):
             self.post_message(self.Highlighted(self, new))
 
@@ -161,7 +205,3 @@ class VirtualList(ScrollView, can_focus=True):
             if index == self.cursor and getattr(event, "chain", 1) >= 2:
                 self.action_select()
             self.cursor = index
-
-
-def styled(text: str, style: Style | None = None) -> Segment:
-    return Segment(text, style)

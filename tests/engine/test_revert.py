@@ -35,9 +35,14 @@ def applied(
 def assert_refused(store: Store, cycle_id: str, error: type[Exception], words: str) -> None:
     before = snapshot(store)
     generation = store.generation()
+    # Asked beforehand (as the TUI does before its confirmation), the store gives the
+    # very reason the revert itself then refuses with, and writes nothing.
+    refusal = store.revert_refusal(cycle_id)
+    assert store.generation() == generation
     with pytest.raises(error) as caught:
         store.revert(cycle_id)
     assert words in str(caught.value)
+    assert refusal == str(caught.value)
     assert snapshot(store) == before
     assert store.generation() == generation
 
@@ -49,6 +54,7 @@ def test_revert_round_trip(gm: Store, ollama: ScriptedOllama) -> None:
     record = applied(gm, ollama, batch[:6])
     summary_id = record.summary_id
     counters = gm.counters()
+    assert gm.revert_refusal(record.cycle_id) is None
 
     revert = gm.revert(record.cycle_id)
 

@@ -292,3 +292,104 @@ async def test_long_diff_rows_wrap_under_their_text_and_rewrap_on_resize(
         await pilot.resize_terminal(120, 34)
         await settle(pilot)
         assert any(f"− {STAGING_B}" in line for line in screen_lines(app))
+
+
+async def test_the_proposal_is_shown_before_review_then_what_review_made_of_it(
+    demo_store: Store, ollama: ScriptedOllama
+) -> None:
+    """Right after propose the diff shows the model's answer as it stands (every id it
+    named, unclamped); after review, what review kept."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        rows = dict((text, fact_id) for fact_id, text in PROMPT_ROW.findall(request.prompt))
+        a, b = rows[STAGING_A], rows[STAGING_B]
+        return Reply.proposal(MERGED, [a, b, "01NOTAFACT0000000000000000", a])
+
+    ollama.set_responder(respond)
+    app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
+    async with running(app) as pilot:
+        await pilot.press("3")
+        await step(pilot, 3)  # decay, select, propose
+        assert "▶ Review" in static_text(app, "#stepper")
+        diff = static_text(app, "#diff-body")
+        assert "0 to consume" not in diff
+        assert "as proposed, before review: 2 named for consumption · 30 not named" in diff
+        assert f" − {STAGING_A}\n" in diff and f" − {STAGING_B}\n" in diff
+        assert f" + {MERGED}\n" in diff
+        assert "01NOTAFACT0000000000000000  ignored: not in the batch" in diff
+        assert "ignored: named twice" in diff
+        assert f"+ {MERGED}" in screen_text(app)
+
+        await step(pilot)  # review
+        diff = static_text(app, "#diff-body")
+        assert diff.startswith(" 2 to consume · 30 kept")
+        assert "01NOTAFACT0000000000000000  ignored: unknown id" in diff
+        assert "ignored: duplicate" in diff
+
+
+async def test_an_unreadable_answer_is_shown_as_such_before_review(
+    demo_store: Store, ollama: ScriptedOllama
+) -> None:
+    ollama.script(Reply.text("Sure! Here is my summary: [not json]"))
+    app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
+    async with running(app) as pilot:
+        await pilot.press("3")
+        await step(pilot, 3)
+        diff = static_text(app, "#diff-body")
+        assert "The answer is not a usable proposal: the response is not valid JSON" in diff
+        assert "Sure! Here is my summary: [not json]" in diff  # literally, never markup
+
+
+async def test_after_esc_the_hint_names_the_key_that_asks_again(
+    demo_store: Store, ollama: ScriptedOllama
+) -> None:
+    ollama.script(Reply.hang(30))
+
+    def respond(request: RecordedRequest) -> Reply:
+        rows = dict((text, fact_id) for fact_id, text in PROMPT_ROW.findall(request.prompt))
+        return Reply.proposal(MERGED, [rows[STAGING_A], rows[STAGING_B]])
+
+    ollama.set_responder(respond)
+    app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=20.0)
+    async with running(app) as pilot:
+        await pilot.press("3")
+        await step(pilot, 2)
+        pane = app.query_one("#consolidate-pane")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: pane.busy, what="the call")  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not pane.busy, what="the cancel")  # type: ignore[attr-defined]
+        await settle(pilot)
+        stepper = static_text(app, "#stepper")
+        note = next(line for line in stepper.splitlines() if "Model call cancelled" in line)
+        key = re.search(r"cancelled: (\S+) asks again", note)
+        assert key is not None, note
+        await pilot.press(key.group(1))  # the key the note names
+        await wait_until(
+            pilot,
+            lambda: "answer received" in static_text(app, "#stepper"),
+            what="the second call",
+        )
+        assert len(ollama.generate_requests) == 2
+        await settle(pilot)
+        assert f" + {MERGED}\n" in static_text(app, "#diff-body")
+
+
+async def test_a_stale_apply_is_not_marked_done(demo_store: Store) -> None:
+    """Another process changes a batch fact between review and apply: apply discards the
+    stale proposal, and the stepper must not show it as a green ✓."""
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("3")
+        await step(pilot, 4)
+        (staging_a,) = ids_of(demo_store, STAGING_A)
+        demo_store.revise(staging_a, STAGING_A + " Changed meanwhile.")
+        await pilot.press("a")
+        await settle(pilot)
+        stepper = static_text(app, "#stepper")
+        apply_line = next(line for line in stepper.splitlines() if " Apply " in line)
+        assert "discarded" in apply_line
+        assert "✓" not in apply_line and "✗" in apply_line
+        assert "apply" not in done_stages(stepper)
+        assert "Outcome: discarded" in stepper
+    assert demo_store.records()[0].outcome == "discarded"

@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import msgspec
 from textual.widgets import Input, TextArea
 
+from graymatter_tui.demo import create_demo
 from graymatter_tui.model import RETIRED
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
 from graymatter_tui.store import Store
 from tests.tui.helpers import (
+    FIXED,
     FIXED_TEXT,
     OPS,
     STAGING_A,
@@ -212,18 +217,21 @@ async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) 
         assert text not in screen_text(app)
         assert "(99 live)" in static_text(app, "#topbar")
 
-        # a pinned fact is refused with a notification, and nothing changes
+        # a pinned fact is refused before any question is asked, and nothing changes
         pinned_id = next(f.id for f in demo_store.list_facts(OPS) if f.pinned)
         await pilot.press("s", "end")  # weight 1.0: the heaviest fact
         assert cursor_fact_id(app) == pinned_id
         before = everything(demo_store)
-        await pilot.press("x", "y")
-        await settle(pilot)
-        assert everything(demo_store) == before
+        await pilot.press("x")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
         assert any(
-            severity == "error" and "unpin it before retiring it" in message
+            severity == "warning" and "pinned: unpin it (p) before retiring it" in message
             for severity, message in notifications(app)
         )
+        await pilot.press("y")
+        await settle(pilot)
+        assert everything(demo_store) == before
 
         await pilot.press("2")
         await pilot.pause()
@@ -242,3 +250,109 @@ async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store:
         await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
         assert demo_store.get(target).pinned
         assert cursor_fact_id(app) == target
+
+
+async def test_new_facts_above_the_cursor_come_into_view(demo_store: Store) -> None:
+    """A list at its top stays at its top: facts written while another tab was open, or
+    while the list was sorted by weight, are on screen above the cursor's fact."""
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        newest = cursor_fact_id(app)
+        await pilot.press("2")
+        await settle(pilot)
+        demo_store.put(OPS, "Written while Tombstones was open (one).")
+        demo_store.put(OPS, "Written while Tombstones was open (two).")
+        await pilot.pause(2 * app.poll_seconds)
+        await pilot.press("1")
+        await settle(pilot)
+        assert cursor_fact_id(app) == newest  # the cursor stayed on its fact
+        shown = screen_text(app)
+        assert "open (one)." in shown and "open (two)." in shown
+        assert shown.index("open (two).") < shown.index(demo_store.get(newest).text)
+
+        await pilot.press("s")
+        await settle(pilot)
+        demo_store.put(OPS, "Written while sorted by weight.")
+        await pilot.pause(2 * app.poll_seconds)
+        await pilot.press("s")
+        await settle(pilot)
+        assert cursor_fact_id(app) == newest
+        shown = screen_text(app)
+        for text in ("sorted by weight.", "open (one).", "open (two)."):
+            assert text in shown, text
+
+
+async def test_a_scrolled_list_keeps_the_cursor_on_its_screen_line(demo_store: Store) -> None:
+    """Away from the top, a new fact above must not move what the reader is looking at."""
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        await pilot.press("pagedown", "pagedown", "up", "up")
+        await settle(pilot)
+        target = cursor_fact_id(app)
+        text = demo_store.get(target).text[:40]  # rows are cut at 80 columns
+        line = next(i for i, row in enumerate(screen_lines(app)) if text in row)
+        demo_store.put(OPS, "Arrived above the view.")
+        await wait_until(pilot, lambda: len(fact_rows(app)) == 101, what="the new fact")
+        await settle(pilot)
+        assert cursor_fact_id(app) == target
+        assert text in screen_lines(app)[line]
+
+
+async def test_ages_follow_the_clock_without_a_store_read(store_path: object) -> None:
+    now = [FIXED]
+    store = Store.open(store_path, clock_fn=lambda: now[0])  # type: ignore[arg-type]
+    try:
+        create_demo(store)
+        newest = store.list_facts(OPS)[0].text
+        app = make_app(store)
+        app.clock_seconds = 0.2
+        async with running(app, size=(100, 24)) as pilot:
+            assert "   1d " in row_of(app, newest)
+            rows, generation = fact_rows(app), store.generation()
+            now[0] = FIXED + timedelta(days=2)
+            await wait_until(pilot, lambda: "   3d " in row_of(app, newest), what="3d")
+            assert fact_rows(app) is rows  # redrawn, not reloaded
+            assert store.generation() == generation
+    finally:
+        store.close()
+
+
+async def test_column_titles_sit_over_their_columns(demo_store: Store) -> None:
+    fact = demo_store.list_facts(OPS)[0]
+    app = make_app(demo_store)
+    async with running(app, size=(100, 24)):
+        lines = screen_lines(app)
+        header = next(line for line in lines if line.startswith("pin"))
+        row = row_of(app, fact.text)
+        number = f"{fact.weight:4.2f}"
+        assert header.index("weight") + len("weight") == row.index(number) + len(number)
+        age = row.index(" 1d ") + len(" 1d")
+        assert header.index("age") + len("age") == age
+        uses = row.index(f" {fact.access_count} ", age) + 1 + len(str(fact.access_count))
+        assert header.index("uses") + len("uses") == uses
+        assert header.index("text") == row.index(fact.text)
+        assert row.index("█") >= len("pin")  # the weight bar is right of the pin column
+
+
+async def test_a_filter_without_a_match_says_so(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await pilot.press("slash", *"no such [b]thing")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("0 of 100"))
+        shown = screen_text(app)
+        assert "No live fact matches “no such [b]thing”." in shown
+        assert "No live facts for this agent." not in shown
+
+
+async def test_no_sideways_scrollbar_after_a_filter(demo_store: Store) -> None:
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        fact_list: Any = app.query_one("#fact-list")
+        await pilot.press("slash", *"staging")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
+        await pilot.press("escape")
+        await pilot.press("slash", *["backspace"] * len("staging"), "escape")
+        await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("100 live"))
+        await settle(pilot)
+        assert not fact_list.show_horizontal_scrollbar
+        assert fact_list.max_scroll_x == 0

@@ -76,18 +76,15 @@ async def test_journal_lists_cycles_newest_first_and_replays_a_diff(demo_store: 
         await pilot.pause()
         assert static_text(app, "#journal-info").startswith(" 2 records, newest first")
         rows = table_rows(app)
-        assert [row["cycle"] for row in rows] == [skipped.cycle_id[-10:], applied.cycle_id[-10:]]
+        # the whole id, as `graymatter-tui revert` takes it
+        assert [row["cycle"] for row in rows] == [skipped.cycle_id, applied.cycle_id]
         assert [row["outcome"] for row in rows] == ["skipped", "applied"]
         assert rows[1]["time"] == "2026-11-30 12:00:00"
-        assert [rows[1][c] for c in ("agent", "kind", "summariser")] == [
-            OPS,
-            "consolidate",
-            "local",
-        ]
+        assert [rows[1][c] for c in ("agent", "summariser")] == [OPS, "local"]
         assert [rows[1]["consumed"], rows[1]["pruned"]] == ["2", "0"]
         assert rows[0]["summariser"] == "none"
         shown = screen_text(app)
-        assert shown.index(skipped.cycle_id[-10:]) < shown.index(applied.cycle_id[-10:])
+        assert shown.index(skipped.cycle_id) < shown.index(applied.cycle_id)
 
         # enter replays the applied cycle's diff from its record
         await pilot.press("down", "enter")
@@ -142,32 +139,31 @@ async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: Store
 
         await wait_until(pilot, lambda: len(table_rows(app)) == 3, what="the revert record")
         rows = table_rows(app)
-        assert rows[0]["kind"] == "revert" and rows[0]["consumed"] == "2"  # restored
-        original = next(row for row in rows if row["cycle"] == applied.cycle_id[-10:])
+        assert rows[0]["outcome"] == "revert" and rows[0]["consumed"] == "2"  # restored
+        original = next(row for row in rows if row["cycle"] == applied.cycle_id)
         assert original["outcome"] == "applied ↺"
-        assert newest.cycle_id[-10:] in screen_text(app)
+        assert newest.cycle_id in screen_text(app)
 
-        # reverting the same cycle again: an error, and the store is left alone
+        # reverting the same cycle again is refused before any question, with the store's
+        # own reason, and the store is left alone
         before = state(demo_store)
         app.clear_notifications()
         await move_to(pilot, applied.cycle_id)
         await pilot.press("u")
-        await pilot.pause()
-        await pilot.press("y")
         await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
         assert state(demo_store) == before
-        errors = [m for severity, m in notifications(app) if severity == "error"]
-        assert any(f"was already reverted by {newest.cycle_id}" in m for m in errors)
+        warnings = [m for severity, m in notifications(app) if severity == "warning"]
+        assert any(f"was already reverted by {newest.cycle_id}" in m for m in warnings)
         assert app.is_running
 
-        # a revert record cannot itself be reverted
+        # a revert record cannot itself be reverted: refused the same way
         await move_to(pilot, newest.cycle_id)
         await pilot.press("u")
-        await pilot.pause()
-        await pilot.press("y")
         await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
         assert state(demo_store) == before
-        assert any("cannot be reverted" in m for s, m in notifications(app) if s == "error")
+        assert any("cannot be reverted" in m for s, m in notifications(app) if s == "warning")
 
 
 async def test_selection_stays_on_its_cycle_when_another_process_adds_one(

@@ -1,9 +1,13 @@
-"""The real app in a real terminal, once: tmux runs `python -m graymatter_tui`, the test
-types keys and reads the pane, then checks the store through the CLI."""
+"""The real app in a real terminal: tmux runs `python -m graymatter_tui`, the test types
+keys and reads the pane. One full cycle checked through the CLI afterwards; then the
+terminal settings people have (TERM, locale, colour depth, NO_COLOR), each with the fact
+rows, the consolidation diff and the Status histogram on screen; and a crash, which must
+restore the terminal and exit 1."""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,6 +24,7 @@ from tests.tui.helpers import FIXED_TEXT, run_cli
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 PROMPT = "gm-tui-test$"
+EXIT_LINE = re.compile(r"^exit=(\d+)$", re.MULTILINE)
 DEADLINE = 60.0  # seconds; the app starts in a second or two on an idle machine
 
 
@@ -40,15 +45,20 @@ class Tmux:
         )
         return done.stdout
 
-    def start(self) -> None:
-        shell = f"env PS1={shlex.quote(PROMPT + ' ')} TERM=xterm-256color bash --norc --noprofile"
-        self.run("new-session", "-d", "-s", self.session, "-x", "120", "-y", "36", shell)
+    def start(self, width: int = 120, height: int = 36) -> None:
+        shell = (
+            f"env -u COLORTERM PS1={shlex.quote(PROMPT + ' ')} TERM=xterm-256color "
+            "bash --norc --noprofile"
+        )
+        self.run(
+            "new-session", "-d", "-s", self.session, "-x", str(width), "-y", str(height), shell
+        )
 
     def send(self, *keys: str) -> None:
         self.run("send-keys", "-t", self.session, *keys)
 
-    def capture(self) -> str:
-        return self.run("capture-pane", "-p", "-t", self.session)
+    def capture(self, *, escapes: bool = False) -> str:
+        return self.run("capture-pane", "-p", *(["-e"] if escapes else []), "-t", self.session)
 
     def wait_for(self, condition: Callable[[str], bool], what: str) -> str:
         deadline = time.monotonic() + DEADLINE
@@ -129,3 +139,121 @@ def test_run_a_cycle_in_a_real_terminal(tmp_path: Path) -> None:
     assert payload["consolidations"] == 1
     assert payload["facts_consumed"] == 2
     assert payload["live_facts"] == 299 and payload["tombstones"] == 2
+
+
+def demo_store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    made = run_cli("demo", "--dir", str(store))
+    assert made.returncode == 0, made.stderr
+    return store
+
+
+def app_command(store: Path, env: dict[str, str]) -> str:
+    settings = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    return (
+        f"env GRAYMATTER_NOW={FIXED_TEXT} {settings} {shlex.quote(sys.executable)} "
+        f"-m graymatter_tui --dir {shlex.quote(str(store))} --llm local"
+    )
+
+
+def exit_status(tmux: Tmux) -> int:
+    """Wait for the shell prompt, then ask the shell for the app's exit status."""
+    tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt again")
+    tmux.send("status=$?; clear; echo exit=$status", "Enter")
+    screen = tmux.wait_for(lambda s: bool(EXIT_LINE.search(s)), "the exit status")
+    found = EXIT_LINE.search(screen)
+    assert found is not None
+    return int(found.group(1))
+
+
+def assert_terminal_restored(tmux: Tmux) -> None:
+    """Back in the shell: line editing and echo on (what `stty` says), the alternate
+    screen left, and typed text echoed."""
+    tmux.send("clear; stty -a; echo stty-$((6 * 7))", "Enter")
+    screen = tmux.wait_for(lambda s: "stty-42" in s, "stty's settings")
+    words = set(re.split(r"[\s;]+", screen))
+    assert {"icanon", "echo"} <= words and not {"-icanon", "-echo"} & words, screen
+    assert tmux.run("display-message", "-p", "-t", tmux.session, "#{alternate_on}").strip() == "0"
+    tmux.send("echo typed-$((2 + 3))", "Enter")
+    tmux.wait_for(lambda s: "typed-5" in s, "typed text echoed by the shell")
+
+
+# (id, environment) of the real app at 80×24; `color` says what its escapes may use.
+TERMINALS = [
+    ("term-dumb", {"TERM": "dumb"}, None),
+    ("term-linux", {"TERM": "linux"}, "16"),
+    ("term-screen", {"TERM": "screen"}, "16"),
+    ("16-colour", {"TERM": "xterm"}, "16"),
+    ("256-colour", {"TERM": "xterm-256color"}, "256"),
+    ("lang-c", {"TERM": "xterm-256color", "LANG": "C", "LC_ALL": "C"}, "256"),
+    ("no-color", {"TERM": "xterm-256color", "NO_COLOR": "1"}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("env", "color"), [t[1:] for t in TERMINALS], ids=[t[0] for t in TERMINALS]
+)
+def test_every_terminal_shows_facts_diff_and_histogram(
+    tmp_path: Path, env: dict[str, str], color: str | None
+) -> None:
+    store = demo_store(tmp_path)
+    tmux = Tmux()
+    try:
+        tmux.start(80, 24)
+        tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt")
+        tmux.send(app_command(store, env), "Enter")
+        screen = tmux.wait_for(
+            lambda s: "Backups of the ledger database" in s and "? Help" in s, "the fact rows"
+        )
+        assert "pin       weight  age uses  text" in screen
+        tmux.wait_until_still()
+        if color == "16":
+            escapes = tmux.capture(escapes=True)
+            assert "38;5;" not in escapes and "38;2;" not in escapes
+            assert re.search(r"\x1b\[[0-9;]*(3[0-7]|9[0-7])m", escapes)
+        elif color == "256":
+            escapes = tmux.capture(escapes=True)
+            assert "38;5;" in escapes and "38;2;" not in escapes
+
+        tmux.send("3")
+        tmux.wait_for(lambda s: "No cycle yet." in s, "the Consolidate tab")
+        for stage in ("✓Decay", "✓Select", "✓Propose", "✓Review"):
+            tmux.send("n")
+            tmux.wait_for(lambda s, stage=stage: stage in s, stage)  # type: ignore[misc]
+        screen = tmux.wait_for(
+            lambda s: "+ The staging database listens on port 5432. Use the VPN" in s,
+            "the proposal's summary line",
+        )
+        assert "− The staging database listens on port 5432." in screen
+
+        tmux.send("5")
+        tmux.wait_for(lambda s: "300 live" in s, "the Status tab")
+        tmux.send("End")
+        screen = tmux.wait_for(lambda s: "0.9–1.0" in s, "the weight histogram")
+        assert "Weights of ops-agent's live facts" in screen
+        assert "Traceback" not in screen
+
+        tmux.send("q")
+        assert exit_status(tmux) == 0
+        assert_terminal_restored(tmux)
+    finally:
+        tmux.kill()
+
+
+def test_a_crash_restores_the_terminal_and_exits_1(tmp_path: Path) -> None:
+    """An unhandled error inside the running app must not end in exit status 0. Textual's
+    own screenshot setting pointed at a missing directory raises inside the app."""
+    store = demo_store(tmp_path)
+    missing = tmp_path / "no" / "such" / "dir"
+    tmux = Tmux()
+    try:
+        tmux.start(80, 24)
+        tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt")
+        env = {"TEXTUAL_SCREENSHOT": "1", "TEXTUAL_SCREENSHOT_LOCATION": str(missing)}
+        tmux.send(app_command(store, env), "Enter")
+        screen = tmux.wait_for(lambda s: "FileNotFoundError" in s, "the traceback")
+        assert "no/such/dir" in screen.replace("\n", "")
+        assert exit_status(tmux) == 1
+        assert_terminal_restored(tmux)
+    finally:
+        tmux.kill()

@@ -1,0 +1,196 @@
+"""The footer, fitted to the terminal's width (ADR 0009).
+
+Textual's Footer never wraps: on a narrow terminal the keys on its right are simply cut
+off, whatever they are. This one picks its form by the room it has:
+
+1. full: every key with its whole description, and the command palette key, when they fit;
+2. compact: less space between keys, `? Help` pinned to the right edge; the focused
+   pane's keys first (whole descriptions if they all fit, else short ones), then the
+   app-wide keys that still fit (all of them are in the help screen and the palette);
+3. cut: when even the pane's short keys do not fit, the ones that do, "…", `? Help`.
+
+`? Help` is always on screen: the help screen lists every key the footer left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Label
+
+# FooterKey is the footer's own clickable key (private module, Textual pinned: ADR 0002).
+from textual.widgets._footer import FooterKey
+
+HELP_ID = "help"
+MORE = "…"
+
+# Short descriptions for the compact form, by binding id; the help screen keeps the long.
+SHORT = {
+    "facts-pin": "Pin",
+    "cycle-next": "Next",
+    "cycle-repropose": "Again",
+    "cycle-run": "To end",
+    "cycle-new": "New",
+    "cycle-summariser": "LLM",
+    "cycle-cancel": "Cancel",
+    "journal-revert": "Revert",
+    "journal-copy": "Copy id",
+    "choose-agent": "Agent",
+    "recall-preview": "Recall",
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One binding as the footer shows it."""
+
+    key: str
+    display: str
+    description: str
+    short: str
+    action: str
+    enabled: bool
+    tooltip: str
+    app_wide: bool
+    is_help: bool
+
+    def label(self, *, short: bool) -> str:
+        return self.short if short else self.description
+
+    def cells(self, *, compact: bool, short: bool = False) -> int:
+        """Cells a FooterKey takes (the footer's CSS: key padding 0 1 and description
+        padding 0 1 0 0 in the full form; no key padding, one space before the
+        description and one cell of margin in the compact form)."""
+        label = cell_len(self.label(short=short))
+        if compact:
+            return cell_len(self.display) + 1 + label + 1
+        return cell_len(self.display) + 2 + label + 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    keys: list[Key]
+    help: Key | None
+    compact: bool
+    short: bool
+    palette: bool
+    more: bool
+
+
+PALETTE_CELLS = 13  # "▏ ^p palette " docked right
+
+
+def plan(keys: list[Key], width: int) -> Layout:
+    """Which keys to show, in which form, in `width` cells."""
+    help_key = next((k for k in keys if k.is_help), None)
+    full = sum(k.cells(compact=False) for k in keys) + PALETTE_CELLS
+    if full <= width or help_key is None:
+        return Layout(keys, None, compact=False, short=False, palette=True, more=False)
+    room = width - help_key.cells(compact=True, short=True) - 1
+    pane = [k for k in keys if not k.app_wide]
+    others = [k for k in keys if k.app_wide and not k.is_help]
+    short = sum(k.cells(compact=True) for k in pane) > room
+    chosen: list[Key] = []
+    used = 0
+    for key in pane:
+        cells = key.cells(compact=True, short=short)
+        if used + cells > room:
+            while chosen and used + cell_len(MORE) + 1 > room:
+                used -= chosen.pop().cells(compact=True, short=short)
+            return Layout(chosen, help_key, compact=True, short=True, palette=False, more=True)
+        chosen.append(key)
+        used += cells
+    for key in others:
+        cells = key.cells(compact=True, short=short)
+        if used + cells <= room:
+            chosen.append(key)
+            used += cells
+    return Layout(chosen, help_key, compact=True, short=short, palette=False, more=False)
+
+
+class KeyBar(Footer):
+    """A Footer that fits its width (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    KeyBar FooterKey.-help { dock: right; padding-left: 1; }
+    KeyBar .key-bar-more { width: auto; margin: 0 1 0 0; color: $footer-description-foreground; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._laid_out_width = 0
+
+    def keys(self) -> list[Key]:
+        """The keys the focused widget, its screen and the app offer, once per action, in
+        the order Textual gives them (innermost first)."""
+        seen: set[str] = set()
+        out: list[Key] = []
+        for node, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            description = binding.description
+            out.append(
+                Key(
+                    key=binding.key,
+                    display=self.app.get_key_display(binding),
+                    description=description,
+                    short=SHORT.get(binding.id or "", description),
+                    action=binding.action,
+                    enabled=enabled,
+                    tooltip=tooltip or description,
+                    app_wide=isinstance(node, App),
+                    is_help=binding.id == HELP_ID,
+                )
+            )
+        return out
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        width = self.app.size.width
+        self._laid_out_width = width
+        layout = plan(self.keys(), width)
+        self.compact = layout.compact
+        for key in layout.keys:
+            yield self._footer_key(key, short=layout.short)
+        if layout.more:
+            yield Label(MORE, classes="key-bar-more")
+        if layout.help is not None:
+            yield self._footer_key(layout.help, short=True, classes="-help")
+        if layout.palette:
+            yield from self._palette_key()
+
+    def _footer_key(self, key: Key, *, short: bool, classes: str = "") -> FooterKey:
+        return FooterKey(
+            key.key,
+            key.display,
+            key.label(short=short),
+            key.action,
+            disabled=not key.enabled,
+            tooltip=key.tooltip,
+            classes=classes,
+        ).data_bind(compact=Footer.compact)
+
+    def _palette_key(self) -> ComposeResult:
+        if not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
+            return
+        active = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        if active is None:
+            return
+        _node, binding, enabled, _tooltip = active
+        yield FooterKey(
+            binding.key,
+            self.app.get_key_display(binding),
+            binding.description,
+            binding.action,
+            classes="-command-palette",
+            disabled=not enabled,
+            tooltip=binding.tooltip or binding.description,
+        )
+
+    def on_resize(self) -> None:
+        if self._bindings_ready and self.app.size.width != self._laid_out_width:
+            self.call_after_refresh(self.recompose)
