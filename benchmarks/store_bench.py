@@ -6,6 +6,12 @@ Raw baselines: the same Fact structs encoded with the same msgspec encoder and w
 with plain `txn.put` (bulk), read back with a cursor and the same typed decoder (scan),
 and one synchronous single-put transaction (remember). Goal (DESIGN.md §7): bulk and
 scan within 3× of raw.
+
+Import: `graymatter-tui import` of the store's own `memories.json` (exchange.import_file,
+in-process, into a fresh store) against the bare baseline of DESIGN.md §10 (raw py-lmdb
+parsing the same file with msgspec and putting one record per fact into one table in
+one transaction; goal 4×) and against raw py-lmdb putting the same rows the import
+writes, computed before the clock starts.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import HEADER, NOW, median, new_facts, percentile, row
 
-from graymatter_tui import clock
+from graymatter_tui import clock, exchange
 from graymatter_tui.model import Fact
 from graymatter_tui.store import Store
 from graymatter_tui.store.ids import new_id
@@ -85,6 +91,31 @@ def raw_bulk(path: str, facts: list[Fact], *, indexes: bool) -> tuple[float, lmd
             txn.cursor(db=dbs["postings"]).putmulti(postings)
             txn.cursor(db=dbs["terms"]).putmulti(terms)
     return time.perf_counter() - started, env
+
+
+def raw_bare_import(path: str, data: bytes) -> float:
+    """Parse memories.json and put one record per fact into one table, one transaction."""
+    env = lmdb.open(path, map_size=4 << 30, max_dbs=2, lib_version=0)
+    db = env.open_db(b"facts")
+    started = time.perf_counter()
+    items = msgspec.json.decode(data)
+    with env.begin(write=True) as txn:
+        for item in items:
+            key = item["agent_id"].encode() + b"\0" + item["id"].encode()
+            txn.put(key, encode(item), db=db)
+    elapsed = time.perf_counter() - started
+    env.close()
+    return elapsed
+
+
+def our_import(path: Path, data: bytes) -> float:
+    with Store.open(path, clock_fn=lambda: NOW) as store:
+        started = time.perf_counter()
+        result = exchange.import_file(store, data)
+        elapsed = time.perf_counter() - started
+        assert store.retries == 0
+    assert result.conflicts == []
+    return elapsed
 
 
 def raw_scan(env: lmdb.Environment, agent: str) -> float:
@@ -154,12 +185,17 @@ def main() -> None:
             store.put("solo", f"fact {i}")
             our_single.append(time.perf_counter() - started)
         env.close()
+        memories = exchange.export_json(store)
         store.close()
+        raw_bare = raw_bare_import(str(Path(our_dir) / "raw-bare"), memories)
+        our_in = our_import(Path(our_dir) / "imported", memories)
 
     print(f"store_bench: {args.facts} facts, {args.singles} single writes, lmdb {lmdb.__version__}")
     print(HEADER)
     print(row(f"bulk put of {args.facts} facts (raw: same rows)", raw3_put, our_put))
     print(row(f"bulk put of {args.facts} facts (raw: fact rows only)", raw_put, our_put))
+    print(row(f"import of {args.facts} facts from memories.json (raw: bare)", raw_bare, our_in))
+    print(row(f"import of {args.facts} facts (raw: same rows)", raw3_put, our_in))
     print(row(f"scan + decode one agent ({args.facts})", raw_read, our_read))
     print(row("single remember p50", median(raw_single), median(our_single), "ms"))
     print(row("single remember p99", percentile(raw_single, 99), percentile(our_single, 99), "ms"))
