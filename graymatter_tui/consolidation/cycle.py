@@ -27,7 +27,6 @@ from graymatter_tui.graph import extract_entities
 from graymatter_tui.model import BatchItem, CycleRecord, StageResult
 from graymatter_tui.store import Store
 from graymatter_tui.store.cycle_ops import PRUNE_BELOW, ApplyRequest
-from graymatter_tui.store.ids import new_id
 from graymatter_tui.textsafe import validate_agent
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
@@ -104,7 +103,7 @@ class Cycle:
         started = store.now()
         self._started = time.monotonic()
         self.record = CycleRecord(
-            cycle_id=new_id(started),
+            cycle_id=store.unused_id(started),
             agent_id=agent,
             summariser=summariser.name if summariser else "none",
             model=summariser.model if summariser else "",

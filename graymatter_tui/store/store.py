@@ -54,7 +54,7 @@ from graymatter_tui.store.files import (
     write_problem,
 )
 from graymatter_tui.store.graph_ops import GraphOps
-from graymatter_tui.store.ids import IdReplay, seed_ids
+from graymatter_tui.store.ids import IdReplay, new_id, seed_ids
 from graymatter_tui.store.import_ops import ImportOps
 from graymatter_tui.store.rwlock import ResizeLock
 from graymatter_tui.store.tx import Dbs, Tx, bulk_reservation
@@ -535,6 +535,18 @@ class Store(CycleOps, GraphOps, ImportOps):
         self._check_usable()
         self._check_files()
         return self.read(lambda tx: tx.meta_int("generation"))
+
+    def unused_id(self, moment: datetime) -> str:
+        """A new id for something written later (a cycle's record), held by no fact or
+        record now. See `Tx.new_id` for why this is checked at all."""
+
+        def run(tx: Tx) -> str:
+            while True:
+                candidate = new_id(moment)
+                if not tx.id_in_use(candidate):
+                    return candidate
+
+        return self.read(run)
 
     def find(self, fact_id: str) -> Fact | None:
         return self.read(lambda tx: tx.find(fact_id))

@@ -166,9 +166,23 @@ class Tx:
         self._df: dict[bytes, int] = {}
 
     def new_id(self, moment: datetime | None = None) -> str:
-        """A new ULID for `moment` (default: the transaction's time). A write call that
-        runs again gets the same ids in the same order (`IdReplay`)."""
-        return self._mint(self.now if moment is None else moment)
+        """A new ULID for `moment` (default: the transaction's time), held by no fact and
+        no journal record. A write call that runs again gets the same ids in the same
+        order (`IdReplay`). Random ids never collide in practice, but seeded ones
+        (GRAYMATTER_ID_SEED with a pinned clock) repeat across processes, and a repeated
+        id would overwrite another fact or cycle."""
+        when = self.now if moment is None else moment
+        while True:
+            candidate = self._mint(when)
+            if not self.id_in_use(candidate):
+                return candidate
+
+    def id_in_use(self, value: str) -> bool:
+        """Whether a fact or a journal record already has this id."""
+        return (
+            self.agent_of(value) is not None
+            or self.txn.get(value.encode(), db=self.dbs.journal) is not None
+        )
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
