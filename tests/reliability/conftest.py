@@ -19,10 +19,18 @@ def soak() -> bool:
     return os.environ.get("GRAYMATTER_SOAK", "") == "1"
 
 
-def start_worker(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+def start_worker(
+    *args: str, env: dict[str, str] | None = None, ready: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start a worker process. With `ready`, return once it has opened the store (so a
+    loaded machine's slow interpreter start-up is not mistaken for work)."""
+    child = subprocess.Popen(
         [sys.executable, str(WORKER), *args],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if ready else subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )
+    if ready and child.stdout is not None:
+        child.stdout.readline()
+        child.stdout.close()
+    return child

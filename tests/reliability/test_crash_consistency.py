@@ -24,8 +24,8 @@ def test_random_kills_leave_a_consistent_store(tmp_path: Path, soak: bool) -> No
     died_early: list[str] = []
     applied_seen = 0
     for attempt in range(kills):
-        child = start_worker("mixed", str(path), str(refusals), "0", str(attempt))
-        time.sleep(rng.uniform(0.15, 0.6))
+        child = start_worker("mixed", str(path), str(refusals), "0", str(attempt), ready=True)
+        time.sleep(rng.uniform(0.05, 0.5))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         if child.returncode != -signal.SIGKILL:  # it stopped on its own: an uncaught error

@@ -48,11 +48,13 @@ TEXTS = (
 
 # Refusals a correct store makes to this worker's requests: `mixed` picks any live fact, so
 # it may ask to retire a pinned one, and a revert is refused once the cycle's summary or
-# facts moved on (revised, pinned, consumed by a later cycle, pruned). Nothing else: `mixed`
+# facts moved on (revised, pinned, consumed by a later cycle, pruned), and a revision that
+# draws the fact's own text again changes nothing and is refused. Nothing else: `mixed`
 # runs alone and reads the ids it acts on itself, so no race can explain a refusal, and a
 # StoreError ("truncated", "corrupt", "not a graymatter store"...) is never one.
 EXPECTED_REFUSALS = {
     ("retire", "Conflict", "is pinned; unpin it before retiring it"),
+    ("revise", "Conflict", "text is unchanged; nothing revised"),
     ("revert", "Conflict", "cannot be reverted:"),
 }
 ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
@@ -203,6 +205,7 @@ def main() -> None:
     until = time.monotonic() + seconds if seconds else 0.0
     rng = random.Random(seed)
     store = Store.open(directory)
+    print("ready", flush=True)  # a test may time its kill from here, not from start-up
     if mode in ("mixed", "cycler"):
         with open(extra, "a", encoding="utf-8") as out:
             if mode == "mixed":
