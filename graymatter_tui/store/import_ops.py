@@ -23,8 +23,8 @@ from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import CycleRecord, Fact
 from graymatter_tui.progress import Report
 from graymatter_tui.receipts import ChainProblem, chain_problems
-from graymatter_tui.store.codec import decode_record
-from graymatter_tui.store.tx import Tx, bulk_reservation
+from graymatter_tui.store.codec import decode_record, encode
+from graymatter_tui.store.tx import PAGE, Tx, bulk_reservation
 from graymatter_tui.tokens import term_counts
 
 T = TypeVar("T")
@@ -115,7 +115,8 @@ class ImportOps:
             if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
                 progress("indexing", done, len(facts))
         size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in facts], terms)
-        self.reserve(size + sum(len(r.pruned) * 1024 for r in records), rewrites=rewrites)
+        size += sum(2 * len(encode(r)) + PAGE for r in records)  # journal rows, receipts
+        self.reserve(size, rewrites=rewrites + len(records) * PAGE)
 
         def run(tx: Tx) -> ImportResult:
             plan = _Plan(tx, facts, places, records, record_places)
