@@ -158,6 +158,8 @@ CASES: dict[str, Case] = {
         lambda s, a: s.extract_graph(a, extract_entities),
     ),
     "decay_graph": Case(_graph, lambda s, a, h: s.decay_graph(a, h)),
+    # A new, empty store: the demo may claim it.
+    "claim_for_demo": Case(_nothing, lambda s: s.claim_for_demo()),
 }
 
 
