@@ -27,6 +27,7 @@ from graymatter_tui.errors import StoreError
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.files import check_data_file
 from tests.reliability.worker import read_refusals
+from tests.support.unprivileged import cli_as_nobody
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -289,20 +290,6 @@ def test_a_refused_store_does_not_stay_registered(tmp_path: Path) -> None:
 
 # ---- a data dir this user may not write -------------------------------------------------
 
-# Runs the real CLI as `nobody`. The interpreter may live where `nobody` cannot execute it
-# (here: under /root), so privileges are dropped after the imports, before any file access.
-AS_NOBODY = textwrap.dedent(
-    f"""
-    import os, sys, heapq
-    import graymatter_tui.cli, graymatter_tui.cli.admin, graymatter_tui.cli.facts
-    os.setgroups([])
-    os.setgid({NOBODY})
-    os.setuid({NOBODY})
-    sys.argv = ["graymatter-tui", *sys.argv[1:]]
-    graymatter_tui.cli.main()
-    """
-)
-
 
 @pytest.fixture
 def public_tmp() -> Iterator[Path]:
@@ -318,25 +305,9 @@ def public_tmp() -> Iterator[Path]:
 
 
 def run_as_nobody(*args: str, env_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
-    env["GRAYMATTER_NOW"] = "2026-03-01T12:00:00Z"
-    if env_dir is not None:
-        env["GRAYMATTER_DIR"] = str(env_dir)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", AS_NOBODY, *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd="/",
-            timeout=60,
-            check=False,
-        )
-    except OSError as exc:
-        pytest.skip(f"cannot start a subprocess as nobody: {exc}")
-    if "PermissionError" in done.stderr and "setuid" in done.stderr:
-        pytest.skip("cannot switch to the nobody user here")
-    return done
+    """The real CLI as `nobody` (tests/support/unprivileged.py)."""
+    env = {"GRAYMATTER_DIR": str(env_dir)} if env_dir is not None else None
+    return cli_as_nobody(*args, env=env)
 
 
 def assert_clear_error(done: subprocess.CompletedProcess[str], needle: str) -> None:
