@@ -86,11 +86,13 @@ def export_json(store: Store, agent: str | None = None, progress: Report | None 
     return msgspec.json.format(_encode(items), indent=2)
 
 
-def export_markdown(store: Store, agent: str | None = None) -> str:
+def export_markdown(store: Store, agent: str | None = None, progress: Report | None = None) -> str:
     facts = _facts(store, agent)
     lines = ["# graymatter-tui memory export", ""]
     current = None
-    for fact in sorted(facts, key=lambda f: (f.agent_id, f.id)):
+    for done, fact in enumerate(sorted(facts, key=lambda f: (f.agent_id, f.id)), start=1):
+        if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
+            progress("exporting", done, len(facts))
         if fact.agent_id != current:
             current = fact.agent_id
             lines += [f"## {current}", ""]

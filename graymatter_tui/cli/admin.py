@@ -99,7 +99,8 @@ def export(
         with stderr_progress(as_json) as progress:
             data = exchange.export_json(store, agent, progress) + b"\n"
     else:
-        text = exchange.export_markdown(store, agent)
+        with stderr_progress(as_json) as progress:
+            text = exchange.export_markdown(store, agent, progress)
         if out is None and sys.stdout.isatty():
             text = neutralise(text)
         data = text.encode("utf-8")
