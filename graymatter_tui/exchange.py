@@ -92,11 +92,13 @@ def export_json(store: Store, agent: str | None = None, progress: Report | None 
     return msgspec.json.format(_encode(items), indent=2)
 
 
-def export_markdown(store: Store, agent: str | None = None) -> str:
+def export_markdown(store: Store, agent: str | None = None, progress: Report | None = None) -> str:
     facts = _facts(store, agent)
     lines = ["# graymatter-tui memory export", ""]
     current = None
-    for fact in sorted(facts, key=lambda f: (f.agent_id, f.id)):
+    for done, fact in enumerate(sorted(facts, key=lambda f: (f.agent_id, f.id)), start=1):
+        if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
+            progress("exporting", done, len(facts))
         if fact.agent_id != current:
             current = fact.agent_id
             lines += [f"## {current}", ""]
@@ -132,7 +134,7 @@ def export_bytes(
     if fmt == "json":
         return export_json(store, agent, progress) + b"\n"
     if fmt == "markdown":
-        text = export_markdown(store, agent)
+        text = export_markdown(store, agent, progress)
         return (neutralise(text) if terminal else text).encode("utf-8")
     raise InvalidInput(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
 

@@ -137,7 +137,7 @@ def test_a_quick_import_shows_nothing(export_file: Path, tmp_path: Path) -> None
     assert code == 0 and err == b""
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "markdown"])
 def test_export_to_stdout_keeps_the_bar_on_stderr(
     export_file: Path, tmp_path: Path, fmt: str
 ) -> None:
@@ -149,5 +149,7 @@ def test_export_to_stdout_keeps_the_bar_on_stderr(
     if fmt == "jsonl":
         lines = [json.loads(line) for line in out.splitlines()]
         assert sum(1 for line in lines if line["type"] == "fact") == N_FACTS
-    else:
+    elif fmt == "json":
         assert len(json.loads(out)) == N_FACTS
+    else:
+        assert out.decode().count("### ") == N_FACTS
