@@ -284,7 +284,7 @@ class GraymatterApp(App[None]):
     def action_help(self) -> None:
         sections: list[tuple[str, list[Binding]]] = [
             ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
-            ("Lists", [b for b in _bindings("VirtualList")]),
+            ("Lists", _list_bindings()),
             ("Facts", list(FactsPane.BINDINGS)),  # type: ignore[arg-type]
             ("Tombstones", [Binding("enter", "", "Open the summary that replaced it")]),
             ("Consolidate", list(ConsolidatePane.BINDINGS)),  # type: ignore[arg-type]
@@ -410,7 +410,8 @@ class GraymatterApp(App[None]):
         yield SystemCommand("Reload", "Read the store again", self.action_reload)
 
 
-def _bindings(widget: str) -> list[Binding]:
+def _list_bindings() -> list[Binding]:
+    """The movement keys every list shares (the help screen's "Lists" section)."""
     from graymatter_tui.widgets.virtual_list import VirtualList
 
     return [b for b in VirtualList.BINDINGS if isinstance(b, Binding)]

@@ -73,6 +73,7 @@ class Settings:
     anthropic_api_key: str = field(default="", repr=False)
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_model: str = "claude-haiku-4-5-20251001"
+    anthropic_timeout: float = 120.0
 
     @classmethod
     def from_env(cls, *, data_dir: str | Path | None = None) -> Settings:
@@ -98,6 +99,7 @@ class Settings:
             ).rstrip("/"),
             anthropic_model=os.environ.get("GRAYMATTER_CONSOLIDATE_MODEL", "").strip()
             or "claude-haiku-4-5-20251001",
+            anthropic_timeout=_env_float("GRAYMATTER_ANTHROPIC_TIMEOUT", 120.0),
         )
         settings.check()
         return settings

@@ -10,6 +10,7 @@ from datetime import datetime
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from textual.cache import LRUCache
 
 from graymatter_tui import clock
 from graymatter_tui.errors import GraymatterError
@@ -17,6 +18,7 @@ from graymatter_tui.model import Fact
 from graymatter_tui.textsafe import neutralise
 
 PAGE = 64
+CACHED_FACTS = 32 * PAGE
 BAR_CELLS = 8
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 PLAIN = Style.null()  # every segment has a real style: NO_COLOR's filter reads them all
@@ -130,7 +132,9 @@ class FactRows:
         self.ids = ids
         self._fetch = fetch
         self.now = now
-        self._cache: dict[str, Fact | None] = {}
+        # Facts of the rows drawn lately, a page at a time; bounded, so scrolling through
+        # 1M facts keeps only the last few thousand in memory.
+        self._cache: LRUCache[str, Fact | None] = LRUCache(CACHED_FACTS)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -190,7 +194,7 @@ class TombstoneRows(FactRows):
     ) -> None:
         super().__init__(ids, fetch, now)
         self.half_life_hours = half_life_hours
-        self._summaries: dict[str, Fact | None] = {}
+        self._summaries: LRUCache[str, Fact | None] = LRUCache(CACHED_FACTS)
 
     def summary_of(self, fact: Fact) -> Fact | None:
         target = fact.superseded_by

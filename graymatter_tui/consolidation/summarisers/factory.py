@@ -18,7 +18,7 @@ def from_settings(settings: Settings) -> Summariser | None:
             settings.anthropic_api_key,
             settings.anthropic_base_url,
             settings.anthropic_model,
-            settings.ollama_timeout,
+            settings.anthropic_timeout,
         )
     if settings.summariser == "local":
         return LocalSummariser()
