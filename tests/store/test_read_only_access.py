@@ -257,7 +257,36 @@ from pathlib import Path
 import termios, tty, fcntl, select, selectors, signal
 import textual.drivers.linux_driver, textual.drivers.headless_driver, textual.pilot
 import textual.widgets._toast, textual.widgets._toast as _t, textual.notifications
+import rich.traceback
+import graymatter_tui.app
 from graymatter_tui.app import GraymatterApp
+# Read the stylesheet now, as root: the checkout may lie where `nobody` cannot read it.
+GraymatterApp.CSS = (Path(graymatter_tui.app.__file__).parent / "app.tcss").read_text()
+GraymatterApp.CSS_PATH = None
+
+
+async def _warm_up():
+    # Textual imports many modules only when a screen first needs them: run the app once,
+    # as root, on a scratch store, so none is left to import after the privilege drop.
+    import tempfile, shutil
+    from graymatter_tui.config import Settings
+    from graymatter_tui.store import Store
+    scratch = tempfile.mkdtemp()
+    scratch_store = Store.open(Path(scratch) / "s")
+    scratch_store.put("ops", "warm-up")
+    warm = GraymatterApp(store=scratch_store, settings=Settings.from_env(data_dir=scratch))
+    warm.animation_level = "none"
+    async with warm.run_test(size=(120, 36), notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        warm.exit()
+    scratch_store.close()
+    shutil.rmtree(scratch)
+
+
+import asyncio
+asyncio.run(_warm_up())
 """
 
 TUI_SNIPPET = """

@@ -24,13 +24,24 @@ import pytest
 NOBODY = 65534
 FIXED_NOW = "2026-03-01T12:00:00Z"
 
+# Everything the child may import later is imported while it is still root: the checkout,
+# the virtual environment and the interpreter may all lie in directories `nobody` cannot
+# enter (a fresh clone in a 0700 temp dir, a venv under it, Python under /root). That is
+# every module of the package, the standard modules the commands import lazily, and
+# py-lmdb's lazily loaded parts (an Environment opened and closed once in a temp dir).
 _PRELUDE = textwrap.dedent(
     f"""
-    import os, sys, heapq, json, asyncio
-    import graymatter_tui.cli, graymatter_tui.cli.admin, graymatter_tui.cli.facts
-    import graymatter_tui.cli.cycles, graymatter_tui.store.verify, graymatter_tui.launch
-    import graymatter_tui.consolidation.invariants, graymatter_tui.consolidation.cycle
-    import graymatter_tui.consolidation.summarisers.factory, graymatter_tui.recall
+    import os, sys, heapq, json, asyncio, importlib, pkgutil, tempfile, shutil
+    import subprocess, contextlib, errno, stat, struct, hashlib, textwrap, unicodedata
+    import graymatter_tui
+    for _module in pkgutil.walk_packages(graymatter_tui.__path__, "graymatter_tui."):
+        if not _module.name.endswith("__main__"):
+            importlib.import_module(_module.name)
+    import lmdb
+    _scratch = tempfile.mkdtemp()
+    lmdb.open(_scratch, max_dbs=4, lib_version=0).close()
+    lmdb.open(_scratch, readonly=True, lock=False, max_dbs=4, lib_version=0).close()
+    shutil.rmtree(_scratch)
     os.setgroups([])
     os.setgid({NOBODY})
     os.setuid({NOBODY})
