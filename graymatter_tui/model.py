@@ -48,7 +48,8 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 def fact_to_dict(fact: Fact) -> dict[str, Any]:
-    """The CLI/JSON shape of a fact: every §2.1 field, pass-through fields only when set."""
+    """The CLI/JSON shape of a fact: every field under upstream GrayMatter's JSON name, the
+    pass-through fields (`confidence`, `kind`) only when set."""
     out: dict[str, Any] = msgspec.structs.asdict(fact)
     for key in ("confidence", "kind"):
         if out[key] is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -170,7 +171,19 @@ class Cycle:
             raise Conflict("the cycle has finished")
         if stage == "propose":
             raise Conflict("the next stage calls the summariser; use propose()")
-        return getattr(self, f"_stage_{stage}")()  # type: ignore[no-any-return]
+        return self._store_stages()[stage]()
+
+    def _store_stages(self) -> dict[str, Callable[[], StageResult]]:
+        """The stages `advance` runs, by name: every stage but `propose`."""
+        return {
+            "decay": self._stage_decay,
+            "select": self._stage_select,
+            "review": self._stage_review,
+            "apply": self._stage_apply,
+            "prune": self._stage_prune,
+            "extract": self._stage_extract,
+            "graph_decay": self._stage_graph_decay,
+        }
 
     async def step(self) -> StageResult:
         if self.next_stage == "propose":

@@ -1,4 +1,6 @@
-"""Checks of invariants I-1…I-6 (DESIGN.md §2.3), of receipt chains (one agent, no
+"""Checks of invariants I-1…I-6 (each check's title states its promise: pins, deletion only
+by pruning with a journal copy, tombstones that point somewhere, whole applies, counters
+that match the journal, revival only by revert), of receipt chains (one agent, no
 loops: something I-3 alone does not catch) and of the store's own indexes.
 
 Used by `doctor`, by the tests after every property-test step, and by the crash harness.

@@ -159,7 +159,8 @@ def review_text(
     guard_mode: str,
     lookup: Callable[[str], Fact | None],
 ) -> Review:
-    """A plain-text summary (the Anthropic path): it consumes the whole batch (ADR-011)."""
+    """A plain-text summary (the Anthropic path): it consumes the whole batch. That path
+    predates structured proposals, and upstream GrayMatter keeps its meaning the same way."""
     try:
         proposal = _text_proposal(raw, batch)
     except InvalidProposal as exc:

@@ -1,4 +1,5 @@
-"""Anthropic Messages API. Its plain-text summary consumes the whole batch (ADR-011).
+"""Anthropic Messages API. Its plain-text summary consumes the whole batch (the path predates
+structured proposals; upstream GrayMatter gives it the same meaning).
 The API key travels only in a header and is redacted from every message."""
 
 from __future__ import annotations
