@@ -7,6 +7,7 @@ GRAYMATTER_ID_SEED does for a demo), so screens showing a cycle id match every r
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,16 +32,20 @@ Compare = Callable[..., bool]
 
 @pytest.fixture
 def snapshot_store() -> Iterator[Store]:
-    shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
-    seed_ids(2026)
-    store = open_store(SNAPSHOT_DIR)
-    try:
-        create_demo(store)
-        yield store
-    finally:
-        store.close()
-        seed_ids(None)
+    # Two test runs on one machine (two checkouts) would share the fixed path; the lock
+    # makes the second wait instead of drawing the first one's store.
+    with open(f"{SNAPSHOT_DIR}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+        seed_ids(2026)
+        store = open_store(SNAPSHOT_DIR)
+        try:
+            create_demo(store)
+            yield store
+        finally:
+            store.close()
+            seed_ids(None)
+            shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
 
 
 async def ready(pilot: Pilot[Any]) -> None:
