@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from graymatter_tui.errors import ReadOnlyStore, StoreError
+from graymatter_tui.store.page_walk import Damaged, first_page_past_end, meta_roots
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -190,12 +191,27 @@ def _check_once(data: Path) -> bool:
             f"{data} uses LMDB data format {version}, not the 0.9 format this program writes"
         )
     needed = (last_page + 1) * page_size
-    if size < needed:
+    if size < needed and not _tail_never_written(data, page_size, size, newest is second):
         raise _Broken(
             f"{data} is truncated: {size} bytes but its header needs {needed}; "
             "not opening it (restore it from a backup or export)"
         )
     return True
+
+
+def _tail_never_written(data: Path, page_size: int, size: int, second_meta: bool) -> bool:
+    """Whether a file shorter than its header is whole all the same: LMDB counts pages it
+    took and gave back within one transaction without ever writing them. It is whole when
+    no page that a table or the free list refers to lies past its end."""
+    try:
+        with open(data, "rb") as fh:
+            fh.seek(page_size if second_meta else 0)
+            roots = meta_roots(fh.read(page_size))
+            return first_page_past_end(fh, page_size, size // page_size, roots) is None
+    except Damaged as exc:
+        raise _Broken(f"{data} is damaged ({exc}); not opening it") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read {data}: {exc.strerror or exc}") from None
 
 
 def _read_meta(raw: bytes) -> tuple[int, int, int, int, int, int] | None:
