@@ -1,4 +1,4 @@
-"""The recall-quality gate (ADR-011's reversal condition), enforced.
+"""The recall-quality gate (the reversal condition of docs/decisions/0010), enforced.
 
 Lossless consolidation must not lower recall@8 with the guard off or on; every lossy
 summariser must not lower it with the coverage guard in `keys` mode. With the guard off
