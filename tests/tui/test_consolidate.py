@@ -1,6 +1,6 @@
 """The Consolidate tab: stepping a cycle stage by stage, reading the proposal as a diff,
 applying, rejecting and proposing again, with the offline `local` summariser and with the
-scripted Ollama server over real HTTP (a good answer, and a hang cancelled with esc)."""
+scripted Ollama on a loopback socket (a good answer, and a hang cancelled with esc)."""
 
 from __future__ import annotations
 
