@@ -7,7 +7,7 @@ facts, beside raw py-lmdb scanning and rewriting every record of the same data.
 the extraction watermark skips unchanged facts. The store holds 20 pairs of old
 near-duplicates, so every cycle has something to apply, and the clock moves on an hour
 before each cycle, so every cycle's decay rewrites every unpinned weight. Each cycle's
-own outcome is printed. Goal (DESIGN.md §7): under 1 s at 100k.
+own outcome is printed. Goal: under 1 s at 100k.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@
 
 Raw baselines: the same Fact structs encoded with the same msgspec encoder and written
 with plain `txn.put` (bulk), read back with a cursor and the same typed decoder (scan),
-and one synchronous single-put transaction (remember). Goal (DESIGN.md §7): bulk and
-scan within 3× of raw.
+and one synchronous single-put transaction (remember). Goal: bulk and scan
+within 3× of raw.
 
 Import: `graymatter-tui import` of the store's own `memories.json` (exchange.import_file,
-in-process, into a fresh store) against the bare baseline of DESIGN.md §10 (raw py-lmdb
+in-process, into a fresh store) against a bare baseline (raw py-lmdb
 parsing the same file with msgspec and putting one record per fact into one table in
 one transaction; goal 4×) and against raw py-lmdb putting the same rows the import
 writes, computed before the clock starts.

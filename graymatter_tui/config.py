@@ -9,12 +9,26 @@ from pathlib import Path
 import platformdirs
 
 from graymatter_tui.errors import InvalidInput
+from graymatter_tui.summariser_names import SUMMARISERS, SummariserName, parse_summariser
+
+__all__ = ["GUARD_MODES", "SUMMARISERS", "Settings", "SummariserName"]
 
 APP_NAME = "graymatter-tui"
 # The demo's store: a sibling of the default data dir, never inside a store (ADR 0011).
 DEMO_APP_NAME = "graymatter-tui-demo"
-SUMMARISERS = ("ollama", "anthropic", "local", "none")
 GUARD_MODES = ("off", "keys", "strict")
+
+# Every default is written here once: Settings, its environment reading and the cycle's
+# own options (consolidation.cycle.CycleOptions) all read these.
+DEFAULT_THRESHOLD = 20
+DEFAULT_MAX_BATCH = 32
+DEFAULT_HALF_LIFE_HOURS = 720.0
+DEFAULT_GUARD = "keys"
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+DEFAULT_OLLAMA_MODEL = "llama3.2"
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"
+DEFAULT_TIMEOUT = 120.0
 
 
 def default_data_dir() -> Path:
@@ -24,6 +38,10 @@ def default_data_dir() -> Path:
 def default_demo_dir() -> Path:
     """Where `--demo` keeps its store; GRAYMATTER_DIR does not move it."""
     return Path(platformdirs.user_data_dir(DEMO_APP_NAME, appauthor=False))
+
+
+def _env_text(name: str, default: str) -> str:
+    return os.environ.get(name, "").strip() or default
 
 
 def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
@@ -52,28 +70,33 @@ def _env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     return value
 
 
-def _default_summariser() -> str:
-    chosen = os.environ.get("GRAYMATTER_CONSOLIDATE_LLM", "").strip().lower()
+def _default_summariser() -> SummariserName:
+    chosen = os.environ.get("GRAYMATTER_CONSOLIDATE_LLM", "").strip()
     if chosen:
-        return chosen
-    return "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else "none"
+        return parse_summariser(chosen)
+    has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    return SummariserName.ANTHROPIC if has_key else SummariserName.NONE
 
 
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
-    summariser: str = "none"
-    threshold: int = 20
-    max_batch: int = 32
-    half_life_hours: float = 720.0
-    guard: str = "keys"
-    ollama_url: str = "http://localhost:11434"
-    ollama_model: str = "llama3.2"
-    ollama_timeout: float = 120.0
+    summariser: SummariserName = SummariserName.NONE
+    threshold: int = DEFAULT_THRESHOLD
+    max_batch: int = DEFAULT_MAX_BATCH
+    half_life_hours: float = DEFAULT_HALF_LIFE_HOURS
+    guard: str = DEFAULT_GUARD
+    ollama_url: str = DEFAULT_OLLAMA_URL
+    ollama_model: str = DEFAULT_OLLAMA_MODEL
+    ollama_timeout: float = DEFAULT_TIMEOUT
     anthropic_api_key: str = field(default="", repr=False)
-    anthropic_base_url: str = "https://api.anthropic.com"
-    anthropic_model: str = "claude-haiku-4-5-20251001"
-    anthropic_timeout: float = 120.0
+    anthropic_base_url: str = DEFAULT_ANTHROPIC_BASE_URL
+    anthropic_model: str = DEFAULT_ANTHROPIC_MODEL
+    anthropic_timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        # Flags, the environment and the TUI's chooser hand over plain text: one check here.
+        object.__setattr__(self, "summariser", parse_summariser(self.summariser))
 
     @classmethod
     def from_env(cls, *, data_dir: str | Path | None = None) -> Settings:
@@ -83,32 +106,24 @@ class Settings:
         settings = cls(
             data_dir=Path(data_dir).expanduser(),
             summariser=_default_summariser(),
-            threshold=_env_int("GRAYMATTER_CONSOLIDATE_THRESHOLD", 20),
-            max_batch=_env_int("GRAYMATTER_MAX_BATCH", 32, minimum=1),
-            half_life_hours=_env_float("GRAYMATTER_HALF_LIFE_HOURS", 720.0),
-            guard=os.environ.get("GRAYMATTER_CONSOLIDATE_GUARD", "keys").strip().lower() or "keys",
-            ollama_url=(
-                os.environ.get("GRAYMATTER_OLLAMA_URL", "").strip() or "http://localhost:11434"
-            ).rstrip("/"),
-            ollama_model=os.environ.get("GRAYMATTER_OLLAMA_CONSOLIDATE_MODEL", "").strip()
-            or "llama3.2",
-            ollama_timeout=_env_float("GRAYMATTER_OLLAMA_TIMEOUT", 120.0),
+            threshold=_env_int("GRAYMATTER_CONSOLIDATE_THRESHOLD", DEFAULT_THRESHOLD),
+            max_batch=_env_int("GRAYMATTER_MAX_BATCH", DEFAULT_MAX_BATCH, minimum=1),
+            half_life_hours=_env_float("GRAYMATTER_HALF_LIFE_HOURS", DEFAULT_HALF_LIFE_HOURS),
+            guard=_env_text("GRAYMATTER_CONSOLIDATE_GUARD", DEFAULT_GUARD).lower(),
+            ollama_url=_env_text("GRAYMATTER_OLLAMA_URL", DEFAULT_OLLAMA_URL).rstrip("/"),
+            ollama_model=_env_text("GRAYMATTER_OLLAMA_CONSOLIDATE_MODEL", DEFAULT_OLLAMA_MODEL),
+            ollama_timeout=_env_float("GRAYMATTER_OLLAMA_TIMEOUT", DEFAULT_TIMEOUT),
             anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY", "").strip(),
-            anthropic_base_url=(
-                os.environ.get("ANTHROPIC_BASE_URL", "").strip() or "https://api.anthropic.com"
-            ).rstrip("/"),
-            anthropic_model=os.environ.get("GRAYMATTER_CONSOLIDATE_MODEL", "").strip()
-            or "claude-haiku-4-5-20251001",
-            anthropic_timeout=_env_float("GRAYMATTER_ANTHROPIC_TIMEOUT", 120.0),
+            anthropic_base_url=_env_text("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_BASE_URL).rstrip(
+                "/"
+            ),
+            anthropic_model=_env_text("GRAYMATTER_CONSOLIDATE_MODEL", DEFAULT_ANTHROPIC_MODEL),
+            anthropic_timeout=_env_float("GRAYMATTER_ANTHROPIC_TIMEOUT", DEFAULT_TIMEOUT),
         )
         settings.check()
         return settings
 
     def check(self) -> None:
-        if self.summariser not in SUMMARISERS:
-            raise InvalidInput(
-                f"unknown summariser {self.summariser!r}; choose one of {', '.join(SUMMARISERS)}"
-            )
         if self.guard not in GUARD_MODES:
             raise InvalidInput(
                 f"unknown guard mode {self.guard!r}; choose one of {', '.join(GUARD_MODES)}"

@@ -23,12 +23,13 @@ from graymatter_tui import clock
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import RETIRED, CycleRecord, Fact
 from graymatter_tui.progress import Report
+from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
 
 JSONL_FORMAT = "graymatter-tui"
 MAX_REPORTED_ERRORS = 5
 RECORD_OUTCOMES = ("applied", "discarded", "failed", "skipped", "dry_run", "")
-RECORD_SUMMARISERS = ("ollama", "anthropic", "local", "none", "")
+RECORD_SUMMARISERS = (*SUMMARISERS, "")  # "": a record written before the field existed
 _REPORT_EVERY = 2000
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graymatter_tui.config import Settings, default_demo_dir
+from graymatter_tui.config import Settings, SummariserName, default_demo_dir
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import ReadOnlyStore
 from graymatter_tui.store import Store
@@ -28,7 +28,7 @@ def open_for_tui(
         data_dir = demo_dir()
     settings = Settings.from_env(data_dir=data_dir)
     if demo:
-        settings = settings.with_overrides(summariser=llm or "local")
+        settings = settings.with_overrides(summariser=llm or SummariserName.LOCAL)
     elif llm:
         settings = settings.with_overrides(summariser=llm)
     if read_only and not demo:

@@ -1,4 +1,4 @@
-"""The recall-quality gate (ADR-011's reversal condition), enforced.
+"""The recall-quality gate (the reversal condition of docs/decisions/0010), enforced.
 
 Lossless consolidation must not lower recall@8 with the guard off or on; every lossy
 summariser must not lower it with the coverage guard in `keys` mode. With the guard off
@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.retrieval_quality.gate import run_gate  # noqa: E402
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
-from tests.support.ollama_server import ScriptedOllama  # noqa: E402
+from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
 LOSSY = [name for name in SUMMARISERS if name not in ("lossless", "terse notes")]
 CYCLES, MAX_BATCH = 6, 32  # run_gate's defaults: every cycle's batch is full
@@ -42,13 +42,14 @@ EXPECTED_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as running:
-        yield running
+def server() -> Iterator[FakeOllama]:
+    fake = FakeOllama()
+    yield fake
+    assert fake.errors == []
 
 
 @pytest.mark.parametrize("guard", ["off", "keys"])
-def test_lossless_summaries_never_lower_recall(server: ScriptedOllama, guard: str) -> None:
+def test_lossless_summaries_never_lower_recall(server: FakeOllama, guard: str) -> None:
     result = run_gate("lossless", guard, server=server)
     assert result.applied_cycles == CYCLES
     assert result.recall_before >= 0.95
@@ -58,7 +59,7 @@ def test_lossless_summaries_never_lower_recall(server: ScriptedOllama, guard: st
     assert (result.consumed, result.kept_by_guard) == (SHOWN, 0), result
 
 
-def test_the_guard_consumes_reworded_facts_whose_details_survive(server: ScriptedOllama) -> None:
+def test_the_guard_consumes_reworded_facts_whose_details_survive(server: FakeOllama) -> None:
     # No fact is held verbatim, none lost a number: a guard that asked for the exact
     # words (or kept everything) would keep them all.
     result = run_gate("terse notes", "keys", server=server)
@@ -69,7 +70,7 @@ def test_the_guard_consumes_reworded_facts_whose_details_survive(server: Scripte
 
 @pytest.mark.parametrize("summariser", LOSSY)
 def test_the_guard_keeps_lossy_summaries_from_lowering_recall(
-    server: ScriptedOllama, summariser: str
+    server: FakeOllama, summariser: str
 ) -> None:
     result = run_gate(summariser, "keys", server=server)
     assert result.recall_after >= result.recall_before, result
@@ -81,7 +82,7 @@ def test_the_guard_keeps_lossy_summaries_from_lowering_recall(
     assert (result.consumed, result.kept_by_guard) == EXPECTED_KEYS[summariser], result
 
 
-def test_without_the_guard_a_lossy_summariser_does_damage(server: ScriptedOllama) -> None:
+def test_without_the_guard_a_lossy_summariser_does_damage(server: FakeOllama) -> None:
     guarded = run_gate("drops markers", "keys", server=server)
     unguarded = run_gate("drops markers", "off", server=server)
     assert unguarded.recall_after < unguarded.recall_before

@@ -26,7 +26,7 @@ from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
 from graymatter_tui.recall import rank  # noqa: E402
 from graymatter_tui.store import NewFact, Store  # noqa: E402
-from tests.support.ollama_server import ScriptedOllama  # noqa: E402
+from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 AGENT = "gate"
@@ -131,7 +131,7 @@ def run_gate(
     summariser: str,
     guard: str,
     *,
-    server: ScriptedOllama,
+    server: FakeOllama,
     n_canonical: int = 40,
     n_filler: int = 360,
     cycles: int = 6,
@@ -145,7 +145,9 @@ def run_gate(
             before = recall_at_8(store, canon)
             consumed = kept = applied = shown = verbatim = lost = 0
             options = CycleOptions(threshold=20, max_batch=32, guard=guard)
-            model = OllamaSummariser(server.url, server.model, timeout=10.0)
+            model = OllamaSummariser(
+                server.url, server.model, timeout=10.0, transport=server.transport
+            )
             for _ in range(cycles):
                 record = Cycle(store, AGENT, model, options).run_sync()
                 if record.outcome == "applied":
@@ -169,14 +171,14 @@ def main() -> None:
     print("Recall-quality gate: recall@8 of canonical facts before/after 6 cycles")
     print("| summariser | guard | recall before | recall after | facts consumed | kept by guard |")
     print("|---|---|---:|---:|---:|---:|")
-    with ScriptedOllama() as server:
-        for name in SUMMARISERS:
-            for guard in ("off", "keys", "strict"):
-                r = run_gate(name, guard, server=server)
-                print(
-                    f"| {name} | {guard} | {r.recall_before:.2f} | {r.recall_after:.2f} | "
-                    f"{r.consumed} | {r.kept_by_guard} |"
-                )
+    server = FakeOllama()
+    for name in SUMMARISERS:
+        for guard in ("off", "keys", "strict"):
+            r = run_gate(name, guard, server=server)
+            print(
+                f"| {name} | {guard} | {r.recall_before:.2f} | {r.recall_after:.2f} | "
+                f"{r.consumed} | {r.kept_by_guard} |"
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Scripted summarisers for the gate, served over real HTTP by the scripted Ollama server.
+"""Scripted summarisers for the gate, answering through the scripted Ollama (real httpx).
 
 Each reads the batch from the prompt's `- <id>: <text>` rows, exactly as a model would see
 it, and answers with a proposal. One is lossless; one rewords every fact but keeps each
@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections.abc import Callable
 
-from tests.support.ollama_server import RecordedRequest, Reply
+from tests.support.ollama_fake import RecordedRequest, Reply
 
 ROW = re.compile(r"^- ([0-9A-Z]{26}): (.*)$", re.MULTILINE)
 NUMBER = re.compile(r"\d+")

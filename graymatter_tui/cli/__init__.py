@@ -13,6 +13,7 @@ from graymatter_tui import __version__
 from graymatter_tui.cli import admin, cycles, facts
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
+from graymatter_tui.summariser_names import SUMMARISERS
 
 
 class _PipeClosed(Exception):
@@ -52,7 +53,7 @@ class _Group(click.Group):
 @click.option("--agent", default=None, help="Agent to show first.")
 @click.option(
     "--llm",
-    type=click.Choice(["ollama", "anthropic", "local", "none"]),
+    type=click.Choice(SUMMARISERS),
     default=None,
     help="Summariser for consolidation.",
 )

@@ -20,7 +20,14 @@ from typing import Any, Literal
 import msgspec
 
 from graymatter_tui import clock
-from graymatter_tui.config import Settings
+from graymatter_tui.config import (
+    DEFAULT_GUARD,
+    DEFAULT_HALF_LIFE_HOURS,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_THRESHOLD,
+    Settings,
+    SummariserName,
+)
 from graymatter_tui.consolidation.review import Review, review_json, review_text
 from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
 from graymatter_tui.errors import Conflict
@@ -71,10 +78,10 @@ STAGE_TITLES = {
 
 @dataclass(frozen=True)
 class CycleOptions:
-    threshold: int = 20
-    max_batch: int = 32
-    half_life_hours: float = 720.0
-    guard: str = "keys"
+    threshold: int = DEFAULT_THRESHOLD
+    max_batch: int = DEFAULT_MAX_BATCH
+    half_life_hours: float = DEFAULT_HALF_LIFE_HOURS
+    guard: str = DEFAULT_GUARD
     dry_run: bool = False
 
     @classmethod
@@ -106,7 +113,7 @@ class Cycle:
         self.record = CycleRecord(
             cycle_id=store.unused_id(started),
             agent_id=agent,
-            summariser=summariser.name if summariser else "none",
+            summariser=summariser.name if summariser else SummariserName.NONE.value,
             model=summariser.model if summariser else "",
             started_at=clock.format_time(started),
             guard_mode=self.options.guard,

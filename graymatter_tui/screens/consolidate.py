@@ -33,17 +33,13 @@ from graymatter_tui.messages import StoreChanged
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.screens.layout import is_short
+from graymatter_tui.summariser_names import KINDS
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.stages import MARKS, add_result, mark_cell, stage_grid
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-SUMMARISER_CHOICES = [
-    ("ollama", "ollama — local model over HTTP"),
-    ("anthropic", "anthropic — Messages API"),
-    ("local", "local — offline near-duplicate merge"),
-    ("none", "none — decay and prune only"),
-]
+SUMMARISER_CHOICES = [(name.value, f"{name} — {kind.label}") for name, kind in KINDS.items()]
 
 
 class ConsolidatePane(Vertical, can_focus=True):

@@ -18,6 +18,7 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.summariser_names import NETWORKED
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.stages import result_grid
@@ -90,7 +91,7 @@ def _outcome(r: CycleRecord) -> Text:
 
 
 def _latency(r: CycleRecord) -> Text:
-    networked = r.summariser in ("ollama", "anthropic")
+    networked = r.summariser in NETWORKED
     return Text(f"{r.latency_ms:.0f} ms" if networked and r.kind != "revert" else "")
 
 

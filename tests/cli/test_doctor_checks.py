@@ -17,7 +17,7 @@ import pytest
 
 from graymatter_tui.store import Store
 from tests.conftest import run_graymatter
-from tests.support.ollama_server import ScriptedOllama
+from tests.support.over_socket import OllamaOverSocket
 from tests.support.unprivileged import cli_as_nobody, give_to_nobody, public_tmp
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -165,7 +165,7 @@ def test_the_configured_summariser_that_does_not_answer_warns(store_dir: Path) -
 
 @pytest.mark.parametrize("how", ["named", "configured"])
 def test_a_summariser_that_answers_is_good(store_dir: Path, how: str) -> None:
-    with ScriptedOllama() as server:
+    with OllamaOverSocket() as server:
         env = {"GRAYMATTER_OLLAMA_URL": server.url, "GRAYMATTER_OLLAMA_TIMEOUT": "5"}
         args = ["doctor", "--dir", str(store_dir)]
         if how == "named":

@@ -1,5 +1,5 @@
-"""Fixtures of the consolidation-engine tests: a store on a settable clock and a scripted
-Ollama server over real HTTP."""
+"""Fixtures of the consolidation-engine tests: a store on a settable clock, and a scripted
+Ollama through httpx's MockTransport (or, for replies that need a connection, on a socket)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from graymatter_tui.store import Store
 from tests.engine.helpers import Clock
-from tests.support.ollama_server import ScriptedOllama
+from tests.support.ollama_fake import FakeOllama
+from tests.support.over_socket import OllamaOverSocket
 
 
 @pytest.fixture
@@ -29,7 +30,14 @@ def gm(tmp_path: Path, clock: Clock) -> Iterator[Store]:
 
 
 @pytest.fixture
-def ollama() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as server:
+def ollama() -> Iterator[FakeOllama]:
+    fake = FakeOllama()
+    yield fake
+    assert fake.errors == []
+
+
+@pytest.fixture
+def ollama_socket() -> Iterator[OllamaOverSocket]:
+    with OllamaOverSocket() as server:
         yield server
     assert server.errors == []

@@ -1,5 +1,6 @@
 """The consolidation commands through the real CLI in a subprocess, against the scripted
-Ollama server: JSON shapes, exit codes, journal, revert, doctor and secret hygiene."""
+Ollama and Anthropic fakes on a loopback socket (a subprocess cannot take a transport):
+JSON shapes, exit codes, journal, revert, doctor and secret hygiene."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from graymatter_tui.consolidation.summarisers import OllamaSummariser
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.store import Store
 from tests.engine.helpers import AGENT, MODEL, NOW, prompt_rows, seed_weighted
-from tests.support.ollama_server import RecordedRequest, Reply, ScriptedOllama
+from tests.support.anthropic_fake import Message
+from tests.support.ollama_fake import RecordedRequest, Reply
+from tests.support.over_socket import AnthropicOverSocket, OllamaOverSocket
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -54,13 +57,13 @@ def seeded(cli_dir: Path) -> list[str]:
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as running:
+def server() -> Iterator[OllamaOverSocket]:
+    with OllamaOverSocket() as running:
         yield running
     assert running.errors == []
 
 
-def ollama_env(server: ScriptedOllama) -> dict[str, str]:
+def ollama_env(server: OllamaOverSocket) -> dict[str, str]:
     return {"GRAYMATTER_OLLAMA_URL": server.url, "GRAYMATTER_OLLAMA_TIMEOUT": "5"}
 
 
@@ -75,7 +78,7 @@ def merge_first(n: int) -> Callable[[RecordedRequest], Reply]:
 
 
 def consolidate(
-    run_cli: RunCli, server: ScriptedOllama, *extra: str, now: str | None = None
+    run_cli: RunCli, server: OllamaOverSocket, *extra: str, now: str | None = None
 ) -> tuple[int, Any]:
     env = ollama_env(server)
     if now:
@@ -95,7 +98,7 @@ def peek(cli_dir: Path) -> Iterator[Store]:
         store.close()
 
 
-def applied_in_process(cli_dir: Path, server: ScriptedOllama, n: int) -> CycleRecord:
+def applied_in_process(cli_dir: Path, server: OllamaOverSocket, n: int) -> CycleRecord:
     """Run one applied cycle on the CLI's store without a subprocess."""
     server.set_responder(merge_first(n))
     with peek(cli_dir) as store:
@@ -114,7 +117,7 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 
 
 def test_consolidate_applied_prints_the_record(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str], cli_dir: Path
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
 ) -> None:
     server.set_responder(merge_first(3))
     code, record = consolidate(run_cli, server)
@@ -141,7 +144,7 @@ def test_consolidate_applied_prints_the_record(
 
 
 def test_consolidate_human_output(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str]
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str]
 ) -> None:
     server.set_responder(merge_first(2))
     done = run_cli("consolidate", AGENT, "--llm", "ollama", env=ollama_env(server))
@@ -152,7 +155,7 @@ def test_consolidate_human_output(
 
 
 def test_consolidate_not_applied_exits_3(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str], cli_dir: Path
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
 ) -> None:
     server.script(
         Reply.text("The garden notes are all about watering."),
@@ -179,7 +182,7 @@ def test_consolidate_not_applied_exits_3(
 
 
 def test_consolidate_skipped_exits_0(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str]
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str]
 ) -> None:
     code, record = consolidate(run_cli, server, "--threshold", "30")
     assert code == 0
@@ -192,7 +195,7 @@ def test_consolidate_skipped_exits_0(
 
 
 def test_dry_run_exits_0_and_changes_nothing(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str], cli_dir: Path
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
 ) -> None:
     with peek(cli_dir) as store:
         before = store.all_facts()
@@ -231,7 +234,7 @@ def test_local_summariser_applies_on_the_demo_store(run_cli: RunCli, cli_dir: Pa
 
 
 def test_journal_show_and_revert(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str], cli_dir: Path
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
 ) -> None:
     # One second apart: cycle ids are ULIDs, so "newest first" needs distinct instants
     # (two processes minting ids in the same millisecond order them at random).
@@ -296,7 +299,7 @@ def test_revert_and_journal_show_of_unknown_or_malformed_ids(
 
 
 def test_doctor_on_a_healthy_store(
-    run_cli: RunCli, server: ScriptedOllama, seeded: list[str], cli_dir: Path
+    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
 ) -> None:
     applied_in_process(cli_dir, server, 5)
     done = run_cli("doctor", "--llm", "ollama", "--json", env=ollama_env(server))
@@ -342,7 +345,7 @@ def test_doctor_fails_when_the_named_summariser_is_unreachable(
 
 
 def test_doctor_fails_when_an_invariant_is_broken(
-    run_cli: RunCli, cli_dir: Path, server: ScriptedOllama, seeded: list[str]
+    run_cli: RunCli, cli_dir: Path, server: OllamaOverSocket, seeded: list[str]
 ) -> None:
     record = applied_in_process(cli_dir, server, 3)
     with peek(cli_dir) as store:
@@ -359,25 +362,26 @@ def test_doctor_fails_when_an_invariant_is_broken(
 
 
 def test_anthropic_key_never_leaks(run_cli: RunCli, seeded: list[str]) -> None:
-    with ScriptedOllama() as server:
+    with AnthropicOverSocket(key=FAKE_KEY) as server:
         server.set_responder(
-            lambda request: Reply.error(
-                401, f"invalid x-api-key: {request.headers.get('x-api-key', '')} (check it)"
+            lambda request: Message.error(
+                401,
+                "authentication_error",
+                f"invalid x-api-key: {request.headers['x-api-key']} (check it)",
             )
         )
         env = {
             "ANTHROPIC_API_KEY": FAKE_KEY,
-            # the query string makes .../v1/messages land on the scripted /api/generate
-            "ANTHROPIC_BASE_URL": f"{server.url}/api/generate?anthropic=",
+            "ANTHROPIC_BASE_URL": server.url,
             "GRAYMATTER_CONSOLIDATE_MODEL": MODEL,
-            "GRAYMATTER_OLLAMA_TIMEOUT": "5",
+            "GRAYMATTER_ANTHROPIC_TIMEOUT": "5",
         }
         as_record = run_cli("consolidate", AGENT, "--llm", "anthropic", "--json", env=env)
         human = run_cli("consolidate", AGENT, "--llm", "anthropic", env=env)
-        requests = server.generate_requests
+        requests = server.message_requests
     assert len(requests) == 2  # 401 is not retried
     assert requests[0].headers["x-api-key"] == FAKE_KEY  # the key was sent, and echoed back
-    assert requests[0].path.endswith("/v1/messages")
+    assert requests[0].path == "/v1/messages"
     assert as_record.returncode == human.returncode == 3
     record = json.loads(as_record.stdout)
     assert record["outcome"] == "failed"

@@ -1,8 +1,8 @@
 """Property: whatever a summariser answers and whatever people do between cycles, the
 invariants hold after every cycle and only batch facts ever become consumption tombstones.
 
-One scripted Ollama server for the module; a fresh store per example. The summariser's
-answer is drawn up front (hypothesis cannot draw in the server thread) as a recipe that the
+One scripted Ollama (httpx MockTransport) for the module; a fresh store per example. The
+summariser's answer is drawn up front (hypothesis cannot draw in the handler) as a recipe that the
 responder resolves against the batch it is shown: batch ids, hallucinated ids, pinned ids,
 tombstone ids, another agent's ids, duplicates, empty or marked-up summaries, non-JSON.
 """
@@ -30,7 +30,7 @@ from graymatter_tui.errors import Conflict
 from graymatter_tui.model import Fact
 from graymatter_tui.store import NewFact, Store
 from tests.engine.helpers import AGENT, MODEL, NOW, Clock, prompt_rows, snapshot
-from tests.support.ollama_server import RecordedRequest, Reply, ScriptedOllama
+from tests.support.ollama_fake import FakeOllama, RecordedRequest, Reply
 
 OTHER = "agent-b"
 NAMES = ["Maria Lopez", "Dev Patel", "Chen Wei", "Amara Okafor"]
@@ -46,10 +46,10 @@ SUMMARIES = ["", "   ", "merged", "<b>bold</b> [red]markup[/red] \x1b[31mred\x1b
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as running:
-        yield running
-    assert running.errors == []
+def server() -> Iterator[FakeOllama]:
+    fake = FakeOllama()
+    yield fake
+    assert fake.errors == []
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def seed(store: Store, data: st.DataObject) -> None:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data())
-def test_invariants_hold_over_many_cycles(server: ScriptedOllama, data: st.DataObject) -> None:
+def test_invariants_hold_over_many_cycles(server: FakeOllama, data: st.DataObject) -> None:
     directory = Path(tempfile.mkdtemp(prefix="gm-prop-"))
     clock = Clock()
     store = Store.open(directory / "s", clock_fn=clock)
@@ -186,7 +186,7 @@ def decayed(fact: Fact, clock: Clock) -> float:
     return min(fact.weight, math.exp(-math.log(2) * hours / 720.0))
 
 
-def one_cycle(store: Store, server: ScriptedOllama, clock: Clock, data: st.DataObject) -> None:
+def one_cycle(store: Store, server: FakeOllama, clock: Clock, data: st.DataObject) -> None:
     before: dict[str, Fact] = {f.id: f for f in store.all_facts()}
     pools = {
         "pinned": [f.id for f in before.values() if f.pinned],
@@ -199,7 +199,8 @@ def one_cycle(store: Store, server: ScriptedOllama, clock: Clock, data: st.DataO
         max_batch=data.draw(st.integers(1, 32)),
         guard=data.draw(st.sampled_from(["off", "off", "keys", "strict"])),
     )
-    record = Cycle(store, AGENT, OllamaSummariser(server.url, MODEL, 2.0), options).run_sync()
+    summariser = OllamaSummariser(server.url, MODEL, 2.0, transport=server.transport)
+    record = Cycle(store, AGENT, summariser, options).run_sync()
     after: dict[str, Fact] = {f.id: f for f in store.all_facts()}
 
     assert record.outcome in ("applied", "discarded", "failed", "skipped"), record.reason

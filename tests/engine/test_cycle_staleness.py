@@ -18,7 +18,7 @@ from graymatter_tui.store import Store
 from graymatter_tui.store.cycle_ops import ApplyRequest
 from tests.conftest import clean_env
 from tests.engine.helpers import AGENT, MODEL, NOW_TEXT, seed_weighted, snapshot
-from tests.support.ollama_server import Reply, ScriptedOllama
+from tests.support.ollama_fake import FakeOllama, Reply
 
 CYCLE_ID = "01KJMMA2G0CCCCCCCCCCCCCCCC"
 
@@ -35,9 +35,10 @@ def other_process(store_dir: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-async def cycle_at_review(store: Store, server: ScriptedOllama, consume: list[str]) -> Cycle:
+async def cycle_at_review(store: Store, server: FakeOllama, consume: list[str]) -> Cycle:
     server.script(Reply.proposal("merged garden notes", consume))
-    cycle = Cycle(store, AGENT, OllamaSummariser(server.url, MODEL, 2.0), CycleOptions(guard="off"))
+    summariser = OllamaSummariser(server.url, MODEL, 2.0, transport=server.transport)
+    cycle = Cycle(store, AGENT, summariser, CycleOptions(guard="off"))
     assert cycle.advance().stage == "decay"
     assert cycle.advance().stage == "select"
     assert (await cycle.propose()).stage == "propose"
@@ -63,7 +64,7 @@ def finish(cycle: Cycle) -> None:
     ids=["revise", "pin", "retire"],
 )
 async def test_change_from_another_process_makes_the_proposal_stale(
-    gm: Store, ollama: ScriptedOllama, change: tuple[str, ...], why: str
+    gm: Store, ollama: FakeOllama, change: tuple[str, ...], why: str
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     consume = batch[:5]
@@ -98,7 +99,7 @@ async def test_change_from_another_process_makes_the_proposal_stale(
     assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
 
 
-async def test_fact_deleted_meanwhile_is_stale(gm: Store, ollama: ScriptedOllama) -> None:
+async def test_fact_deleted_meanwhile_is_stale(gm: Store, ollama: FakeOllama) -> None:
     """A batch fact pruned (deleted) between review and apply."""
     batch = [f.id for f in seed_weighted(gm)[:15]]
     cycle = await cycle_at_review(gm, ollama, batch[:3])
@@ -111,7 +112,7 @@ async def test_fact_deleted_meanwhile_is_stale(gm: Store, ollama: ScriptedOllama
 
 
 async def test_change_to_a_batch_fact_not_consumed_does_not_block(
-    gm: Store, ollama: ScriptedOllama
+    gm: Store, ollama: FakeOllama
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     cycle = await cycle_at_review(gm, ollama, batch[:3])
@@ -123,9 +124,7 @@ async def test_change_to_a_batch_fact_not_consumed_does_not_block(
     assert gm.counters().facts_consolidated == 3
 
 
-async def test_consumption_by_a_concurrent_cycle_is_stale(
-    gm: Store, ollama: ScriptedOllama
-) -> None:
+async def test_consumption_by_a_concurrent_cycle_is_stale(gm: Store, ollama: FakeOllama) -> None:
     """Two cycles over one batch: the second to apply finds the facts already consumed."""
     batch = [f.id for f in seed_weighted(gm)[:15]]
     first = await cycle_at_review(gm, ollama, batch[:4])
@@ -144,7 +143,7 @@ async def test_consumption_by_a_concurrent_cycle_is_stale(
 
 
 async def test_fact_brought_back_under_its_id_with_another_text_is_stale(
-    gm: Store, ollama: ScriptedOllama, tmp_path: Path
+    gm: Store, ollama: FakeOllama, tmp_path: Path
 ) -> None:
     """A fact's text is never rewritten in place, but its id can come back with another
     text: the fact is pruned, then an import (here by another process) carries the same id

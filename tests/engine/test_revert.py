@@ -14,18 +14,18 @@ from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord
 from graymatter_tui.store import NewFact, Store
 from tests.engine.helpers import AGENT, MODEL, NOW, seed_weighted, snapshot, violations
-from tests.support.ollama_server import Reply, ScriptedOllama
+from tests.support.ollama_fake import FakeOllama, Reply
 
 
-def cycle(store: Store, server: ScriptedOllama | None, **options: Any) -> CycleRecord:
+def cycle(store: Store, server: FakeOllama | None, **options: Any) -> CycleRecord:
     opts = {"guard": "off", **options}
-    summariser = OllamaSummariser(server.url, MODEL, 2.0) if server else None
+    summariser = (
+        OllamaSummariser(server.url, MODEL, 2.0, transport=server.transport) if server else None
+    )
     return Cycle(store, AGENT, summariser, CycleOptions(**opts)).run_sync()
 
 
-def applied(
-    store: Store, server: ScriptedOllama, consume: list[str], **options: Any
-) -> CycleRecord:
+def applied(store: Store, server: FakeOllama, consume: list[str], **options: Any) -> CycleRecord:
     server.script(Reply.proposal("merged garden notes", consume))
     record = cycle(store, server, **options)
     assert record.outcome == "applied", record.reason
@@ -47,7 +47,7 @@ def assert_refused(store: Store, cycle_id: str, error: type[Exception], words: s
     assert store.generation() == generation
 
 
-def test_revert_round_trip(gm: Store, ollama: ScriptedOllama) -> None:
+def test_revert_round_trip(gm: Store, ollama: FakeOllama) -> None:
     facts = seed_weighted(gm)
     batch = [f.id for f in facts[:15]]
     original = {f.id: f for f in facts}
@@ -88,7 +88,7 @@ def test_revert_round_trip(gm: Store, ollama: ScriptedOllama) -> None:
     assert live == {f.id for f in facts}
 
 
-def test_reverted_facts_can_be_consolidated_again(gm: Store, ollama: ScriptedOllama) -> None:
+def test_reverted_facts_can_be_consolidated_again(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     first = applied(gm, ollama, batch[:3])
     gm.revert(first.cycle_id)
@@ -97,7 +97,7 @@ def test_reverted_facts_can_be_consolidated_again(gm: Store, ollama: ScriptedOll
     assert violations(check_invariants(gm)) == []
 
 
-def test_unknown_cycle_is_not_found(gm: Store, ollama: ScriptedOllama) -> None:
+def test_unknown_cycle_is_not_found(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     applied(gm, ollama, batch[:2])
     assert_refused(gm, "01JZZZZZZZZZZZZZZZZZZZZZZZ", NotFound, "no cycle")
@@ -110,7 +110,7 @@ def test_skipped_cycle_is_refused(gm: Store) -> None:
     assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
-def test_discarded_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_discarded_cycle_is_refused(gm: Store, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.text("prose, not a proposal"))
     record = cycle(gm, ollama)
@@ -118,7 +118,7 @@ def test_discarded_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
     assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
-def test_failed_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_failed_cycle_is_refused(gm: Store, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.error(400, "bad"))
     record = cycle(gm, ollama)
@@ -126,20 +126,20 @@ def test_failed_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
     assert_refused(gm, record.cycle_id, Conflict, "nothing was applied")
 
 
-def test_a_revert_record_is_not_revertible(gm: Store, ollama: ScriptedOllama) -> None:
+def test_a_revert_record_is_not_revertible(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     revert = gm.revert(applied(gm, ollama, batch[:2]).cycle_id)
     assert_refused(gm, revert.cycle_id, Conflict, "itself a revert")
 
 
-def test_reverting_twice_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_reverting_twice_is_refused(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:4])
     revert = gm.revert(record.cycle_id)
     assert_refused(gm, record.cycle_id, Conflict, f"already reverted by {revert.cycle_id}")
 
 
-def test_retired_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_retired_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:4])
     gm.retire(record.summary_id)
@@ -148,14 +148,14 @@ def test_retired_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
         assert gm.get(fact_id).superseded_by == record.summary_id
 
 
-def test_revised_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_revised_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:4])
     revision, _ = gm.revise(record.summary_id, "a better summary")
     assert_refused(gm, record.cycle_id, Conflict, f"consumed by {revision.id}")
 
 
-def summary_of_summary(store: Store, server: ScriptedOllama) -> tuple[CycleRecord, CycleRecord]:
+def summary_of_summary(store: Store, server: FakeOllama) -> tuple[CycleRecord, CycleRecord]:
     """Two applied cycles, the second consuming the first one's summary.
 
     A(0.1) B(0.2) are the first batch; C and D are then pinned, so the second cycle's only
@@ -176,7 +176,7 @@ def summary_of_summary(store: Store, server: ScriptedOllama) -> tuple[CycleRecor
     return first, second
 
 
-def test_summary_consumed_by_a_later_cycle_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_summary_consumed_by_a_later_cycle_is_refused(gm: Store, ollama: FakeOllama) -> None:
     first, second = summary_of_summary(gm, ollama)
     assert_refused(gm, first.cycle_id, Conflict, f"consumed by {second.summary_id}")
     # the later cycle can be reverted, and then the first one too
@@ -188,21 +188,19 @@ def test_summary_consumed_by_a_later_cycle_is_refused(gm: Store, ollama: Scripte
     assert "merged garden notes" not in live
 
 
-def test_consuming_a_summary_keeps_the_invariants(gm: Store, ollama: ScriptedOllama) -> None:
+def test_consuming_a_summary_keeps_the_invariants(gm: Store, ollama: FakeOllama) -> None:
     summary_of_summary(gm, ollama)
     assert violations(check_invariants(gm)) == []
 
 
-def test_revert_restores_a_summary_with_its_own_cycle(gm: Store, ollama: ScriptedOllama) -> None:
+def test_revert_restores_a_summary_with_its_own_cycle(gm: Store, ollama: FakeOllama) -> None:
     first, second = summary_of_summary(gm, ollama)
     gm.revert(second.cycle_id)
     assert gm.get(first.summary_id).cycle_id == first.cycle_id
     assert violations(check_invariants(gm)) == []
 
 
-def test_consumed_fact_pruned_by_the_cycle_itself_is_refused(
-    gm: Store, ollama: ScriptedOllama
-) -> None:
+def test_consumed_fact_pruned_by_the_cycle_itself_is_refused(gm: Store, ollama: FakeOllama) -> None:
     facts = seed_weighted(gm)
     [weak] = gm.put_many([NewFact(agent_id=AGENT, text="nearly forgotten", weight=0.005)])
     batch = [weak.id, *(f.id for f in facts[:14])]
@@ -215,7 +213,7 @@ def test_consumed_fact_pruned_by_the_cycle_itself_is_refused(
     assert_refused(gm, record.cycle_id, Conflict, f"consumed fact {weak.id} is gone")
 
 
-def test_consumed_fact_deleted_later_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_consumed_fact_deleted_later_is_refused(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:3])
     gm.delete([batch[1]])
@@ -223,14 +221,14 @@ def test_consumed_fact_deleted_later_is_refused(gm: Store, ollama: ScriptedOllam
     assert gm.get(batch[0]).superseded_by == record.summary_id
 
 
-def test_pruned_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_pruned_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:3])
     gm.delete([record.summary_id])
     assert_refused(gm, record.cycle_id, Conflict, "has been pruned")
 
 
-def test_revert_leaves_other_agents_alone(gm: Store, ollama: ScriptedOllama) -> None:
+def test_revert_leaves_other_agents_alone(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     other = seed_weighted(gm, agent="agent-b")
     record = applied(gm, ollama, batch[:3])
@@ -240,7 +238,7 @@ def test_revert_leaves_other_agents_alone(gm: Store, ollama: ScriptedOllama) -> 
     assert len(before_other) == len(other)
 
 
-def test_pinning_a_restored_fact_keeps_the_invariants(gm: Store, ollama: ScriptedOllama) -> None:
+def test_pinning_a_restored_fact_keeps_the_invariants(gm: Store, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, batch[:2])
     gm.revert(record.cycle_id)
@@ -248,7 +246,7 @@ def test_pinning_a_restored_fact_keeps_the_invariants(gm: Store, ollama: Scripte
     assert violations(check_invariants(gm)) == []
 
 
-def test_pinned_summary_is_refused(gm: Store, ollama: ScriptedOllama) -> None:
+def test_pinned_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
     """Retiring a pinned summary would leave a pinned tombstone (found by the crash soak)."""
     ids = [f.id for f in seed_weighted(gm)[:15]]
     record = applied(gm, ollama, ids[:3])

@@ -19,7 +19,8 @@ from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.textsafe import MAX_TEXT_BYTES
-from tests.support.ollama_server import RecordedRequest, Reply, ScriptedOllama
+from tests.support.ollama_fake import FakeOllama, RecordedRequest, Reply
+from tests.support.over_socket import OllamaOverSocket
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 # A 2-byte "é" at the 64 KiB limit: AT_LIMIT is exactly 65536 bytes (allowed); in
@@ -148,7 +149,7 @@ def _store_with_batch(path: Path) -> Store:
 def test_a_trickling_server_is_cut_off_at_the_deadline(tmp_path: Path) -> None:
     store = _store_with_batch(tmp_path / "s")
     before = store.list_facts("agent", "all")
-    with ScriptedOllama() as server:
+    with OllamaOverSocket() as server:
         proposal = json.dumps({"summary": "x", "consumes": []})
         server.set_default(Reply.trickle(proposal * 50, delay=0.05, chunk=4))
         started = time.monotonic()
@@ -206,14 +207,15 @@ def test_hostile_proposals_only_ever_consume_batch_facts(
             return Reply.text(raw)
         return Reply.proposal(summary if isinstance(summary, str) else json.dumps(summary), ids)
 
-    with ScriptedOllama() as server:
-        server.set_responder(respond)
-        record = Cycle(
-            store,
-            "agent",
-            OllamaSummariser(server.url, "llama3.2", timeout=5.0),
-            CycleOptions(threshold=10),
-        ).run_sync()
+    server = FakeOllama()
+    server.set_responder(respond)
+    record = Cycle(
+        store,
+        "agent",
+        OllamaSummariser(server.url, "llama3.2", timeout=5.0, transport=server.transport),
+        CycleOptions(threshold=10),
+    ).run_sync()
+    assert server.errors == []
     assert set(record.consumed) <= set(record.batch)
     assert pinned not in record.consumed and tomb not in record.consumed
     assert store.get(pinned).is_live and store.get(other).is_live

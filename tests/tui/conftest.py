@@ -1,5 +1,5 @@
 """Fixtures of the TUI tests: real LMDB stores on disk with a fixed clock, the demo data,
-and the scripted Ollama server over real HTTP."""
+and the scripted Ollama on a loopback socket (the app builds its own summariser)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from graymatter_tui.demo import create_demo
 from graymatter_tui.store import Store
-from tests.support.ollama_server import ScriptedOllama
+from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import open_store
 
 
@@ -54,7 +54,7 @@ def empty_store(store_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def ollama() -> Iterator[ScriptedOllama]:
-    with ScriptedOllama() as server:
+def ollama() -> Iterator[OllamaOverSocket]:
+    with OllamaOverSocket() as server:
         yield server
     assert server.errors == []

@@ -1,6 +1,6 @@
 """The Consolidate tab: stepping a cycle stage by stage, reading the proposal as a diff,
 applying, rejecting and proposing again, with the offline `local` summariser and with the
-scripted Ollama server over real HTTP (a good answer, and a hang cancelled with esc)."""
+scripted Ollama on a loopback socket (a good answer, and a hang cancelled with esc)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from textual.widgets import TabbedContent
 
 from graymatter_tui.consolidation.cycle import STAGE_TITLES, STAGES
 from graymatter_tui.store import Store
-from tests.support.ollama_server import RecordedRequest, Reply, ScriptedOllama
+from tests.support.ollama_fake import RecordedRequest, Reply
+from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
@@ -147,7 +148,7 @@ async def test_local_propose_again_then_reject_changes_nothing(demo_store: Store
 
 
 async def test_ollama_step_through_applies_the_servers_proposal(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
 
@@ -189,7 +190,7 @@ async def test_ollama_step_through_applies_the_servers_proposal(
 
 
 async def test_ollama_hang_is_cancelled_with_escape(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.hang(30))
     before = curation(demo_store)
@@ -295,7 +296,7 @@ async def test_long_diff_rows_wrap_under_their_text_and_rewrap_on_resize(
 
 
 async def test_the_proposal_is_shown_before_review_then_what_review_made_of_it(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     """Right after propose the diff shows the model's answer as it stands (every id it
     named, unclamped); after review, what review kept."""
@@ -328,7 +329,7 @@ async def test_the_proposal_is_shown_before_review_then_what_review_made_of_it(
 
 
 async def test_an_unreadable_answer_is_shown_as_such_before_review(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.text("Sure! Here is my summary: [not json]"))
     app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
@@ -341,7 +342,7 @@ async def test_an_unreadable_answer_is_shown_as_such_before_review(
 
 
 async def test_after_esc_the_hint_names_the_key_that_asks_again(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.hang(30))
 

@@ -13,12 +13,13 @@ from graymatter_tui.consolidation.prompt import prompt_hash, text_prompt
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply, redact
 from graymatter_tui.consolidation.summarisers.http import post_with_retry
 from graymatter_tui.model import BatchItem
+from graymatter_tui.summariser_names import SummariserName
 
 API_VERSION = "2023-06-01"
 
 
 class AnthropicSummariser:
-    name = "anthropic"
+    name = SummariserName.ANTHROPIC.value
 
     def __init__(
         self,

@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers.anthropic import AnthropicSummariser
 from graymatter_tui.consolidation.summarisers.base import Summariser
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
+from graymatter_tui.summariser_names import SummariserName
 
 
 def from_settings(settings: Settings) -> Summariser | None:
     """The configured summariser, or None for decay-and-prune only."""
-    if settings.summariser == "ollama":
+    name = settings.summariser
+    if name is SummariserName.OLLAMA:
         return OllamaSummariser(settings.ollama_url, settings.ollama_model, settings.ollama_timeout)
-    if settings.summariser == "anthropic":
+    if name is SummariserName.ANTHROPIC:
         return AnthropicSummariser(
             settings.anthropic_api_key,
             settings.anthropic_base_url,
             settings.anthropic_model,
             settings.anthropic_timeout,
         )
-    if settings.summariser == "local":
+    if name is SummariserName.LOCAL:
         return LocalSummariser()
-    return None
+    if name is SummariserName.NONE:
+        return None
+    assert_never(name)  # mypy: a new SummariserName must be built here

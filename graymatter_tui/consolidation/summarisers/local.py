@@ -14,6 +14,7 @@ from graymatter_tui.consolidation.prompt import prompt_hash, structured_prompt
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply
 from graymatter_tui.lexicon import STOPWORDS
 from graymatter_tui.model import BatchItem
+from graymatter_tui.summariser_names import SummariserName
 
 SIMILARITY = 0.8
 _WORD = re.compile(r"\w+")
@@ -81,7 +82,7 @@ def merge(group: list[BatchItem]) -> str:
 
 
 class LocalSummariser:
-    name = "local"
+    name = SummariserName.LOCAL.value
     model = "near-duplicate merge"
 
     async def propose(self, batch: list[BatchItem]) -> Reply:

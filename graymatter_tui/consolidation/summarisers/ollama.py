@@ -13,6 +13,7 @@ from graymatter_tui.consolidation.prompt import context_tokens, prompt_hash, str
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply
 from graymatter_tui.consolidation.summarisers.http import post_with_retry
 from graymatter_tui.model import BatchItem
+from graymatter_tui.summariser_names import SummariserName
 
 
 def _error_text(body: bytes) -> str:
@@ -27,7 +28,7 @@ def _error_text(body: bytes) -> str:
 
 
 class OllamaSummariser:
-    name = "ollama"
+    name = SummariserName.OLLAMA.value
 
     def __init__(
         self,
