@@ -7,7 +7,6 @@ from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
@@ -35,8 +34,22 @@ class FactsPane(Vertical, Pane):
     TITLE = "Facts"
     FOCUS = "#fact-list"
     BINDINGS = [
-        Binding("slash", "focus_filter", "Filter", id="facts-filter"),
-        Binding("s", "toggle_sort", "Sort", id="facts-sort"),
+        Action(
+            "slash",
+            "focus_filter",
+            "Filter",
+            id="facts-filter",
+            title="Filter facts",
+            tooltip="Type to narrow the list of facts",
+        ),
+        Action(
+            "s",
+            "toggle_sort",
+            "Sort",
+            id="facts-sort",
+            title="Sort facts",
+            tooltip="Switch between newest first and heaviest first",
+        ),
         Action(
             "p",
             "pin",
@@ -45,9 +58,30 @@ class FactsPane(Vertical, Pane):
             title="Pin or unpin fact",
             tooltip="Toggle the pin of the selected fact",
         ),
-        Binding("a", "add", "Add", id="facts-add"),
-        Binding("e", "revise", "Revise", id="facts-revise"),
-        Binding("x", "retire", "Retire", id="facts-retire"),
+        Action(
+            "a",
+            "add",
+            "Add",
+            id="facts-add",
+            title="Add fact",
+            tooltip="Write a new fact for the current agent",
+        ),
+        Action(
+            "e",
+            "revise",
+            "Revise",
+            id="facts-revise",
+            title="Revise fact",
+            tooltip="Edit the selected fact; the old text is kept as a tombstone",
+        ),
+        Action(
+            "x",
+            "retire",
+            "Retire",
+            id="facts-retire",
+            title="Retire fact",
+            tooltip="Make the selected fact a tombstone",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

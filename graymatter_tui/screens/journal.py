@@ -170,7 +170,13 @@ class JournalPane(Vertical, Pane):
             id="journal-revert",
             tooltip="Revert the cycle selected in the journal",
         ),
-        Binding("c", "copy_id", "Copy cycle id", id="journal-copy"),
+        Action(
+            "c",
+            "copy_id",
+            "Copy cycle id",
+            id="journal-copy",
+            tooltip="Copy the selected cycle's id (for graymatter-tui revert)",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -32,28 +32,26 @@ from tests.tui.helpers import (
 RESEARCH = "research-agent"
 
 
-class CountingFacts(FactsPane):
+class CountsReloads:
+    """Notes the agent of every reload, then reloads as the real pane does."""
+
     reloads: ClassVar[list[str]] = []
 
     def reload(self, *, keep: bool = True) -> None:
-        self.reloads.append(self.host.agent)
-        super().reload(keep=keep)
+        self.reloads.append(self.host.agent)  # type: ignore[attr-defined]
+        super().reload(keep=keep)  # type: ignore[misc]
 
 
-class CountingTombstones(TombstonesPane):
-    reloads: ClassVar[list[str]] = []
-
-    def reload(self, *, keep: bool = True) -> None:
-        self.reloads.append(self.host.agent)
-        super().reload(keep=keep)
+class CountingFacts(CountsReloads, FactsPane):
+    pass
 
 
-class CountingStatus(StatusPane):
-    reloads: ClassVar[list[str]] = []
+class CountingTombstones(CountsReloads, TombstonesPane):
+    pass
 
-    def reload(self, *, keep: bool = True) -> None:
-        self.reloads.append(self.host.agent)
-        super().reload(keep=keep)
+
+class CountingStatus(CountsReloads, StatusPane):
+    pass
 
 
 class CountingApp(GraymatterApp):
