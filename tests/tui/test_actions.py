@@ -4,12 +4,14 @@ without another edit."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.widgets import TabbedContent
 
+import graymatter_tui
 from graymatter_tui.app import GraymatterApp
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.facts import FactsPane
@@ -119,3 +121,12 @@ async def test_a_pane_command_from_the_palette_runs_in_its_pane(demo_store: Stor
         assert app.query_one("#tabs", TabbedContent).active == "consolidate"
         await wait_until(pilot, lambda: "cycle " in static_text(app, "#stepper"))
         assert "Decay" in static_text(app, "#stepper")
+
+
+def test_the_app_reaches_panes_only_through_the_pane_contract() -> None:
+    """No pane method is looked up by name, and the app is cast to its protocol once."""
+    ui = Path(graymatter_tui.__file__).parent
+    sources = {p.name: p.read_text() for p in [ui / "app.py", *(ui / "screens").glob("*.py")]}
+    by_name = [name for name, text in sources.items() if "getattr(" in text or "hasattr(" in text]
+    assert by_name == []
+    assert [name for name, text in sources.items() if "cast(Host" in text] == ["base.py"]
