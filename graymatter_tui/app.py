@@ -4,20 +4,26 @@ No business logic lives here: every change goes through a Store method or the Cy
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.lazy import Lazy
+from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from graymatter_tui.config import Settings
+from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.presentation import store_badges
+from graymatter_tui.screens.actions import Action, described, help_rows, palette_help, palette_title
+from graymatter_tui.screens.base import CHECKING, Pane, Reach
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
@@ -31,35 +37,78 @@ from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.key_bar import KeyBar
+from graymatter_tui.widgets.virtual_list import VirtualList
 
-TABS = ("facts", "tombstones", "consolidate", "journal", "status")
+# Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
+# with the tab's number, the key that shows it).
+PANES: tuple[tuple[str, type[Pane]], ...] = (
+    ("facts", FactsPane),
+    ("tombstones", TombstonesPane),
+    ("consolidate", ConsolidatePane),
+    ("journal", JournalPane),
+    ("status", StatusPane),
+)
+TABS = tuple(tab for tab, _pane in PANES)
+PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")
 POLL_SECONDS = 0.5
 CLOCK_SECONDS = 30.0  # relative ages ("5m") are redrawn this often, with no store read
 
 
 class GraymatterApp(App[None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).parent / "app.tcss"  # absolute: subclasses elsewhere find it
     TITLE = "graymatter-tui"
     # Screen classes for compact layouts (ADR 0009): `-short` below 30 rows (80×24 is
     # short), `-narrow` below 100 columns.
     VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_ROWS, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLUMNS, "-wide")]
-    BINDINGS = [
+    PANES: ClassVar[tuple[tuple[str, type[Pane]], ...]] = PANES
+    BINDINGS: ClassVar[list[BindingType]] = [
         # The tab labels already show 1-5, so the footer keeps its room for other keys.
-        Binding("1", "tab('facts')", "Facts", id="tab-facts", show=False),
-        Binding("2", "tab('tombstones')", "Tombstones", id="tab-tombstones", show=False),
-        Binding("3", "tab('consolidate')", "Consolidate", id="tab-consolidate", show=False),
-        Binding("4", "tab('journal')", "Journal", id="tab-journal", show=False),
-        Binding("5", "tab('status')", "Status", id="tab-status", show=False),
+        *(
+            Action(
+                str(number),
+                f"tab('{tab}')",
+                pane.TITLE,
+                id=f"tab-{tab}",
+                show=False,
+                title=f"Show {pane.TITLE}",
+                tooltip=f"Switch to the {pane.TITLE} tab",
+            )
+            for number, (tab, pane) in enumerate(PANES, 1)
+        ),
         # Help first: the footer cuts from the right on narrow terminals, and the help
         # screen lists everything the footer could not show.
-        Binding("question_mark,f1", "help", "Help", id="help"),
-        Binding("A", "choose_agent", "Agent", id="choose-agent"),
-        Binding("R", "recall_preview", "Recall", id="recall-preview"),
-        Binding("ctrl+r", "reload", "Reload", id="reload"),
-        Binding("q", "quit", "Quit", id="quit"),
+        Action("question_mark,f1", "help", "Help", id="help", tooltip="Every key, by pane"),
+        Action(
+            "A",
+            "choose_agent",
+            "Agent",
+            id="choose-agent",
+            title="Switch agent",
+            tooltip="Choose the agent to show",
+        ),
+        Action(
+            "R",
+            "recall_preview",
+            "Recall",
+            id="recall-preview",
+            title="Recall preview",
+            tooltip="Rank a query without touching access counts",
+        ),
+        Action("ctrl+r", "reload", "Reload", id="reload", tooltip="Read the store again"),
+        Action("q", "quit", "Quit", id="quit", tooltip="Leave graymatter-tui"),
         Binding("ctrl+q", "quit", "Quit", id="quit-anywhere", show=False, priority=True),
     ]
+    # Actions with no key of their own: in the palette only.
+    PALETTE_ONLY: ClassVar[tuple[Action, ...]] = (
+        Action("", "export", "Export", tooltip="Export every fact and the journal to a jsonl file"),
+    )
+
+    # The app's state (ADR 0017). Panes watch these and re-read what they show.
+    agent: var[str] = var("", init=False)
+    generation: var[int] = var(-1, init=False)  # the store's; moves with every write
+    settings: var[Settings] = var(Settings, init=False, always_update=True)
+    reach: var[Reach] = var(CHECKING, init=False)  # the summariser's, probed here only
 
     def __init__(
         self,
@@ -73,73 +122,86 @@ class GraymatterApp(App[None]):
     ) -> None:
         super().__init__()
         self.store = store
-        self.settings = settings
         self.read_only = read_only
-        self.agent = agent or ""
+        # Set without watchers: nothing is mounted yet to follow them.
+        self.set_reactive(GraymatterApp.settings, settings)
+        self.set_reactive(GraymatterApp.agent, agent or "")
         self.poll_seconds = poll_seconds
         self.clock_seconds = clock_seconds
-        self._generation = -1
-        self._dirty: set[str] = set(TABS)
         self.last_error = ""
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static("", id="topbar", markup=False)
-        with TabbedContent(initial="facts", id="tabs"):
-            with TabPane("1 Facts", id="facts"):
-                yield FactsPane(id="facts-pane")
-            # Hidden panes mount just after the first frame, so Facts paints sooner.
-            with TabPane("2 Tombstones", id="tombstones"):
-                yield Lazy(TombstonesPane(id="tombstones-pane"))
-            with TabPane("3 Consolidate", id="consolidate"):
-                yield Lazy(ConsolidatePane(id="consolidate-pane"))
-            with TabPane("4 Journal", id="journal"):
-                yield Lazy(JournalPane(id="journal-pane"))
-            with TabPane("5 Status", id="status"):
-                yield Lazy(StatusPane(id="status-pane"))
+        with TabbedContent(initial=self.PANES[0][0], id="tabs"):
+            for number, (tab, pane_class) in enumerate(self.PANES, 1):
+                with TabPane(f"{number} {pane_class.TITLE}", id=tab):
+                    pane = pane_class(id=f"{tab}-pane")
+                    # Hidden panes mount just after the first frame, so Facts paints sooner.
+                    yield pane if number == 1 else Lazy(pane)
         yield Static("", id="errorbar", markup=False)
         yield KeyBar()
 
     def on_mount(self) -> None:
         if not self.agent:
             agents = self._agents_or_none()
-            self.agent = agents[0] if agents else "default"
+            # Without watchers: the first poll below reads every shown pane anyway.
+            self.set_reactive(GraymatterApp.agent, agents[0] if agents else "default")
         self.query_one("#errorbar", Static).display = False
+        self._probe_summariser()
         self._poll()
         self.set_interval(self.poll_seconds, self._poll)
         self.set_interval(self.clock_seconds, self._tick_clock)
-        self.query_one("#fact-list").focus()
+        self._focus_tab(self._active_tab())
 
     def _agents_or_none(self) -> list[str]:
         try:
             return [a.agent_id for a in self.store.agents()]
         except GraymatterError as exc:
-            self._show_error(str(exc))
+            self.show_error(str(exc))
             return []
 
-    # ---- refreshing ------------------------------------------------------------------
-    def _pane(self, tab: str) -> Any:
-        return self.query_one(f"#{tab}-pane")
+    # ---- the state panes follow --------------------------------------------------------
+    def watch_agent(self) -> None:
+        # The panes watch the agent themselves; the top bar names it.
+        try:
+            self._update_topbar()
+        except GraymatterError as exc:
+            self.show_error(str(exc))
 
-    def _pane_or_none(self, tab: str) -> Any | None:
+    def watch_settings(self) -> None:
+        self.reach = CHECKING
+        self._probe_summariser()
+
+    @work(exclusive=True, group="reach", exit_on_error=False)
+    async def _probe_summariser(self) -> None:
+        """The one reachability check, shared by Consolidate and Status."""
+        summariser = summarisers.from_settings(self.settings)
+        if summariser is None:
+            self.reach = Reach("none")
+            return
+        reach = await summariser.check()
+        self.reach = Reach("ok" if reach.ok else "failed", reach.detail)
+
+    # ---- refreshing ------------------------------------------------------------------
+    def _pane_or_none(self, tab: str) -> Pane | None:
         """Hidden panes mount just after the first frame; before that there is none."""
         try:
-            return self._pane(tab)
+            pane = self.query_one(f"#{tab}-pane")
         except NoMatches:
             return None
+        return pane if isinstance(pane, Pane) else None
 
     def _active_tab(self) -> str:
-        return self.query_one(TabbedContent).active or "facts"
+        return self.query_one(TabbedContent).active or self.PANES[0][0]
 
-    def _reload_active(self) -> None:
-        tab = self._active_tab()
-        if tab in self._dirty:
-            pane = self._pane_or_none(tab)
-            if pane is None:
-                return
-            if hasattr(pane, "reload"):
-                pane.reload()
-            self._dirty.discard(tab)
+    def _catch_up(self) -> None:
+        """The shown pane re-reads if it is stale (its last read failed, or it was hidden
+        when the store moved); the top bar's counts follow every poll."""
+        pane = self._pane_or_none(self._active_tab())
+        if pane is None:
+            return
+        pane.catch_up()
         self._update_topbar()
 
     def _poll(self) -> None:
@@ -153,17 +215,12 @@ class GraymatterApp(App[None]):
 
     def _poll_once(self) -> None:
         try:
-            generation = self.store.generation()
+            # A new generation makes the panes re-read (the shown one now, hidden ones
+            # when shown); a pane whose read fails reports it and stays stale.
+            self.generation = self.store.generation()
+            self._catch_up()
         except GraymatterError as exc:
-            self._show_error(str(exc))
-            return
-        if generation != self._generation:
-            self._generation = generation
-            self._dirty = set(TABS)
-        try:
-            self._reload_active()
-        except GraymatterError as exc:
-            self._show_error(str(exc))
+            self.show_error(str(exc))
             return
         if self.last_error:
             self._clear_error()
@@ -174,7 +231,7 @@ class GraymatterApp(App[None]):
             pane = self._pane_or_none(self._active_tab())
         except NoMatches:  # closing
             return
-        if pane is not None and hasattr(pane, "tick_clock"):
+        if pane is not None:
             pane.tick_clock()
 
     def _update_topbar(self) -> None:
@@ -187,7 +244,7 @@ class GraymatterApp(App[None]):
         )
         self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
 
-    def _show_error(self, message: str) -> None:
+    def show_error(self, message: str) -> None:
         self.last_error = message
         bar = self.query_one("#errorbar", Static)
         bar.update(f" Store error: {neutralise(message, one_line=True)} — ctrl+r retries")
@@ -199,16 +256,18 @@ class GraymatterApp(App[None]):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         try:
-            self._reload_active()
+            self._catch_up()
         except GraymatterError as exc:
-            self._show_error(str(exc))
+            self.show_error(str(exc))
         self._tick_clock()  # a pane that was hidden for a while shows ages as of now
         self._focus_tab(self._active_tab())
 
     def _focus_tab(self, tab: str) -> None:
-        focus = {"facts": "#fact-list", "tombstones": "#tomb-list", "journal": "#journal-table"}
+        pane = self._pane_or_none(tab)
         try:
-            target = self.query_one(focus[tab]) if tab in focus else self._pane(tab)
+            if pane is None:
+                raise NoMatches(tab)
+            target = pane.focus_target()
         except NoMatches:  # typed ahead before the pane mounted: try again after a frame
             self.call_after_refresh(self._focus_tab_later, tab)
             return
@@ -218,7 +277,7 @@ class GraymatterApp(App[None]):
         if not self.is_running:
             return
         if self._active_tab() == tab and self._pane_or_none(tab) is not None:
-            self._reload_active()
+            self._catch_up()
             self._focus_tab(tab)
         elif self._active_tab() == tab:
             self.set_timer(0.05, lambda: self._focus_tab_later(tab))
@@ -276,35 +335,30 @@ class GraymatterApp(App[None]):
 
     def action_reload(self) -> None:
         self._clear_error()
-        self._dirty = set(TABS)
+        for tab, _pane in self.PANES:
+            if (pane := self._pane_or_none(tab)) is not None:
+                pane.stale = True
         self._poll()
         if not self.last_error:
             self.notify("Reloaded.")
 
     def action_help(self) -> None:
-        sections: list[tuple[str, list[Binding]]] = [
-            ("Everywhere", [b for b in self.BINDINGS if isinstance(b, Binding)]),
-            ("Lists", _list_bindings()),
-            ("Facts", list(FactsPane.BINDINGS)),  # type: ignore[arg-type]
-            ("Tombstones", [Binding("enter", "", "Open the summary that replaced it")]),
-            ("Consolidate", list(ConsolidatePane.BINDINGS)),  # type: ignore[arg-type]
-            ("Journal", [Binding("enter", "", "Replay the cycle's diff"), *JournalPane.BINDINGS]),  # type: ignore[list-item]
-            ("Palette", [Binding("ctrl+p", "", "Command palette: agent, cycle, export, theme")]),
+        sections = [
+            ("Everywhere", help_rows(self.BINDINGS)),
+            ("Lists", help_rows(VirtualList.BINDINGS)),
+            *(
+                (pane.TITLE, help_rows([*pane.HELP_KEYS, *pane.pane_bindings()]))
+                for _tab, pane in self.PANES
+            ),
+            ("Palette", [PALETTE_HINT]),
         ]
-        self.push_screen(HelpScreen(sections))
-
-    def summariser_changed(self) -> None:
-        """The summariser was switched: Status shows it and its reachability anew."""
-        status = self._pane_or_none("status")
-        if status is not None:
-            status.check_summariser()
-        self._dirty.add("status")
+        self.push_screen(HelpScreen([(title, rows) for title, rows in sections if rows]))
 
     def action_choose_agent(self) -> None:
         try:
             agents = self.store.agents()
         except GraymatterError as exc:
-            self._show_error(str(exc))
+            self.show_error(str(exc))
             return
         choices = [
             (a.agent_id, f"{a.agent_id}  ({a.live_facts} live, {a.tombstones} tombstones)")
@@ -315,13 +369,8 @@ class GraymatterApp(App[None]):
             return
 
         def chosen(agent: str | None) -> None:
-            if agent and agent != self.agent:
-                self.agent = agent
-                self._dirty = set(TABS)
-                consolidate = self._pane_or_none("consolidate")
-                if consolidate is not None:
-                    consolidate.agent_changed()
-                self._reload_active()
+            if agent:
+                self.agent = agent  # the panes follow (and Consolidate abandons its cycle)
 
         self.push_screen(ChooseScreen("Agent", choices, self.agent), chosen)
 
@@ -347,71 +396,25 @@ class GraymatterApp(App[None]):
 
         self.push_screen(LineEntryScreen("Export everything (jsonl) to file", default), chosen)
 
-    def _pane_action(self, tab: str, action: str) -> Callable[[], None]:
-        def run() -> None:
-            self.action_tab(tab)
-            pane = self._pane_or_none(tab)
-            if pane is not None:
-                getattr(pane, f"action_{action}")()
-
-        return run
-
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Textual's own commands, then every described binding of the app and the panes
+        (screens/actions.py): the palette has no list of its own."""
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Switch agent", "Choose the agent to show", self.action_choose_agent)
-        yield SystemCommand(
-            "Recall preview",
-            "Rank a query without touching access counts",
-            self.action_recall_preview,
-        )
-        yield SystemCommand(
-            "New cycle",
-            "Start a new consolidation cycle",
-            self._pane_action("consolidate", "new_cycle"),
-        )
-        yield SystemCommand(
-            "Step cycle",
-            "Run the next stage of the cycle",
-            self._pane_action("consolidate", "next_stage"),
-        )
-        yield SystemCommand(
-            "Run cycle to the end",
-            "Run every remaining stage",
-            self._pane_action("consolidate", "run_to_end"),
-        )
-        yield SystemCommand(
-            "Apply proposal",
-            "Apply the reviewed proposal",
-            self._pane_action("consolidate", "apply"),
-        )
-        yield SystemCommand(
-            "Reject proposal",
-            "Discard the reviewed proposal",
-            self._pane_action("consolidate", "reject"),
-        )
-        yield SystemCommand(
-            "Choose summariser",
-            "ollama, anthropic, local or none",
-            self._pane_action("consolidate", "choose_summariser"),
-        )
-        yield SystemCommand(
-            "Revert cycle",
-            "Revert the cycle selected in the journal",
-            self._pane_action("journal", "revert"),
-        )
-        yield SystemCommand(
-            "Pin or unpin fact",
-            "Toggle the pin of the selected fact",
-            self._pane_action("facts", "pin"),
-        )
-        yield SystemCommand(
-            "Export", "Export every fact and the journal to a jsonl file", self.action_export
-        )
-        yield SystemCommand("Reload", "Read the store again", self.action_reload)
+        for action in described([*self.BINDINGS, *self.PALETTE_ONLY]):
+            yield SystemCommand(
+                palette_title(action), palette_help(action), partial(self.run_action, action.action)
+            )
+        for tab, pane in self.PANES:
+            for action in described(pane.pane_bindings()):
+                yield SystemCommand(
+                    palette_title(action),
+                    palette_help(action),
+                    partial(self._run_pane_action, tab, action.action),
+                )
 
-
-def _list_bindings() -> list[Binding]:
-    """The movement keys every list shares (the help screen's "Lists" section)."""
-    from graymatter_tui.widgets.virtual_list import VirtualList
-
-    return [b for b in VirtualList.BINDINGS if isinstance(b, Binding)]
+    async def _run_pane_action(self, tab: str, action: str) -> None:
+        """A pane's action from the palette: show its tab, then act as its key would."""
+        self.action_tab(tab)
+        pane = self._pane_or_none(tab)
+        if pane is not None:
+            await self.run_action(action, pane)

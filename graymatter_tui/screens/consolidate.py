@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import cast
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
@@ -30,7 +28,8 @@ from graymatter_tui.consolidation.cycle import (
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
-from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.actions import Action
+from graymatter_tui.screens.base import Pane, Reach
 from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.screens.layout import is_short
 from graymatter_tui.summariser_names import KINDS
@@ -42,16 +41,73 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [(name.value, f"{name} — {kind.label}") for name, kind in KINDS.items()]
 
 
-class ConsolidatePane(Vertical, can_focus=True):
+REACH_TEXT = {"checking": "checking…", "none": "✓ nothing to contact", "ok": "✓ ", "failed": "✗ "}
+
+
+def reach_text(reach: Reach) -> str:
+    return REACH_TEXT[reach.state] + reach.detail
+
+
+class ConsolidatePane(Vertical, Pane, can_focus=True):
+    TITLE = "Consolidate"
     BINDINGS = [
-        Binding("n", "next_stage", "Next stage", id="cycle-next"),
-        Binding("a", "apply", "Apply", id="cycle-apply"),
-        Binding("r", "reject", "Reject", id="cycle-reject"),
-        Binding("p", "repropose", "Propose again", id="cycle-repropose"),
-        Binding("g", "run_to_end", "Run to end", id="cycle-run"),
-        Binding("c", "new_cycle", "New cycle", id="cycle-new"),
-        Binding("m", "choose_summariser", "Summariser", id="cycle-summariser"),
-        Binding("escape", "cancel", "Cancel call", id="cycle-cancel"),
+        Action(
+            "n",
+            "next_stage",
+            "Next stage",
+            id="cycle-next",
+            title="Step cycle",
+            tooltip="Run the next stage of the cycle",
+        ),
+        Action(
+            "a",
+            "apply",
+            "Apply",
+            id="cycle-apply",
+            title="Apply proposal",
+            tooltip="Apply the reviewed proposal",
+        ),
+        Action(
+            "r",
+            "reject",
+            "Reject",
+            id="cycle-reject",
+            title="Reject proposal",
+            tooltip="Discard the reviewed proposal",
+        ),
+        Action(
+            "p",
+            "repropose",
+            "Propose again",
+            id="cycle-repropose",
+            tooltip="Ask the summariser again for the cycle under review",
+        ),
+        Action(
+            "g",
+            "run_to_end",
+            "Run to end",
+            id="cycle-run",
+            title="Run cycle to the end",
+            tooltip="Run every remaining stage",
+        ),
+        Action(
+            "c", "new_cycle", "New cycle", id="cycle-new", tooltip="Start a new consolidation cycle"
+        ),
+        Action(
+            "m",
+            "choose_summariser",
+            "Summariser",
+            id="cycle-summariser",
+            title="Choose summariser",
+            tooltip="ollama, anthropic, local or none",
+        ),
+        Action(
+            "escape",
+            "cancel",
+            "Cancel call",
+            id="cycle-cancel",
+            tooltip="Cancel the running call to the summariser",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -60,13 +116,8 @@ class ConsolidatePane(Vertical, can_focus=True):
         self.busy = False
         self._call_started: float | None = None
         self._worker: Worker[None] | None = None
-        self._reach = "checking…"
         self._note = ""
         self._ticking = False
-
-    @property
-    def host(self) -> Host:
-        return cast(Host, self.app)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="summariser-line", classes="pane-bar-line", markup=False)
@@ -76,8 +127,12 @@ class ConsolidatePane(Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         self.set_interval(0.1, self._tick)
-        self.check_summariser()
+        self.watch(self.app, "reach", self.render_state, init=False)
+        self.watch(self.app, "agent", self._agent_changed, init=False)
         self.render_state()
+
+    def reload(self) -> None:
+        """This pane shows the cycle it runs, not the store: nothing to re-read."""
 
     # ---- rendering -----------------------------------------------------------------------
     def render_state(self) -> None:
@@ -85,7 +140,7 @@ class ConsolidatePane(Vertical, can_focus=True):
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(" Summariser ", style="bold")
         line.append(settings.summariser, style="bold cyan")
-        line.append(f"  {self._reach}", style="dim")
+        line.append(f"  {reach_text(self.host.reach)}", style="dim")
         line.append("   m", style="bold")
         line.append(" change\n")
         # The cycle's settings on a line of their own, so a long reachability line
@@ -365,27 +420,15 @@ class ConsolidatePane(Vertical, can_focus=True):
 
         def chosen(value: str | None) -> None:
             if value:
+                # The app probes the new summariser; this pane and Status follow its reach.
                 self.host.settings = self.host.settings.with_overrides(summariser=value)
-                self._reach = "checking…"
-                self.check_summariser()
-                self.host.summariser_changed()
                 self.render_state()
 
         self.app.push_screen(
             ChooseScreen("Summariser", SUMMARISER_CHOICES, self.host.settings.summariser), chosen
         )
 
-    @work(exclusive=True, group="reach", exit_on_error=False)
-    async def check_summariser(self) -> None:
-        summariser = summarisers.from_settings(self.host.settings)
-        if summariser is None:
-            self._reach = "✓ nothing to contact"
-        else:
-            reach = await summariser.check()
-            self._reach = ("✓ " if reach.ok else "✗ ") + reach.detail
-        self.render_state()
-
-    def agent_changed(self) -> None:
+    def _agent_changed(self) -> None:
         if self.cycle is not None and not self.cycle.done and not self.busy:
             self.host.run_write("cycle abandoned (agent changed)", self.cycle.cancel)
         if not self.busy:

@@ -3,16 +3,16 @@ weight. Drawn line by line, so 1M facts open as fast as 100."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 
 from graymatter_tui.model import Fact
-from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.actions import Action
+from graymatter_tui.screens.base import Pane
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.fact_rows import FactRows, fact_header
@@ -30,14 +30,58 @@ def no_match_text(query: str) -> str:
     return f"No live fact matches “{neutralise(query, one_line=True)}”."
 
 
-class FactsPane(Vertical):
+class FactsPane(Vertical, Pane):
+    TITLE = "Facts"
+    FOCUS = "#fact-list"
     BINDINGS = [
-        Binding("slash", "focus_filter", "Filter", id="facts-filter"),
-        Binding("s", "toggle_sort", "Sort", id="facts-sort"),
-        Binding("p", "pin", "Pin/unpin", id="facts-pin"),
-        Binding("a", "add", "Add", id="facts-add"),
-        Binding("e", "revise", "Revise", id="facts-revise"),
-        Binding("x", "retire", "Retire", id="facts-retire"),
+        Action(
+            "slash",
+            "focus_filter",
+            "Filter",
+            id="facts-filter",
+            title="Filter facts",
+            tooltip="Type to narrow the list of facts",
+        ),
+        Action(
+            "s",
+            "toggle_sort",
+            "Sort",
+            id="facts-sort",
+            title="Sort facts",
+            tooltip="Switch between newest first and heaviest first",
+        ),
+        Action(
+            "p",
+            "pin",
+            "Pin/unpin",
+            id="facts-pin",
+            title="Pin or unpin fact",
+            tooltip="Toggle the pin of the selected fact",
+        ),
+        Action(
+            "a",
+            "add",
+            "Add",
+            id="facts-add",
+            title="Add fact",
+            tooltip="Write a new fact for the current agent",
+        ),
+        Action(
+            "e",
+            "revise",
+            "Revise",
+            id="facts-revise",
+            title="Revise fact",
+            tooltip="Edit the selected fact; the old text is kept as a tombstone",
+        ),
+        Action(
+            "x",
+            "retire",
+            "Retire",
+            id="facts-retire",
+            title="Retire fact",
+            tooltip="Make the selected fact a tombstone",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -50,10 +94,6 @@ class FactsPane(Vertical):
         self._last_match: tuple[str, list[int]] = ("", [])
         self._keep_id: str | None = None
         self._complete = True
-
-    @property
-    def host(self) -> Host:
-        return cast(Host, self.app)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):

@@ -1,5 +1,5 @@
-"""The help screen: every key binding of the app and of each screen, from the bindings
-themselves, so it can never fall out of date."""
+"""The help screen: the keys of the app, the lists and each pane, from their bindings
+(screens/actions.py), so it cannot fall out of date."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
-def _key_label(keys: str) -> str:
-    names = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
-    return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
+# (section title, (keys, description) rows)
+HelpSection = tuple[str, list[tuple[str, str]]]
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help-close")]
 
-    def __init__(self, sections: list[tuple[str, list[Binding]]]) -> None:
+    def __init__(self, sections: list[HelpSection]) -> None:
         super().__init__()
         self.sections = sections
 
@@ -35,10 +33,10 @@ class HelpScreen(ModalScreen[None]):
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold cyan", justify="right")
         table.add_column()
-        for title, bindings in self.sections:
+        for title, rows in self.sections:
             table.add_row(Text(title, style="bold underline"), "")
-            for binding in bindings:
-                table.add_row(_key_label(binding.key), binding.description or binding.action)
+            for keys, description in rows:
+                table.add_row(keys, description)
             table.add_row("", "")
         return table
 

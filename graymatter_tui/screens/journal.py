@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
@@ -16,7 +15,8 @@ from textual.widgets import DataTable, Static
 
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import CycleRecord
-from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.actions import Action
+from graymatter_tui.screens.base import Pane
 from graymatter_tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.summariser_names import NETWORKED
 from graymatter_tui.textsafe import neutralise
@@ -159,20 +159,31 @@ class JournalTable(DataTable[Text]):
     ]
 
 
-class JournalPane(Vertical):
+class JournalPane(Vertical, Pane):
+    TITLE = "Journal"
+    FOCUS = "#journal-table"
+    HELP_KEYS = (Binding("enter", "", "Replay the cycle's diff"),)
     BINDINGS = [
-        Binding("u", "revert", "Revert cycle", id="journal-revert"),
-        Binding("c", "copy_id", "Copy cycle id", id="journal-copy"),
+        Action(
+            "u",
+            "revert",
+            "Revert cycle",
+            id="journal-revert",
+            tooltip="Revert the cycle selected in the journal",
+        ),
+        Action(
+            "c",
+            "copy_id",
+            "Copy cycle id",
+            id="journal-copy",
+            tooltip="Copy the selected cycle's id (for graymatter-tui revert)",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.records: list[CycleRecord] = []
         self.columns: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def host(self) -> Host:
-        return cast(Host, self.app)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="journal-info", classes="pane-bar-line", markup=False)

@@ -2,37 +2,37 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 
-from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.overview import status_payload, weight_histogram
-from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.base import Pane, Reach
 from graymatter_tui.textsafe import neutralise
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
 
-class StatusPane(VerticalScroll):
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._reach = "checking…"
+REACH_TEXT = {
+    "checking": "checking…",
+    "none": "decay and prune only",
+    "ok": "reachable: ",
+    "failed": "NOT reachable: ",
+}
 
-    @property
-    def host(self) -> Host:
-        return cast(Host, self.app)
+
+def reach_text(reach: Reach) -> str:
+    return REACH_TEXT[reach.state] + reach.detail
+
+
+class StatusPane(VerticalScroll, Pane):
+    TITLE = "Status"
+    DEPENDS_ON = ("reach",)  # the summariser line
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-body", markup=False)
-
-    def on_mount(self) -> None:
-        self.check_summariser()
 
     def reload(self, *, keep: bool = True) -> None:
         store = self.host.store
@@ -61,7 +61,7 @@ class StatusPane(VerticalScroll):
         s = self.host.settings
         out.add_row(
             "summariser",
-            f"{s.summariser} — {self._reach}",
+            f"{s.summariser} — {reach_text(self.host.reach)}",
         )
         out.add_row(
             "policy",
@@ -95,15 +95,3 @@ class StatusPane(VerticalScroll):
         from rich.console import Group
 
         self.query_one("#status-body", Static).update(Group(out, Text(""), agents, histogram))
-
-    @work(exclusive=True, group="status-reach", exit_on_error=False)
-    async def check_summariser(self) -> None:
-        summariser = summarisers.from_settings(self.host.settings)
-        if summariser is None:
-            self._reach = "decay and prune only"
-        else:
-            reach = await summariser.check()
-            self._reach = ("reachable: " if reach.ok else "NOT reachable: ") + reach.detail
-        # Only redraw when visible: the histogram reads every weight of the agent.
-        if self.is_mounted and self.app.query_one(TabbedContent).active == "status":
-            self.reload()

@@ -3,25 +3,24 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from graymatter_tui.model import Fact
-from graymatter_tui.screens.base import Host
+from graymatter_tui.screens.base import Pane
 from graymatter_tui.widgets.fact_rows import TombstoneRows, tombstone_header
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 
-class TombstonesPane(Vertical):
+class TombstonesPane(Vertical, Pane):
+    TITLE = "Tombstones"
+    FOCUS = "#tomb-list"
+    HELP_KEYS = (Binding("enter", "", "Open the summary that replaced it"),)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-
-    @property
-    def host(self) -> Host:
-        return cast(Host, self.app)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
