@@ -11,6 +11,7 @@ import time
 from typing import cast
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -33,9 +34,11 @@ from graymatter_tui.messages import StoreChanged
 from graymatter_tui.screens.base import Host
 from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.screens.layout import is_short
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets import stages
 from graymatter_tui.widgets.diff_view import DiffView
-from graymatter_tui.widgets.stages import MARKS, add_result, mark_cell, stage_grid
+from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.stages import StageStyles, add_result, mark_cell, mark_of, stage_grid
+from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [
@@ -46,7 +49,16 @@ SUMMARISER_CHOICES = [
 ]
 
 
+# Colours of the summariser's name, the outcome and notes (app.tcss); stage marks are
+# the `stage--*` classes.
+SUMMARISER = "consolidate--summariser"
+APPLIED = "consolidate--applied"
+NOT_APPLIED = "consolidate--not-applied"
+NOTE = "consolidate--note"
+
+
 class ConsolidatePane(Vertical, can_focus=True):
+    COMPONENT_CLASSES = {*stages.COMPONENT_CLASSES, SUMMARISER, APPLIED, NOT_APPLIED, NOTE}
     BINDINGS = [
         Binding("n", "next_stage", "Next stage", id="cycle-next"),
         Binding("a", "apply", "Apply", id="cycle-apply"),
@@ -82,13 +94,21 @@ class ConsolidatePane(Vertical, can_focus=True):
         self.set_interval(0.1, self._tick)
         self.check_summariser()
         self.render_state()
+        redraw_on_theme_change(self, self.render_state)
+
+    def _styles(self) -> dict[str, Style]:
+        """The stage marks' and this pane's own colours in the current theme."""
+        return {
+            **stages.stage_styles(self),
+            **component_styles(self, (SUMMARISER, APPLIED, NOT_APPLIED, NOTE)),
+        }
 
     # ---- rendering -----------------------------------------------------------------------
     def render_state(self) -> None:
         settings = self.host.settings
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(" Summariser ", style="bold")
-        line.append(settings.summariser, style="bold cyan")
+        line.append(settings.summariser, style=self._styles()[SUMMARISER])
         line.append(f"  {self._reach}", style="dim")
         line.append("   m", style="bold")
         line.append(" change\n")
@@ -120,6 +140,7 @@ class ConsolidatePane(Vertical, can_focus=True):
 
     def _stepper(self) -> RenderableType:
         cycle = self.cycle
+        styles = self._styles()
         if cycle is None:
             out = Text()
             out.append(" No cycle yet. ", style="dim")
@@ -128,31 +149,33 @@ class ConsolidatePane(Vertical, can_focus=True):
             out.append("g", style="bold")
             out.append(" runs it to the end.", style="dim")
             if self._note:
-                out.append(f"\n {self._note}", style="yellow")
+                out.append(f"\n {self._note}", style=styles[NOTE])
             return out
         head = Text(overflow="ellipsis")
         head.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
-        head.append(neutralise(cycle.agent, one_line=True), style="bold")
+        head.append_text(literal(cycle.agent, "bold"))
         head.append(f" · {cycle.record.summariser}", style="dim")
         parts: list[RenderableType] = [head]
         compact = is_short(self.app)
         if compact:
-            parts.append(self._progress(cycle))
+            parts.append(self._progress(cycle, styles))
         grid = stage_grid()
         done = {r.stage: r for r in cycle.record.stages}
         shown = [self._detail_stage(cycle)] if compact else list(STAGES)
         for stage in shown:
             result = done.get(stage) if stage else None
             if result is not None:
-                add_result(grid, result, STAGE_TITLES[result.stage])
+                add_result(grid, result, STAGE_TITLES[result.stage], styles)
         for stage in STAGES:
             if stage == cycle.next_stage:
                 marker = SPINNER[int(time.monotonic() * 10) % len(SPINNER)] if self.busy else "▶"
                 hint = "running…" if self.busy else self._hint(stage)
                 grid.add_row(
-                    mark_cell(marker, "bold yellow"),
-                    Text(STAGE_TITLES[stage], style="bold yellow reverse"),
-                    Text(hint, style="yellow"),
+                    mark_cell(marker, styles["next"] + Style(bold=True)),
+                    Text(
+                        STAGE_TITLES[stage], style=styles["next"] + Style(bold=True, reverse=True)
+                    ),
+                    Text(hint, style=styles["next"]),
                 )
             elif stage not in done and not compact:
                 grid.add_row(mark_cell("·", "dim"), Text(STAGE_TITLES[stage], style="dim"), "")
@@ -160,15 +183,15 @@ class ConsolidatePane(Vertical, can_focus=True):
         tail = Text()
         if cycle.done:
             outcome = cycle.record.outcome
-            color = "green" if outcome == "applied" else "yellow"
+            color = styles[APPLIED if outcome == "applied" else NOT_APPLIED]
             if not compact:
                 tail.append("\n")
-            tail.append(f" Outcome: {outcome}", style=f"bold {color}")
+            tail.append(f" Outcome: {outcome}", style=color + Style(bold=True))
             if cycle.record.reason:
-                tail.append(f" — {neutralise(cycle.record.reason, one_line=True)}")
+                tail.append_text(literal(f" — {cycle.record.reason}"))
             tail.append("   (c new cycle)", style="dim")
         if self._note:
-            tail.append(("\n" if tail else "") + f" {self._note}", style="yellow")
+            tail.append(("\n" if tail else "") + f" {self._note}", style=styles[NOTE])
         if tail:
             parts.append(tail)
         return Group(*parts)
@@ -186,7 +209,7 @@ class ConsolidatePane(Vertical, can_focus=True):
         return results[-1].stage if results else None
 
     @staticmethod
-    def _progress(cycle: Cycle) -> Table:
+    def _progress(cycle: Cycle, styles: StageStyles) -> Table:
         """Every stage on one line: ✓ done (✗ failed or discarded), ▶ next, · to come;
         on a narrow terminal it wraps under itself."""
         done = {r.stage: r for r in cycle.record.stages}
@@ -195,11 +218,11 @@ class ConsolidatePane(Vertical, can_focus=True):
             title = STAGE_TITLES[stage].split()[0] if stage != "graph_decay" else "Graph"
             result = done.get(stage)
             if result is not None:
-                mark, style = MARKS[stage_state(result)]
+                mark, style = mark_of(result, styles)
                 out.append(mark, style=style)
                 out.append(title + " ")
             elif stage == cycle.next_stage:
-                out.append("▶" + title, style="bold yellow")
+                out.append("▶" + title, style=styles["next"] + Style(bold=True))
                 out.append(" ")
             else:
                 out.append("·" + title + " ", style="dim")
@@ -232,7 +255,7 @@ class ConsolidatePane(Vertical, can_focus=True):
             Text(
                 f" {spin} waiting for {self.host.settings.summariser}: {elapsed:5.1f} s   "
                 "(esc cancels)",
-                style="bold yellow",
+                style=self._styles()[NOTE] + Style(bold=True),
             )
         )
         self.query_one("#stepper", Static).update(self._stepper())

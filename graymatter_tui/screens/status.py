@@ -14,12 +14,18 @@ from textual.widgets import Static, TabbedContent
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.overview import status_payload, weight_histogram
 from graymatter_tui.screens.base import Host
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+# The histogram's bars: healthy weights, and those below 0.1 (near pruning). app.tcss.
+WEIGHT = "status--weight"
+WEIGHT_LOW = "status--weight-low"
 
 
 class StatusPane(VerticalScroll):
+    COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._reach = "checking…"
@@ -33,6 +39,15 @@ class StatusPane(VerticalScroll):
 
     def on_mount(self) -> None:
         self.check_summariser()
+        redraw_on_theme_change(self, self._restyle)
+
+    def _restyle(self) -> None:
+        """The histogram carries the old theme's colours: draw it again if it is shown."""
+        if self._shown():
+            self.reload()
+
+    def _shown(self) -> bool:
+        return self.is_mounted and self.app.query_one(TabbedContent).active == "status"
 
     def reload(self, *, keep: bool = True) -> None:
         store = self.host.store
@@ -40,7 +55,7 @@ class StatusPane(VerticalScroll):
         out = Table.grid(padding=(0, 2))
         out.add_column(style="bold", justify="right")
         out.add_column()
-        out.add_row("store", neutralise(p["data_dir"], one_line=True))
+        out.add_row("store", literal(p["data_dir"]))
         out.add_row(
             "facts", f"{p['live_facts']} live · {p['tombstones']} tombstones · {p['pinned']} pinned"
         )
@@ -73,7 +88,7 @@ class StatusPane(VerticalScroll):
             agents.add_column(column, justify="left" if column == "agent" else "right")
         for a in p["agents"]:
             agents.add_row(
-                Text(neutralise(a["agent_id"], one_line=True)),
+                literal(a["agent_id"]),
                 str(a["live_facts"]),
                 str(a["tombstones"]),
                 str(a["pinned"]),
@@ -81,16 +96,15 @@ class StatusPane(VerticalScroll):
             )
         weights = list(store.weights(self.host.agent, "live").values())
         counts = weight_histogram(weights)
-        histogram = Text(
-            f"\nWeights of {neutralise(self.host.agent, one_line=True)}'s live facts\n",
-            style="bold",
-        )
+        histogram = literal(f"Weights of {self.host.agent}'s live facts", "bold")
+        histogram = Text("\n").append_text(histogram).append("\n")
+        bars = component_styles(self, (WEIGHT, WEIGHT_LOW))
         peak = max(counts) or 1
         for index, count in enumerate(counts):
             low = index / len(counts)
             bar = "█" * round(30 * count / peak)
             histogram.append(f"  {low:.1f}–{low + 0.1:.1f} ")
-            histogram.append(f"{bar:<30}", style="green" if low >= 0.1 else "red")
+            histogram.append(f"{bar:<30}", style=bars[WEIGHT if low >= 0.1 else WEIGHT_LOW])
             histogram.append(f" {count}\n", style="dim")
         from rich.console import Group
 
@@ -105,5 +119,5 @@ class StatusPane(VerticalScroll):
             reach = await summariser.check()
             self._reach = ("reachable: " if reach.ok else "NOT reachable: ") + reach.detail
         # Only redraw when visible: the histogram reads every weight of the agent.
-        if self.is_mounted and self.app.query_one(TabbedContent).active == "status":
+        if self._shown():
             self.reload()
