@@ -96,8 +96,10 @@ class StatusPane(VerticalScroll):
             )
         weights = list(store.weights(self.host.agent, "live").values())
         counts = weight_histogram(weights)
-        histogram = literal(f"Weights of {self.host.agent}'s live facts", "bold")
-        histogram = Text("\n").append_text(histogram).append("\n")
+        # Bold is the base style: the bars and counts below are bold too.
+        histogram = Text("\n", style="bold")
+        histogram.append_text(literal(f"Weights of {self.host.agent}'s live facts"))
+        histogram.append("\n")
         bars = component_styles(self, (WEIGHT, WEIGHT_LOW))
         peak = max(counts) or 1
         for index, count in enumerate(counts):
