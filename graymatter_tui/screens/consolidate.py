@@ -149,7 +149,8 @@ class ConsolidatePane(Vertical, can_focus=True):
             out.append("g", style="bold")
             out.append(" runs it to the end.", style="dim")
             if self._note:
-                out.append(f"\n {self._note}", style=styles[NOTE])
+                out.append("\n")
+                out.append_text(literal(f" {self._note}", styles[NOTE]))
             return out
         head = Text(overflow="ellipsis")
         head.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
@@ -191,7 +192,8 @@ class ConsolidatePane(Vertical, can_focus=True):
                 tail.append_text(literal(f" — {cycle.record.reason}"))
             tail.append("   (c new cycle)", style="dim")
         if self._note:
-            tail.append(("\n" if tail else "") + f" {self._note}", style=styles[NOTE])
+            tail.append("\n" if tail else "")
+            tail.append_text(literal(f" {self._note}", styles[NOTE]))
         if tail:
             parts.append(tail)
         return Group(*parts)
@@ -283,7 +285,7 @@ class ConsolidatePane(Vertical, can_focus=True):
             try:
                 self.cycle = self._new_cycle()
             except GraymatterError as exc:
-                self.app.notify(str(exc), severity="error")
+                self.app.notify(literal(exc).plain, severity="error", markup=False)
                 return
         self.busy = True
         self._worker = self._run(self.cycle, one=one, through_review=through_review, to_end=to_end)
@@ -324,7 +326,9 @@ class ConsolidatePane(Vertical, can_focus=True):
             self.busy = False
             self._call_started = None
             self._note = f"Stage failed: {error}" if error else "Stage failed"
-            self.app.notify(self._note + " — ctrl+r retries", severity="error")
+            self.app.notify(
+                literal(self._note + " — ctrl+r retries").plain, severity="error", markup=False
+            )
             self.render_state()
 
     # ---- actions ---------------------------------------------------------------------
@@ -376,7 +380,7 @@ class ConsolidatePane(Vertical, can_focus=True):
         try:
             cycle.repropose()
         except GraymatterError as exc:
-            self.app.notify(str(exc), severity="warning")
+            self.app.notify(literal(exc).plain, severity="warning", markup=False)
             return
         self._start(through_review=True)
 
