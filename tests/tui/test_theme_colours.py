@@ -14,7 +14,7 @@ from textual.color import Color as TextualColor
 from textual.widget import Widget
 
 from graymatter_tui.store import NewFact, Store
-from tests.tui.helpers import make_app, running, settle, static_text, wait_until
+from tests.tui.helpers import OPS, make_app, running, settle, static_text, wait_until
 
 AGENT = "colour-agent"
 LIGHT, DARK = "textual-light", "textual-dark"
@@ -117,29 +117,45 @@ async def test_diff_journal_stage_and_histogram_colours_follow_the_theme(
         assert not drawn[DARK][part] & drawn[LIGHT][part], (part, drawn)
 
 
+def assert_grey_after_filters(app: Any, widget: Widget) -> int:
+    """Every colour left once the app's line filters (NO_COLOR's among them) have run is
+    a grey, and a pinned star stays bold. Returns how many stars it saw."""
+    stars = 0
+    background = TextualColor.parse("black")
+    for segments in widget_lines(widget):
+        for line_filter in app._filters:
+            segments = line_filter.apply(segments, background)
+        for segment in segments:
+            assert segment.style is not None
+            for colour in (segment.style.color, segment.style.bgcolor):
+                if colour is not None and colour.triplet is not None:
+                    red, green, blue = colour.triplet
+                    assert red == green == blue, (segment.text, colour)
+            if "★" in segment.text:
+                assert segment.style.bold
+                stars += 1
+    return stars
+
+
 @pytest.mark.parametrize("theme", [DARK, LIGHT])
 async def test_no_color_draws_no_colour(
-    empty_store: Store, monkeypatch: pytest.MonkeyPatch, theme: str
+    demo_store: Store, monkeypatch: pytest.MonkeyPatch, theme: str
 ) -> None:
     """Under NO_COLOR, Textual's filter turns every colour grey: the rows' coloured parts
-    reach the terminal as greys (the pinned star stays bold, so it still stands out)."""
+    and the diff reach the terminal as greys (the pinned star stays bold, so it still
+    stands out)."""
     monkeypatch.setenv("NO_COLOR", "1")
-    put_rows(empty_store)
-    app = make_app(empty_store, agent=AGENT)
+    demo_store.pin(demo_store.list_facts(OPS)[0].id)  # a star on the first row
+    app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
         app.theme = theme
         await settle(pilot)
         assert app.no_color
-        widget = app.query_one("#fact-list")
-        background = TextualColor.parse("black")
-        for segments in widget_lines(widget):
-            for line_filter in app._filters:
-                segments = line_filter.apply(segments, background)
-            for segment in segments:
-                assert segment.style is not None
-                for colour in (segment.style.color, segment.style.bgcolor):
-                    if colour is not None and colour.triplet is not None:
-                        red, green, blue = colour.triplet
-                        assert red == green == blue, (segment.text, colour)
-                if "★" in segment.text:
-                    assert segment.style.bold
+        assert assert_grey_after_filters(app, app.query_one("#fact-list")) == 1
+        await pilot.press("3")
+        for _ in range(4):
+            await pilot.press("n")
+            await settle(pilot)
+        assert "would consume 2" in static_text(app, "#stepper")
+        assert_grey_after_filters(app, app.query_one("#diff-body"))
+        assert_grey_after_filters(app, app.query_one("#stepper"))
