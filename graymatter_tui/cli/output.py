@@ -47,11 +47,11 @@ def one_line(value: str) -> str:
 
 def note(message: str) -> None:
     """One line on stderr that is worth knowing but is no error."""
-    click.echo(f"graymatter-tui: note: {neutralise(message, one_line=True)}", err=True)
+    click.echo(f"graymatter-tui: note: {one_line(message)}", err=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"graymatter-tui: error: {neutralise(message, one_line=True)}", err=True)
+    click.echo(f"graymatter-tui: error: {one_line(message)}", err=True)
     sys.exit(code)
 
 

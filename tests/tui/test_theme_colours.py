@@ -1,7 +1,7 @@
 """Colours come from the theme: the parts of a row, the diff, journal outcomes, stage
 marks and the histogram take their colours from component classes written with theme
-variables, so a light theme and a dark one draw them differently, and NO_COLOR draws
-none. Read from the segments the widgets render under `run_test`."""
+variables, so a light theme and a dark one draw them differently, and NO_COLOR turns
+them all grey. Read from the segments the widgets render under `run_test`."""
 
 from __future__ import annotations
 
