@@ -35,8 +35,8 @@ from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.key_bar import KeyBar
+from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
@@ -239,15 +239,16 @@ class GraymatterApp(App[None]):
         badge = store_badges(self.store, self.read_only)
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
         self.query_one("#topbar", Static).update(
-            f"{badge} graymatter-tui · agent {neutralise(self.agent, one_line=True)} "
-            f"({live} live) · {neutralise(str(self.store.path), one_line=True)}"
+            literal(
+                f"{badge} graymatter-tui · agent {self.agent} ({live} live) · {self.store.path}"
+            )
         )
         self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
 
     def show_error(self, message: str) -> None:
         self.last_error = message
         bar = self.query_one("#errorbar", Static)
-        bar.update(f" Store error: {neutralise(message, one_line=True)} — ctrl+r retries")
+        bar.update(literal(f" Store error: {message} — ctrl+r retries"))
         bar.display = True
 
     def _clear_error(self) -> None:
@@ -309,7 +310,7 @@ class GraymatterApp(App[None]):
                 )
                 self.call_from_thread(
                     self.notify,
-                    neutralise(message, one_line=True),
+                    literal(message).plain,
                     title="Not done",
                     severity="error",
                     markup=False,
@@ -320,7 +321,7 @@ class GraymatterApp(App[None]):
         self.run_worker(job, thread=True, group="writes", exit_on_error=False, description=label)
 
     def _after_write(self, label: str, result: Any, then: Callable[[Any], None] | None) -> None:
-        self.notify(neutralise(label, one_line=True), markup=False)
+        self.notify(literal(label).plain, markup=False)
         if then is not None:
             then(result)
         self._poll()

@@ -1,11 +1,11 @@
 """How a fact is described to a person, shared by `show` and the TUI's detail screen.
-Every value is neutralised: stored text and imported ids are untrusted."""
+Values are stored text as it is: the CLI's `say` and the TUI's `literal` make them safe
+where they are shown."""
 
 from __future__ import annotations
 
 from graymatter_tui.model import Fact
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import neutralise
 
 
 def fact_state(fact: Fact) -> str:
@@ -13,20 +13,20 @@ def fact_state(fact: Fact) -> str:
         return "live, pinned" if fact.pinned else "live"
     if fact.is_retired:
         return "tombstone (retired by agent, no replacement)"
-    return f"tombstone (superseded by {neutralise(fact.superseded_by, one_line=True)})"
+    return f"tombstone (superseded by {fact.superseded_by})"
 
 
 def fact_fields(fact: Fact) -> list[tuple[str, str]]:
     """(label, value) rows for every field of a fact."""
     return [
-        ("id", neutralise(fact.id, one_line=True)),
-        ("agent", neutralise(fact.agent_id, one_line=True)),
+        ("id", fact.id),
+        ("agent", fact.agent_id),
         ("state", fact_state(fact)),
         ("weight", f"{fact.weight:.4f}"),
         ("created", fact.created_at),
         ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
         ("pinned at", fact.pinned_at or "—"),
-        ("cycle", neutralise(fact.cycle_id, one_line=True) or "—"),
+        ("cycle", fact.cycle_id or "—"),
     ]
 
 

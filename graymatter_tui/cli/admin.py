@@ -9,13 +9,13 @@ import click
 
 from graymatter_tui import exchange
 from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
-from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.overview import status_payload
 from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict, Store
-from graymatter_tui.textsafe import neutralise, validate_agent
+from graymatter_tui.textsafe import validate_agent
 
 MAX_LISTED = 10
 
@@ -28,7 +28,7 @@ def status(data_dir: Path | None, as_json: bool) -> None:
     if as_json:
         emit_json(payload)
         return
-    say(f"store      {neutralise(payload['data_dir'], one_line=True)}")
+    say(f"store      {one_line(payload['data_dir'])}")
     say(
         f"facts      {payload['live_facts']} live · {payload['tombstones']} tombstones · "
         f"{payload['pinned']} pinned"
@@ -45,7 +45,7 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         say("")
         say(f"{'agent':<32} {'live':>7} {'tombs':>7} {'pinned':>7} {'avg w':>7}")
         for a in payload["agents"]:
-            name = neutralise(a["agent_id"], one_line=True)
+            name = one_line(a["agent_id"])
             if len(name) > 32:
                 name = name[:31] + "…"
             say(
@@ -88,7 +88,7 @@ def export(
         if as_json:
             emit_json({"out": str(out), "format": fmt, "bytes": size})
         else:
-            say(f"exported to {neutralise(str(out), one_line=True)} ({fmt}, {size} bytes)")
+            say(f"exported to {one_line(str(out))} ({fmt}, {size} bytes)")
 
 
 @click.command(name="import")
@@ -143,7 +143,7 @@ def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json:
         if issues:
             say(f"{label}: {len(issues)}")
             for issue in issues[:MAX_LISTED]:
-                say(f"  {neutralise(str(issue), one_line=True)}")
+                say(f"  {one_line(str(issue))}")
             if len(issues) > MAX_LISTED:
                 say(f"  … and {len(issues) - MAX_LISTED} more (--json lists them all)")
 
@@ -177,7 +177,7 @@ def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
     if as_json:
         emit_json({"data_dir": str(settings.data_dir), "facts_added": added})
     elif added:
-        where = neutralise(str(settings.data_dir), one_line=True)
+        where = one_line(str(settings.data_dir))
         say(f"demo store ready in {where}: {added} facts")
     else:
-        say(f"demo data already present in {neutralise(str(settings.data_dir), one_line=True)}")
+        say(f"demo data already present in {one_line(str(settings.data_dir))}")

@@ -11,13 +11,13 @@ from typing import Any
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
-from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.errors import GraymatterError, InvalidInput
 from graymatter_tui.model import CycleRecord, cycle_to_dict
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import looks_like_id, neutralise
+from graymatter_tui.textsafe import looks_like_id
 
 EXIT_NOT_APPLIED = 3
 
@@ -31,38 +31,34 @@ def _cycle_id(value: str) -> str:
 def print_record(record: CycleRecord) -> None:
     """A cycle for a person: header, stages, then the diff."""
     say(
-        neutralise(
+        one_line(
             f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  "
-            f"{record.outcome or 'unfinished'}",
-            one_line=True,
+            f"{record.outcome or 'unfinished'}"
         )
     )
     if record.reason:
-        say(f"  reason: {neutralise(record.reason, one_line=True)}")
+        say(f"  reason: {one_line(record.reason)}")
     if record.kind == "revert":
         say(f"  reverted cycle {record.reverted_cycle_id}: restored {len(record.restored)} facts,")
         say(f"  retired summary {record.retired_summary_id}")
         return
-    model = f" ({neutralise(record.model, one_line=True)})" if record.model else ""
+    model = f" ({one_line(record.model)})" if record.model else ""
     say(
-        neutralise(
-            f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}",
-            one_line=True,
-        )
+        one_line(f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}")
     )
     for stage in record.stages:
-        say(neutralise(f"  {stage.stage:<12} {stage.summary}", one_line=True))
+        say(one_line(f"  {stage.stage:<12} {stage.summary}"))
     if record.reverted_by:
         say(f"  reverted later by {record.reverted_by}")
     diff = build_diff(record)
     if diff.rows:
         say("")
         for row in diff.rows:
-            text = neutralise(row.text, one_line=True)
+            text = one_line(row.text)
             head = f"  {row.sign} {row.id or '':<26} "
             say(f"{head}{text}" if text else head.rstrip())
             if row.note and row.kind in ("guarded", "ignored", "summary"):
-                say(f"    {neutralise(row.note, one_line=True)}")
+                say(f"    {one_line(row.note)}")
         say(f"  {diff.counts_line}")
     if record.pruned:
         say(f"  pruned {len(record.pruned)} facts (copies kept in this record)")
@@ -148,7 +144,7 @@ def journal(
             f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
             f"{r.kind:<11} {r.summariser:<9} {r.outcome:<9} {detail}"
         )
-        say(neutralise(line, one_line=True))
+        say(one_line(line))
 
 
 @click.command()
@@ -275,7 +271,7 @@ def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
     else:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
         for c in checks:
-            say(f"  {marks[c['status']]} {c['name']:<11} {neutralise(c['detail'], one_line=True)}")
+            say(f"  {marks[c['status']]} {c['name']:<11} {one_line(c['detail'])}")
         say("")
         say(doctor_summary(checks))
     if not ok:

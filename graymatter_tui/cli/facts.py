@@ -10,13 +10,13 @@ from pathlib import Path
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
-from graymatter_tui.cli.output import emit_json, fact_line, say
+from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.presentation import fact_fields
 from graymatter_tui.recall import RecallWeights, check_query, rank, recall
 from graymatter_tui.store.store import validate_fact_id
-from graymatter_tui.textsafe import neutralise, validate_agent
+from graymatter_tui.textsafe import validate_agent
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
@@ -113,13 +113,13 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     fact = result.fact
     rows = fact_fields(fact)
     for key, value in rows:
-        say(f"{key:>9}: {value}")
+        say(f"{key:>9}: {one_line(value)}")
     say("")
-    say(neutralise(fact.text))
+    say(fact.text)
     if result.replaced_by is not None:
         say("")
         say(f"replaced by {result.replaced_by.id}:")
-        say("  " + neutralise(result.replaced_by.text, one_line=True))
+        say("  " + one_line(result.replaced_by.text))
     elif fact.is_tombstone and not fact.is_retired:
         say("")
         say(f"replaced by {fact.superseded_by} (pruned since; its copy is in the journal)")
@@ -127,16 +127,11 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
         say("")
         say(f"consumed {len(result.consumed)} fact(s):")
         for item in result.consumed:
-            say(f"  − {item.id}  " + neutralise(item.text, one_line=True))
+            say(f"  − {item.id}  " + one_line(item.text))
     if result.cycle is not None:
         say("")
         cycle = result.cycle
-        say(
-            neutralise(
-                f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})",
-                one_line=True,
-            )
-        )
+        say(one_line(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})"))
 
 
 @click.command()
@@ -213,4 +208,4 @@ def recall_cmd(
     if not hits:
         say("no matching facts")
     for hit in hits:
-        say(f"{hit.score:.4f}  {hit.fact.id}  {neutralise(hit.fact.text, one_line=True)}")
+        say(f"{hit.score:.4f}  {hit.fact.id}  {one_line(hit.fact.text)}")

@@ -1,4 +1,7 @@
-"""Printing for the command line: JSON for scripts, neutralised text for people."""
+"""Printing for the command line: JSON for scripts, neutralised text for people.
+
+Stored text is made safe here, once: `say` neutralises every line it prints, so a
+command cannot forget it; `one_line` flattens a stored value for the middle of a line."""
 
 from __future__ import annotations
 
@@ -31,17 +34,24 @@ def emit_json(obj: Any) -> None:
 
 
 def say(text: str) -> None:
-    """A line for a person; the caller has neutralised any stored text in it."""
-    click.echo(text)
+    """A line (or lines) for a person: every control or format character in it becomes a
+    visible placeholder; newlines stay."""
+    click.echo(neutralise(text))
+
+
+def one_line(value: str) -> str:
+    """A stored value for the middle of a line: newlines shown as ⏎, tabs as spaces (and,
+    like everything `say` prints, controls made visible)."""
+    return neutralise(value, one_line=True)
 
 
 def note(message: str) -> None:
     """One line on stderr that is worth knowing but is no error."""
-    click.echo(f"graymatter-tui: note: {neutralise(message, one_line=True)}", err=True)
+    click.echo(f"graymatter-tui: note: {one_line(message)}", err=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"graymatter-tui: error: {neutralise(message, one_line=True)}", err=True)
+    click.echo(f"graymatter-tui: error: {one_line(message)}", err=True)
     sys.exit(code)
 
 
@@ -59,9 +69,9 @@ def fact_line(fact: Fact, now: datetime, *, with_agent: bool) -> str:
     when = age(now, fact.created_at)
     head = f"{fact.id} {star} {fact.weight:5.3f} {when:>4} {fact.access_count:>4}  "
     if with_agent:
-        head += f"{neutralise(fact.agent_id, one_line=True)}: "
+        head += f"{one_line(fact.agent_id)}: "
     room = max(width - len(head), 20)
-    text = neutralise(fact.text, one_line=True)
+    text = one_line(fact.text)
     if len(text) > room:
         text = text[: room - 1] + "…"
     return head + text

@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -32,16 +33,25 @@ from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane, Reach
 from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.screens.layout import is_short
-from graymatter_tui.summariser_names import KINDS
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.summariser_names import KINDS, SUMMARISERS
+from graymatter_tui.widgets import stages
 from graymatter_tui.widgets.diff_view import DiffView
-from graymatter_tui.widgets.stages import MARKS, add_result, mark_cell, stage_grid
+from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.stages import StageStyles, add_result, mark_cell, mark_of, stage_grid
+from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [(name.value, f"{name} — {kind.label}") for name, kind in KINDS.items()]
 
 
 REACH_TEXT = {"checking": "checking…", "none": "✓ nothing to contact", "ok": "✓ ", "failed": "✗ "}
+
+# Colours of the summariser's name, the outcome and notes (app.tcss); stage marks are
+# the `stage--*` classes.
+SUMMARISER = "consolidate--summariser"
+APPLIED = "consolidate--applied"
+NOT_APPLIED = "consolidate--not-applied"
+NOTE = "consolidate--note"
 
 
 def reach_text(reach: Reach) -> str:
@@ -50,6 +60,7 @@ def reach_text(reach: Reach) -> str:
 
 class ConsolidatePane(Vertical, Pane, can_focus=True):
     TITLE = "Consolidate"
+    COMPONENT_CLASSES = {*stages.COMPONENT_CLASSES, SUMMARISER, APPLIED, NOT_APPLIED, NOTE}
     BINDINGS = [
         Action(
             "n",
@@ -99,7 +110,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             "Summariser",
             id="cycle-summariser",
             title="Choose summariser",
-            tooltip="ollama, anthropic, local or none",
+            tooltip=" · ".join(SUMMARISERS),
         ),
         Action(
             "escape",
@@ -130,6 +141,14 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self.watch(self.app, "reach", self.render_state, init=False)
         self.watch(self.app, "agent", self._agent_changed, init=False)
         self.render_state()
+        redraw_on_theme_change(self, self.render_state)
+
+    def _styles(self) -> dict[str, Style]:
+        """The stage marks' and this pane's own colours in the current theme."""
+        return {
+            **stages.stage_styles(self),
+            **component_styles(self, (SUMMARISER, APPLIED, NOT_APPLIED, NOTE)),
+        }
 
     def reload(self) -> None:
         """This pane shows the cycle it runs, not the store: nothing to re-read."""
@@ -139,7 +158,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         settings = self.host.settings
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(" Summariser ", style="bold")
-        line.append(settings.summariser, style="bold cyan")
+        line.append(settings.summariser, style=self._styles()[SUMMARISER])
         line.append(f"  {reach_text(self.host.reach)}", style="dim")
         line.append("   m", style="bold")
         line.append(" change\n")
@@ -171,6 +190,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
 
     def _stepper(self) -> RenderableType:
         cycle = self.cycle
+        styles = self._styles()
         if cycle is None:
             out = Text()
             out.append(" No cycle yet. ", style="dim")
@@ -179,31 +199,34 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             out.append("g", style="bold")
             out.append(" runs it to the end.", style="dim")
             if self._note:
-                out.append(f"\n {self._note}", style="yellow")
+                out.append("\n")
+                out.append_text(literal(f" {self._note}", styles[NOTE]))
             return out
         head = Text(overflow="ellipsis")
         head.append(f" cycle {cycle.record.cycle_id} · agent ", style="dim")
-        head.append(neutralise(cycle.agent, one_line=True), style="bold")
+        head.append_text(literal(cycle.agent, "bold"))
         head.append(f" · {cycle.record.summariser}", style="dim")
         parts: list[RenderableType] = [head]
         compact = is_short(self.app)
         if compact:
-            parts.append(self._progress(cycle))
+            parts.append(self._progress(cycle, styles))
         grid = stage_grid()
         done = {r.stage: r for r in cycle.record.stages}
         shown = [self._detail_stage(cycle)] if compact else list(STAGES)
         for stage in shown:
             result = done.get(stage) if stage else None
             if result is not None:
-                add_result(grid, result, STAGE_TITLES[result.stage])
+                add_result(grid, result, STAGE_TITLES[result.stage], styles)
         for stage in STAGES:
             if stage == cycle.next_stage:
                 marker = SPINNER[int(time.monotonic() * 10) % len(SPINNER)] if self.busy else "▶"
                 hint = "running…" if self.busy else self._hint(stage)
                 grid.add_row(
-                    mark_cell(marker, "bold yellow"),
-                    Text(STAGE_TITLES[stage], style="bold yellow reverse"),
-                    Text(hint, style="yellow"),
+                    mark_cell(marker, styles["next"] + Style(bold=True)),
+                    Text(
+                        STAGE_TITLES[stage], style=styles["next"] + Style(bold=True, reverse=True)
+                    ),
+                    Text(hint, style=styles["next"]),
                 )
             elif stage not in done and not compact:
                 grid.add_row(mark_cell("·", "dim"), Text(STAGE_TITLES[stage], style="dim"), "")
@@ -211,15 +234,16 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         tail = Text()
         if cycle.done:
             outcome = cycle.record.outcome
-            color = "green" if outcome == "applied" else "yellow"
+            color = styles[APPLIED if outcome == "applied" else NOT_APPLIED]
             if not compact:
                 tail.append("\n")
-            tail.append(f" Outcome: {outcome}", style=f"bold {color}")
+            tail.append(f" Outcome: {outcome}", style=color + Style(bold=True))
             if cycle.record.reason:
-                tail.append(f" — {neutralise(cycle.record.reason, one_line=True)}")
+                tail.append_text(literal(f" — {cycle.record.reason}"))
             tail.append("   (c new cycle)", style="dim")
         if self._note:
-            tail.append(("\n" if tail else "") + f" {self._note}", style="yellow")
+            tail.append("\n" if tail else "")
+            tail.append_text(literal(f" {self._note}", styles[NOTE]))
         if tail:
             parts.append(tail)
         return Group(*parts)
@@ -237,7 +261,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         return results[-1].stage if results else None
 
     @staticmethod
-    def _progress(cycle: Cycle) -> Table:
+    def _progress(cycle: Cycle, styles: StageStyles) -> Table:
         """Every stage on one line: ✓ done (✗ failed or discarded), ▶ next, · to come;
         on a narrow terminal it wraps under itself."""
         done = {r.stage: r for r in cycle.record.stages}
@@ -246,11 +270,11 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             title = STAGE_TITLES[stage].split()[0] if stage != "graph_decay" else "Graph"
             result = done.get(stage)
             if result is not None:
-                mark, style = MARKS[stage_state(result)]
+                mark, style = mark_of(result, styles)
                 out.append(mark, style=style)
                 out.append(title + " ")
             elif stage == cycle.next_stage:
-                out.append("▶" + title, style="bold yellow")
+                out.append("▶" + title, style=styles["next"] + Style(bold=True))
                 out.append(" ")
             else:
                 out.append("·" + title + " ", style="dim")
@@ -283,7 +307,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             Text(
                 f" {spin} waiting for {self.host.settings.summariser}: {elapsed:5.1f} s   "
                 "(esc cancels)",
-                style="bold yellow",
+                style=self._styles()[NOTE] + Style(bold=True),
             )
         )
         self.query_one("#stepper", Static).update(self._stepper())
@@ -311,7 +335,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             try:
                 self.cycle = self._new_cycle()
             except GraymatterError as exc:
-                self.app.notify(str(exc), severity="error")
+                self.app.notify(literal(exc).plain, severity="error", markup=False)
                 return
         self.busy = True
         self._worker = self._run(self.cycle, one=one, through_review=through_review, to_end=to_end)
@@ -352,7 +376,9 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             self.busy = False
             self._call_started = None
             self._note = f"Stage failed: {error}" if error else "Stage failed"
-            self.app.notify(self._note + " — ctrl+r retries", severity="error")
+            self.app.notify(
+                literal(self._note + " — ctrl+r retries").plain, severity="error", markup=False
+            )
             self.render_state()
 
     # ---- actions ---------------------------------------------------------------------
@@ -404,7 +430,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         try:
             cycle.repropose()
         except GraymatterError as exc:
-            self.app.notify(str(exc), severity="warning")
+            self.app.notify(literal(exc).plain, severity="warning", markup=False)
             return
         self._start(through_review=True)
 

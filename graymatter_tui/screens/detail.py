@@ -17,7 +17,12 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
 from graymatter_tui.presentation import fact_fields
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.themed import component_styles
+
+# The receipt chain's two directions (app.tcss).
+REPLACED_BY = "detail--replaced-by"
+CONSUMED = "detail--consumed"
 
 
 def _field_table(fact: Fact) -> Text:
@@ -25,11 +30,13 @@ def _field_table(fact: Fact) -> Text:
     out = Text()
     for key, value in rows:
         out.append(f"{key:>10}  ", style="bold")
-        out.append(value + "\n")
+        out.append_text(literal(value))
+        out.append("\n")
     return out
 
 
 class FactDetailScreen(ModalScreen[None]):
+    COMPONENT_CLASSES = {REPLACED_BY, CONSUMED}
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="detail-back"),
     ]
@@ -53,35 +60,37 @@ class FactDetailScreen(ModalScreen[None]):
         try:
             result = self.store.show(self.fact_id)
         except GraymatterError as exc:
-            self.query_one("#detail-title", Static).update(f"Cannot show {self.fact_id}: {exc}")
+            self.query_one("#detail-title", Static).update(
+                literal(f"Cannot show {self.fact_id}: {exc}")
+            )
             return
         fact = result.fact
         kind = "Summary" if result.consumed else ("Tombstone" if fact.is_tombstone else "Fact")
-        self.query_one("#detail-title", Static).update(f"{kind} {fact.id}")
+        self.query_one("#detail-title", Static).update(literal(f"{kind} {fact.id}"))
         self.query_one("#detail-fields", Static).update(_field_table(fact))
-        self.query_one("#detail-text", Static).update(Text(neutralise(fact.text)))
+        self.query_one("#detail-text", Static).update(literal(fact.text, one_line=False))
         chain = self.query_one("#detail-chain", OptionList)
+        # The options keep the colours they are built with; a detail screen is short-lived.
+        styles = component_styles(self, (REPLACED_BY, CONSUMED))
         options: list[Option] = []
         if result.replaced_by is not None:
             options.append(
                 Option(
                     Text.assemble(
-                        ("replaced by  ", "bold green"),
-                        neutralise(result.replaced_by.text, one_line=True),
+                        ("replaced by  ", styles[REPLACED_BY]),
+                        literal(result.replaced_by.text),
                     ),
                     id=result.replaced_by.id,
                 )
             )
         elif fact.is_tombstone and not fact.is_retired:
             options.append(
-                Option(f"replaced by {fact.superseded_by} (pruned since)", disabled=True)
+                Option(literal(f"replaced by {fact.superseded_by} (pruned since)"), disabled=True)
             )
         for consumed in result.consumed:
             options.append(
                 Option(
-                    Text.assemble(
-                        ("consumed  − ", "bold red"), neutralise(consumed.text, one_line=True)
-                    ),
+                    Text.assemble(("consumed  − ", styles[CONSUMED]), literal(consumed.text)),
                     id=consumed.id,
                 )
             )

@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.literal import literal
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -26,9 +26,11 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-title", markup=False)
+            yield Static(literal(self.question), classes="dialog-title", markup=False)
             if self.detail:
-                yield Static(neutralise(self.detail), classes="dialog-detail", markup=False)
+                yield Static(
+                    literal(self.detail, one_line=False), classes="dialog-detail", markup=False
+                )
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button("Cancel (n)", id="no")
@@ -59,7 +61,7 @@ class TextEntryScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Static(self.title_text, classes="dialog-title", markup=False)
+            yield Static(literal(self.title_text), classes="dialog-title", markup=False)
             yield TextArea(self.initial, id="entry-text", soft_wrap=True, show_line_numbers=False)
             yield Label(self.hint or "ctrl+s save · esc cancel", classes="dialog-hint")
 
@@ -85,7 +87,7 @@ class LineEntryScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Static(self.title_text, classes="dialog-title", markup=False)
+            yield Static(literal(self.title_text), classes="dialog-title", markup=False)
             yield Input(self.initial, id="line-text")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -108,10 +110,8 @@ class ChooseScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.title_text, classes="dialog-title", markup=False)
-            options = [
-                Option(neutralise(label, one_line=True), id=value) for value, label in self.choices
-            ]
+            yield Static(literal(self.title_text), classes="dialog-title", markup=False)
+            options = [Option(literal(label), id=value) for value, label in self.choices]
             yield OptionList(*options, id="choices", markup=False)
 
     def on_mount(self) -> None:

@@ -14,8 +14,8 @@ from graymatter_tui.model import Fact
 from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
-from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.fact_rows import FactRows, fact_header
+from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.text_index import TextIndex
 from graymatter_tui.widgets.virtual_list import VirtualList
 
@@ -27,7 +27,7 @@ NO_FACTS = "No live facts for this agent."
 
 
 def no_match_text(query: str) -> str:
-    return f"No live fact matches “{neutralise(query, one_line=True)}”."
+    return literal(f"No live fact matches “{query}”.").plain
 
 
 class FactsPane(Vertical, Pane):
@@ -274,18 +274,21 @@ class FactsPane(Vertical, Pane):
         if fact is None or not self.host.may_mutate():
             return
         store = self.host.store
+        # The editor draws what it holds, so it holds the text made safe: a control
+        # character shows as its placeholder and is saved as shown if the text is saved.
+        shown = literal(fact.text, one_line=False).plain
+        hint = "ctrl+s save · esc cancel"
+        if shown != fact.text:
+            hint = "control characters show as placeholders (␛ …) and save as shown · " + hint
 
         def done(text: str | None) -> None:
-            if text is not None and text != fact.text:
+            if text is not None and text not in (fact.text, shown):
                 self.host.run_write(
                     "fact revised (the old text is kept as a tombstone)",
                     lambda: store.revise(fact.id, text),
                 )
 
-        self.app.push_screen(
-            TextEntryScreen(f"Revise {fact.id}", fact.text, hint="ctrl+s save · esc cancel"),
-            done,
-        )
+        self.app.push_screen(TextEntryScreen(f"Revise {fact.id}", shown, hint=hint), done)
 
     def action_retire(self) -> None:
         fact = self.current_fact()

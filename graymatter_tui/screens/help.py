@@ -11,11 +11,17 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from graymatter_tui.widgets.themed import component_styles
+
 # (section title, (keys, description) rows)
 HelpSection = tuple[str, list[tuple[str, str]]]
 
 
+KEY = "help--key"  # the key column's colour (app.tcss)
+
+
 class HelpScreen(ModalScreen[None]):
+    COMPONENT_CLASSES = {KEY}
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help-close")]
 
     def __init__(self, sections: list[HelpSection]) -> None:
@@ -31,7 +37,7 @@ class HelpScreen(ModalScreen[None]):
 
     def _table(self) -> Table:
         table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold cyan", justify="right")
+        table.add_column(style=component_styles(self, (KEY,))[KEY], justify="right")
         table.add_column()
         for title, rows in self.sections:
             table.add_row(Text(title, style="bold underline"), "")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from graymatter_tui.errors import GraymatterError
@@ -19,25 +21,44 @@ from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane
 from graymatter_tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.summariser_names import NETWORKED
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets import stages
 from graymatter_tui.widgets.diff_view import DiffView
+from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.stages import result_grid
+from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
 # The journal grows by one row per cycle, so a DataTable of the newest rows is enough.
 JOURNAL_ROWS = 1000
-OUTCOME_STYLE = {
-    "applied": "green",
-    "discarded": "yellow",
-    "failed": "red",
-    "skipped": "dim",
-    "dry_run": "cyan",
+# An outcome → its component class (colours in app.tcss); "revert" is a revert record,
+# "reverted" a cycle that a revert undid.
+OUTCOME_CLASSES = {
+    "applied": "journal--applied",
+    "discarded": "journal--discarded",
+    "failed": "journal--failed",
+    "skipped": "journal--skipped",
+    "dry_run": "journal--dry-run",
+    "revert": "journal--revert",
+    "reverted": "journal--reverted",
 }
+COMPONENT_CLASSES = set(OUTCOME_CLASSES.values())
+OutcomeStyles = Mapping[str, Style]
+
+
+def outcome_styles(widget: Widget) -> dict[str, Style]:
+    """Each outcome's style in the widget's current theme."""
+    found = component_styles(widget, COMPONENT_CLASSES)
+    return {outcome: found[name] for outcome, name in OUTCOME_CLASSES.items()}
+
+
+def _style(styles: OutcomeStyles, outcome: str) -> Style:
+    return styles.get(outcome, Style.null())
 
 
 class CycleDiffScreen(ModalScreen[None]):
     """One cycle replayed from its record: what it was, its stages, its diff. The stage
     list scrolls in a band of its own, so on a short terminal the diff keeps its room."""
 
+    COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
     BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
 
     def __init__(self, record: CycleRecord) -> None:
@@ -45,22 +66,10 @@ class CycleDiffScreen(ModalScreen[None]):
         self.record = record
 
     def compose(self) -> ComposeResult:
-        r = self.record
         with Vertical(classes="dialog detail"):
-            head = Text()
-            head.append(f"Cycle {r.cycle_id}", style="bold")
-            head.append(f"  {neutralise(r.agent_id, one_line=True)} · {r.summariser}")
-            head.append(f" · {r.outcome}", style=OUTCOME_STYLE.get(r.outcome, ""))
-            if r.reason:
-                head.append(f"\n{neutralise(r.reason, one_line=True)}", style="dim")
-            if r.reverted_by:
-                head.append(f"\nreverted by {r.reverted_by}", style="yellow")
-            yield Static(head, id="replay-head", markup=False)
-            stages: list[RenderableType] = [result_grid(r.stages, title_cells=13)]
-            if r.pruned:
-                stages.append(Text(f"  pruned {len(r.pruned)} facts (copies kept in this record)"))
+            yield Static("", id="replay-head", markup=False)
             with VerticalScroll(id="replay-stages"):
-                yield Static(Group(*stages), markup=False)
+                yield Static("", id="replay-stage-list", markup=False)
             yield DiffView(id="replay")
             yield Static(
                 "esc back · tab switches between the stages and the diff",
@@ -68,7 +77,30 @@ class CycleDiffScreen(ModalScreen[None]):
                 markup=False,
             )
 
+    def _draw(self) -> None:
+        """The head and the stage list, in the current theme's colours."""
+        r = self.record
+        styles = outcome_styles(self)
+        head = Text()
+        head.append(f"Cycle {r.cycle_id}", style="bold")
+        head.append_text(literal(f"  {r.agent_id} · {r.summariser}"))
+        head.append(f" · {r.outcome}", style=_style(styles, r.outcome))
+        if r.reason:
+            head.append("\n")
+            head.append_text(literal(r.reason, "dim"))
+        if r.reverted_by:
+            head.append(f"\nreverted by {r.reverted_by}", style=styles["reverted"])
+        self.query_one("#replay-head", Static).update(head)
+        parts: list[RenderableType] = [
+            result_grid(r.stages, stages.stage_styles(self), title_cells=13)
+        ]
+        if r.pruned:
+            parts.append(Text(f"  pruned {len(r.pruned)} facts (copies kept in this record)"))
+        self.query_one("#replay-stage-list", Static).update(Group(*parts))
+
     def on_mount(self) -> None:
+        self._draw()
+        redraw_on_theme_change(self, self._draw)
         view = self.query_one(DiffView)
         if self.record.kind == "revert":
             view.show_text(
@@ -84,29 +116,30 @@ class CycleDiffScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def _outcome(r: CycleRecord) -> Text:
+def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     if r.kind == "revert":
-        return Text("revert", style="cyan")
-    return Text(r.outcome + (" ↺" if r.reverted_by else ""), style=OUTCOME_STYLE.get(r.outcome, ""))
+        return Text("revert", style=_style(styles, "revert"))
+    return Text(r.outcome + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
 
 
-def _latency(r: CycleRecord) -> Text:
+def _latency(r: CycleRecord, styles: OutcomeStyles | None = None) -> Text:
     networked = r.summariser in NETWORKED
     return Text(f"{r.latency_ms:.0f} ms" if networked and r.kind != "revert" else "")
 
 
-# Every cell is Text: a str cell would be parsed as markup (agent names are data).
-CELLS: dict[str, Callable[[CycleRecord], Text]] = {
-    "time": lambda r: Text(r.started_at[:19].replace("T", " ")),
-    "time ": lambda r: Text(r.started_at[5:16].replace("T", " ")),  # short: 11-30 12:00
-    "agent": lambda r: Text(neutralise(r.agent_id, one_line=True)[:20]),
+# Every cell is Text: a str cell would be parsed as markup (agent names are data). A cell
+# is drawn from the record and the outcomes' styles (no colour when measuring widths).
+CELLS: dict[str, Callable[[CycleRecord, OutcomeStyles], Text]] = {
+    "time": lambda r, _s: Text(r.started_at[:19].replace("T", " ")),
+    "time ": lambda r, _s: Text(r.started_at[5:16].replace("T", " ")),  # short: 11-30 12:00
+    "agent": lambda r, _s: literal(r.agent_id)[:20],
     "outcome": _outcome,
-    "consumed": lambda r: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),
-    "pruned": lambda r: Text("" if r.kind == "revert" else str(len(r.pruned))),
-    "summariser": lambda r: Text(r.summariser or "—"),
+    "consumed": lambda r, _s: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),
+    "pruned": lambda r, _s: Text("" if r.kind == "revert" else str(len(r.pruned))),
+    "summariser": lambda r, _s: Text(r.summariser or "—"),
     "latency": _latency,
-    "cycle": lambda r: Text(r.cycle_id),
-    "cycle ": lambda r: Text("…" + r.cycle_id[-8:]),  # short; the info line has it whole
+    "cycle": lambda r, _s: Text(r.cycle_id),
+    "cycle ": lambda r, _s: Text("…" + r.cycle_id[-8:]),  # short; the info line has it whole
 }
 # What an auditor reads first comes first. The widest set that fits is shown; narrower
 # terminals lose the latency, then the summariser, then the id's head, then the seconds
@@ -139,7 +172,7 @@ def fitting_columns(records: list[CycleRecord], width: int) -> tuple[tuple[str, 
         widths = tuple(
             (
                 name,
-                max([cell_len(name.strip())] + [CELLS[name](r).cell_len for r in records]),
+                max([cell_len(name.strip())] + [CELLS[name](r, {}).cell_len for r in records]),
             )
             for name in columns
         )
@@ -163,6 +196,7 @@ class JournalPane(Vertical, Pane):
     TITLE = "Journal"
     FOCUS = "#journal-table"
     HELP_KEYS = (Binding("enter", "", "Replay the cycle's diff"),)
+    COMPONENT_CLASSES = COMPONENT_CLASSES
     BINDINGS = [
         Action(
             "u",
@@ -190,6 +224,14 @@ class JournalPane(Vertical, Pane):
         yield JournalTable(id="journal-table", cursor_type="row")
         yield Static("", id="journal-row", classes="pane-bar-line", markup=False)
 
+    def on_mount(self) -> None:
+        redraw_on_theme_change(self, self._restyle)
+
+    def _restyle(self) -> None:
+        """The outcome cells carry the old theme's colours: draw the rows again."""
+        current = self.selected()
+        self._fill(current.cycle_id if current else None)
+
     def reload(self, *, keep: bool = True) -> None:
         current = self.selected() if keep else None
         self.records = self.host.store.records(limit=JOURNAL_ROWS)
@@ -210,8 +252,9 @@ class JournalPane(Vertical, Pane):
             self.columns = columns
         else:
             table.clear()
+        styles = outcome_styles(self)
         for r in self.records:
-            table.add_row(*(CELLS[name](r) for name, _cells in columns), key=r.cycle_id)
+            table.add_row(*(CELLS[name](r, styles) for name, _cells in columns), key=r.cycle_id)
         if self.records:
             index = next((i for i, r in enumerate(self.records) if r.cycle_id == keep_id), 0)
             table.move_cursor(row=index)
@@ -272,7 +315,7 @@ class JournalPane(Vertical, Pane):
         if refusal:
             # The store refuses it too; saying so before the question saves a useless yes.
             self.app.notify(
-                neutralise(refusal, one_line=True),
+                literal(refusal).plain,
                 title="Cannot revert",
                 severity="warning",
                 markup=False,

@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.recall import rank
 from graymatter_tui.store import Store
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.literal import literal
 
 
 class RecallScreen(ModalScreen[str | None]):
@@ -30,8 +30,7 @@ class RecallScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
             yield Static(
-                f"Recall preview for {neutralise(self.agent, one_line=True)} "
-                "(access counts are not touched)",
+                literal(f"Recall preview for {self.agent} (access counts are not touched)"),
                 classes="dialog-title",
                 markup=False,
             )
@@ -50,7 +49,7 @@ class RecallScreen(ModalScreen[str | None]):
         try:
             hits = rank(self.store, self.agent, event.value, k=8)
         except GraymatterError as exc:
-            self.query_one("#recall-info", Static).update(str(exc))
+            self.query_one("#recall-info", Static).update(literal(exc))
             return
         self.query_one("#recall-info", Static).update(
             f"{len(hits)} results" if hits else "No live fact shares a keyword with the query."
@@ -59,7 +58,7 @@ class RecallScreen(ModalScreen[str | None]):
             label = Text.assemble(
                 (f"{position}. {hit.score:.4f} ", "bold"),
                 (f"kw #{hit.keyword_rank} · new #{hit.recency_rank}  ", "dim"),
-                neutralise(hit.fact.text, one_line=True),
+                literal(hit.fact.text),
             )
             results.add_option(Option(label, id=hit.fact.id))
         if hits:

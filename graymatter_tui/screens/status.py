@@ -10,9 +10,13 @@ from textual.widgets import Static
 
 from graymatter_tui.overview import status_payload, weight_histogram
 from graymatter_tui.screens.base import Pane, Reach
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+# The histogram's bars: healthy weights, and those below 0.1 (near pruning). app.tcss.
+WEIGHT = "status--weight"
+WEIGHT_LOW = "status--weight-low"
 
 
 REACH_TEXT = {
@@ -30,9 +34,14 @@ def reach_text(reach: Reach) -> str:
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
     DEPENDS_ON = ("reach",)  # the summariser line
+    COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-body", markup=False)
+
+    def on_mount(self) -> None:
+        # The histogram carries the old theme's colours: draw it again (when shown).
+        redraw_on_theme_change(self, self.invalidate)
 
     def reload(self, *, keep: bool = True) -> None:
         store = self.host.store
@@ -40,7 +49,7 @@ class StatusPane(VerticalScroll, Pane):
         out = Table.grid(padding=(0, 2))
         out.add_column(style="bold", justify="right")
         out.add_column()
-        out.add_row("store", neutralise(p["data_dir"], one_line=True))
+        out.add_row("store", literal(p["data_dir"]))
         out.add_row(
             "facts", f"{p['live_facts']} live · {p['tombstones']} tombstones · {p['pinned']} pinned"
         )
@@ -73,7 +82,7 @@ class StatusPane(VerticalScroll, Pane):
             agents.add_column(column, justify="left" if column == "agent" else "right")
         for a in p["agents"]:
             agents.add_row(
-                Text(neutralise(a["agent_id"], one_line=True)),
+                literal(a["agent_id"]),
                 str(a["live_facts"]),
                 str(a["tombstones"]),
                 str(a["pinned"]),
@@ -81,16 +90,17 @@ class StatusPane(VerticalScroll, Pane):
             )
         weights = list(store.weights(self.host.agent, "live").values())
         counts = weight_histogram(weights)
-        histogram = Text(
-            f"\nWeights of {neutralise(self.host.agent, one_line=True)}'s live facts\n",
-            style="bold",
-        )
+        # Bold is the base style: the bars and counts below are bold too.
+        histogram = Text("\n", style="bold")
+        histogram.append_text(literal(f"Weights of {self.host.agent}'s live facts"))
+        histogram.append("\n")
+        bars = component_styles(self, (WEIGHT, WEIGHT_LOW))
         peak = max(counts) or 1
         for index, count in enumerate(counts):
             low = index / len(counts)
             bar = "█" * round(30 * count / peak)
             histogram.append(f"  {low:.1f}–{low + 0.1:.1f} ")
-            histogram.append(f"{bar:<30}", style="green" if low >= 0.1 else "red")
+            histogram.append(f"{bar:<30}", style=bars[WEIGHT if low >= 0.1 else WEIGHT_LOW])
             histogram.append(f" {count}\n", style="dim")
         from rich.console import Group
 

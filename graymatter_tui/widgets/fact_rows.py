@@ -16,6 +16,7 @@ from graymatter_tui import clock
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
 from graymatter_tui.textsafe import neutralise
+from graymatter_tui.widgets.row_styles import NO_COLOUR, RowStyles
 
 PAGE = 64
 CACHED_FACTS = 32 * PAGE
@@ -23,9 +24,7 @@ BAR_CELLS = 8
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 PLAIN = Style.null()  # every segment has a real style: NO_COLOR's filter reads them all
 DIM = Style(dim=True)
-PIN = Style(color="yellow", bold=True)
-BAR = Style(color="green")
-BAR_LOW = Style(color="red")
+STRUCK = Style(strike=True)
 
 
 def fit(segments: list[Segment], width: int) -> list[Segment]:
@@ -105,6 +104,11 @@ def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
     return bar.ljust(cells)
 
 
+def weight_style(weight: float, styles: RowStyles) -> Style:
+    """A weight below 0.1 is near pruning: drawn in the theme's error colour."""
+    return styles.weight_low if weight < 0.1 else styles.weight
+
+
 def age_text(now: datetime, stamp: str) -> str:
     seconds = max((now - clock.parse_time(stamp)).total_seconds(), 0.0)
     for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):
@@ -160,12 +164,12 @@ class FactRows:
         except ValueError:
             return None
 
-    def row(self, index: int, width: int) -> list[Segment]:
+    def row(self, index: int, width: int, styles: RowStyles = NO_COLOUR) -> list[Segment]:
         fact = self.fact(index)
         if fact is None:
             return [Segment("  (unavailable)", DIM)]
-        star = Segment((" ★ " if fact.pinned else "").ljust(PIN_CELLS), PIN)
-        bar_style = BAR_LOW if fact.weight < 0.1 else BAR
+        star = Segment((" ★ " if fact.pinned else "").ljust(PIN_CELLS), styles.pinned)
+        bar_style = weight_style(fact.weight, styles)
         age = age_text(self.now, fact.created_at)
         row = [
             star,
@@ -207,7 +211,7 @@ class TombstoneRows(FactRows):
                 return None
         return self._summaries[target]
 
-    def row(self, index: int, width: int) -> list[Segment]:
+    def row(self, index: int, width: int, styles: RowStyles = NO_COLOUR) -> list[Segment]:
         fact = self.fact(index)
         if fact is None:
             return [Segment("  (gone)", DIM)]
@@ -215,9 +219,9 @@ class TombstoneRows(FactRows):
         text = neutralise(fact.text, one_line=True)
         cells = tombstone_text_cells(width)
         head = [
-            Segment(f" {weight_bar(fact.weight, 4)}", BAR_LOW if fact.weight < 0.1 else BAR),
+            Segment(f" {weight_bar(fact.weight, 4)}", weight_style(fact.weight, styles)),
             Segment(f" {fact.weight:4.2f} {days:>5.0f}d ", DIM),
-            *column(text, cells, Style(strike=True)),
+            *column(text, cells, STRUCK),
             Segment(" ", PLAIN),
         ]
         if fact.is_retired:
@@ -230,7 +234,7 @@ class TombstoneRows(FactRows):
             [
                 *head,
                 Segment(f"→ {cycle}", DIM),
-                Segment(neutralise(summary.text, one_line=True), Style(color="green")),
+                Segment(neutralise(summary.text, one_line=True), styles.summary),
             ],
             width,
         )

@@ -7,6 +7,10 @@ and no row object per item (compare the stock DataTable, which builds every row)
 Every segment drawn carries a real `Style` (never None): Textual's line filters (the
 monochrome filter of `NO_COLOR`, for one) read each segment's style, and a bare segment
 crashes them.
+
+The rows' coloured parts (`fact-rows--*`, widgets/row_styles.py) are component classes
+of this list: it resolves them against the theme once per frame and passes them to the
+source, so a row source stays a plain object that knows no app and no theme.
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from graymatter_tui.widgets import row_styles
+from graymatter_tui.widgets.row_styles import RowStyles
+from graymatter_tui.widgets.themed import component_styles
+
 
 class RowSource(Protocol):
     def __len__(self) -> int: ...
 
-    def row(self, index: int, width: int) -> list[Segment]:
+    def row(self, index: int, width: int, styles: RowStyles) -> list[Segment]:
         """Segments for row `index`, text already neutralised, any length, each with a
-        real `Style` (`Style.null()` for plain text)."""
+        real `Style` (`Style.null()` for plain text); colours from `styles`."""
         ...
 
 
@@ -36,20 +44,27 @@ class EmptySource:
     def __len__(self) -> int:
         return 0
 
-    def row(self, index: int, width: int) -> list[Segment]:
+    def row(self, index: int, width: int, styles: RowStyles) -> list[Segment]:
         return []
 
 
 class VirtualList(ScrollView, can_focus=True):
     """A cursor over rows of a RowSource; posts Highlighted and Selected messages."""
 
-    COMPONENT_CLASSES = {"virtual-list--cursor", "virtual-list--empty"}
-    DEFAULT_CSS = """
+    COMPONENT_CLASSES = {
+        "virtual-list--cursor",
+        "virtual-list--empty",
+        *row_styles.COMPONENT_CLASSES,
+    }
+    DEFAULT_CSS = (
+        """
     VirtualList { height: 1fr; background: $surface; overflow-x: hidden; }
     VirtualList > .virtual-list--cursor { background: $accent 40%; }
     VirtualList:focus > .virtual-list--cursor { background: $accent; color: $text; }
     VirtualList > .virtual-list--empty { color: $text-muted; }
     """
+        + row_styles.DEFAULT_CSS
+    )
     BINDINGS = [
         Binding("up,k", "cursor_up", "Up", show=False),
         Binding("down,j", "cursor_down", "Down", show=False),
@@ -91,6 +106,7 @@ class VirtualList(ScrollView, can_focus=True):
         self.empty_text = empty_text
         self._pending_top: int | None = None
         self._frame_style: Style | None = None
+        self._frame_rows: RowStyles | None = None
 
     def set_source(self, source: RowSource, *, cursor: int | None = None) -> None:
         """Show a new source; put the cursor where asked (clamped).
@@ -133,10 +149,16 @@ class VirtualList(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         # The list's colours are looked up once per frame, not once per line.
         self._frame_style = self.rich_style
+        self._frame_rows = self.row_styles()
         try:
             return super().render_lines(crop)
         finally:
             self._frame_style = None
+            self._frame_rows = None
+
+    def row_styles(self) -> RowStyles:
+        """The rows' coloured parts in the current theme."""
+        return RowStyles.from_components(component_styles(self, row_styles.COMPONENT_CLASSES))
 
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
@@ -151,7 +173,8 @@ class VirtualList(ScrollView, can_focus=True):
         elif index >= count:
             return Strip.blank(width, base)
         else:
-            strip = Strip(self.source.row(index, width))
+            rows = self._frame_rows or self.row_styles()
+            strip = Strip(self.source.row(index, width, rows))
             if index == self.cursor:
                 base += self.get_component_rich_style("virtual-list--cursor")
         return strip.adjust_cell_length(width, Style.null()).apply_style(base)

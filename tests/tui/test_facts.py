@@ -356,3 +356,31 @@ async def test_no_sideways_scrollbar_after_a_filter(demo_store: Store) -> None:
         await settle(pilot)
         assert not fact_list.show_horizontal_scrollbar
         assert fact_list.max_scroll_x == 0
+
+
+async def test_e_on_text_with_control_characters_edits_what_is_shown(empty_store: Store) -> None:
+    """The editor holds the text as shown (placeholders for controls, which it would
+    otherwise draw raw): saving it untouched revises nothing; an edit saves what is shown."""
+    stored = "key \x1b]52;c;aGk=\x07 here\nsecond line"
+    fact = empty_store.put(OPS, stored)
+    app = make_app(empty_store)
+    async with running(app) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        area = app.screen.query_one("#entry-text", TextArea)
+        assert area.text == "key ␛]52;c;aGk=␇ here\nsecond line"
+        generation = empty_store.generation()
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert empty_store.generation() == generation
+        assert empty_store.get(fact.id).is_live
+
+        await pilot.press("e")
+        await pilot.pause()
+        area = app.screen.query_one("#entry-text", TextArea)
+        area.move_cursor(area.document.end)
+        await pilot.press(*" (rotated)")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        revision = empty_store.get(empty_store.get(fact.id).superseded_by)
+        assert revision.text == "key ␛]52;c;aGk=␇ here\nsecond line (rotated)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from textual.widgets._toast import Toast
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.store import Store
+from graymatter_tui.store import NewFact, Store
 from tests.tui.helpers import (
     OPS,
     cli_env,
@@ -273,3 +274,107 @@ async def test_export_notification_names_the_file_literally(
         (toast,) = toasts(app)
         assert toast.startswith("exported to")
         assert str(target) in toast
+
+
+# Every character `neutralise` makes visible (controls, C1, bidi, invisible format
+# characters): none may reach the terminal raw, on any screen.
+RAW_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+# An agent name may hold invisible marks (the store refuses only controls and bidi
+# overrides in one); a fact's text may hold anything.
+SLY_AGENT = "sly\u200fagent\ufeff"
+SLY_A = "Vault key \x1b]52;c;aGk=\x07 is \u202ehidden\u202c \x9b2J, \u2066iso\u2069 \x1b[5m."
+SLY_B = SLY_A + " Rotate it monthly."
+
+
+def assert_no_raw_control(app: Any, where: str) -> None:
+    drawn = screen_text(app)
+    assert not RAW_CONTROL.search(drawn), (where, RAW_CONTROL.findall(drawn))
+    svg = svg_text(app.export_screenshot())
+    assert not RAW_CONTROL.search(svg), (where, RAW_CONTROL.findall(svg))
+
+
+async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> None:
+    """A fact whose text holds ESC, BEL, C1 and bidi controls, of an agent whose name
+    holds invisible marks, shown on every pane, dialog, detail screen and journal entry:
+    the placeholders are drawn, the characters never are."""
+    # The two weakest facts are the batch (the weaker half), and near-duplicates.
+    empty_store.put_many(
+        [
+            NewFact(SLY_AGENT, "The office opens at nine."),
+            NewFact(SLY_AGENT, "Lunch is served at noon."),
+            NewFact(SLY_AGENT, SLY_A, weight=0.3),
+            NewFact(SLY_AGENT, SLY_B, weight=0.3),
+        ]
+    )
+    app = make_app(empty_store, agent=SLY_AGENT, threshold=0)  # both facts are a batch
+    shown = "Vault key ␛]52;c;aGk=␇ is <U+202E>hidden<U+202C>"
+    async with running(app) as pilot:
+        await settle(pilot)
+        assert shown in screen_text(app)
+        assert "sly<U+200F>agent<U+FEFF>" in screen_text(app)  # the top bar
+        assert_no_raw_control(app, "facts")
+        assert "\x1b" in empty_store.get(cursor_fact_id(app)).text  # what e and x show
+
+        for key, where in (
+            ("enter", "fact detail"),
+            ("e", "revise dialog"),
+            ("a", "add dialog"),
+            ("x", "retire dialog"),
+            ("A", "agent chooser"),
+        ):
+            await pilot.press(key)
+            await settle(pilot)
+            assert app.screen is not app.screen_stack[0], where
+            assert_no_raw_control(app, where)
+            await pilot.press("escape")
+            await settle(pilot)
+
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press(*"vault", "enter")
+        await wait_until(pilot, lambda: "Vault key ␛" in screen_text(app), what="recall hits")
+        assert_no_raw_control(app, "recall preview")
+        await pilot.press("escape")
+        await settle(pilot)
+
+        await pilot.press("3")
+        for _ in range(4):
+            await pilot.press("n")
+            await settle(pilot)
+        assert shown in screen_text(app)
+        assert_no_raw_control(app, "consolidate at review")
+        await pilot.press("g")
+        await wait_until(pilot, lambda: "Outcome: applied" in screen_text(app), what="apply")
+        assert_no_raw_control(app, "consolidate applied")
+
+        await pilot.press("2")
+        await settle(pilot)
+        assert shown in screen_text(app)
+        assert_no_raw_control(app, "tombstones")
+        await pilot.press("enter")  # the summary that replaced it, with its receipt chain
+        await settle(pilot)
+        assert isinstance(app.screen, FactDetailScreen)
+        assert_no_raw_control(app, "summary detail")
+        await pilot.press("escape")
+        await settle(pilot)
+
+        await pilot.press("4")
+        await settle(pilot)
+        assert_no_raw_control(app, "journal")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert shown in screen_text(app)
+        assert_no_raw_control(app, "journal replay")
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("u")
+        await settle(pilot)
+        assert_no_raw_control(app, "revert dialog")
+        await pilot.press("escape")
+
+        await pilot.press("5")
+        await wait_until(pilot, lambda: "Weights of" in screen_text(app), what="status")
+        assert "sly<U+200F>agent<U+FEFF>" in screen_text(app)
+        assert_no_raw_control(app, "status")

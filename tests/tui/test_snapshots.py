@@ -97,3 +97,39 @@ def test_consolidate_at_review(snap_compare: Compare, snapshot_store: Store) -> 
 def test_journal(snap_compare: Compare, snapshot_store: Store) -> None:
     applied_cycle(snapshot_store)
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["4"])
+
+
+# One light and one dark theme (the default is textual-dark): the rows' star and weight
+# bars, and the diff's consumed and summary rows, take each theme's own colours.
+THEMES = ["textual-light", "gruvbox"]
+
+
+def in_theme(theme: str, then: Callable[[Pilot[Any]], Any] | None = None) -> Any:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        pilot.app.theme = theme
+        await ready(pilot)
+        if then is not None:
+            await then(pilot)
+
+    return run_before
+
+
+async def to_review(pilot: Pilot[Any]) -> None:
+    await pilot.press("3")
+    for _ in range(4):
+        await pilot.press("n")
+        await settle(pilot)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_facts_in_theme(snap_compare: Compare, snapshot_store: Store, theme: str) -> None:
+    app = make_app(snapshot_store)
+    assert snap_compare(app, terminal_size=SIZE, run_before=in_theme(theme))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_consolidate_at_review_in_theme(
+    snap_compare: Compare, snapshot_store: Store, theme: str
+) -> None:
+    app = make_app(snapshot_store)
+    assert snap_compare(app, terminal_size=SIZE, run_before=in_theme(theme, to_review))
