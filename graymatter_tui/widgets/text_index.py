@@ -46,6 +46,7 @@ class TextIndex:
         self.ids = ids if isinstance(ids, IdList) else IdList.of(ids)
         self._blocks: list[bytes] = []
         self._count = 0  # texts in the blocks
+        self._every: array[int] = array("i")  # 0, 1, 2, …: a block where all match
         self._pending: list[bytes] = []
         self._add(texts)
         self._flush()
@@ -81,6 +82,7 @@ class TextIndex:
         pending = self._pending
         if not pending:
             return
+        self._every.extend(range(self._count, self._count + len(pending)))
         self._count += len(pending)
         self._blocks.append(SEP.join(pending))
         pending.clear()
@@ -107,7 +109,11 @@ class TextIndex:
             if cancelled is not None and cancelled():
                 break
             base = number * BLOCK
-            out.extend(compress(range(base, base + BLOCK), _mask(block, raw)))
+            mask = _mask(block, raw)
+            if b"\x00" in mask:
+                out.extend(compress(range(base, base + BLOCK), mask))
+            else:  # every text matches (a short, common needle): copy, do not iterate
+                out.extend(self._every[base : base + len(mask)])
             if limit is not None and len(out) >= limit:
                 break
         return out
