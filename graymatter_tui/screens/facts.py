@@ -112,7 +112,8 @@ class FactsPane(Vertical):
                 lambda limit, before: store.fact_ids(agent, "live", limit=limit, before=before)
             )
         )
-        self.app.call_from_thread(self._ids_ready, ids)
+        if not get_current_worker().is_cancelled:  # a newer reload reads its own
+            self.app.call_from_thread(self._ids_ready, ids)
 
     def _ids_ready(self, ids: IdList) -> None:
         self._all_ids = ids

@@ -11,6 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from graymatter_tui.model import Fact
 from graymatter_tui.screens.base import Host
@@ -73,7 +74,8 @@ class TombstonesPane(Vertical):
                 )
             )
         )
-        self.app.call_from_thread(self._ids_ready, ids)
+        if not get_current_worker().is_cancelled:  # a newer reload reads its own
+            self.app.call_from_thread(self._ids_ready, ids)
 
     def _ids_ready(self, ids: IdList) -> None:
         self._complete = True
