@@ -6,7 +6,12 @@ For each size a store is built once, then each measurement runs in a fresh subpr
 (so peak RSS is the app's own): first paint of the Facts screen and how many rows it
 had loaded by then (the newest 5,000; the rest arrive from a worker), the time until the
 whole list is loaded and `end` reaches the oldest fact, page-down, a filter keystroke
-(after the text index is built), and peak RSS. The DataTable baseline adds every row to
+(after the text index is built: its own work, the pilot's end-to-end, until a frame shows
+matches and until it shows all of them), and peak RSS split into the Python heap and the
+pages of the store's memory map. The same store holds tombstones of another agent
+(`--tombstones-max`); their tab is timed from start-up and from its key to a first frame,
+and until the whole list is scrollable to its end. `--keep-stores DIR` builds each store
+once and reuses it. The DataTable baseline adds every row to
 a stock DataTable and waits for its first paint (for it, first paint is also the moment
 the whole list is scrollable).
 """
@@ -20,15 +25,20 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+TOMB_AGENT = "bench-tombs"
 
 
-def build(path: Path, size: int) -> None:
+def build(path: Path, size: int, tombstones: int) -> None:
+    from graymatter_tui.clock import format_time
+    from graymatter_tui.model import RETIRED, Fact
     from graymatter_tui.store import NewFact, Store
+    from graymatter_tui.store.ids import new_id
 
     store = Store.open(path, clock_fn=lambda: NOW)
     chunk = 100_000
@@ -41,7 +51,115 @@ def build(path: Path, size: int) -> None:
             )
             for i in range(start, min(start + chunk, size))
         )
+    # Retired facts of another agent, imported with their receipts (retiring them one by
+    # one would take a write transaction each).
+    for start in range(0, tombstones, chunk):
+        tombs = []
+        for i in range(start, min(start + chunk, tombstones)):
+            moment = NOW - timedelta(seconds=tombstones - i)
+            stamp = format_time(moment)
+            tombs.append(
+                Fact(
+                    id=new_id(moment),
+                    agent_id=TOMB_AGENT,
+                    text=f"Retired number {i}: old staging ledger port {i % 9973}",
+                    created_at=stamp,
+                    accessed_at=stamp,
+                    weight=0.5,
+                    superseded_by=RETIRED,
+                )
+            )
+        store.import_all(tombs, [])
     store.close()
+
+
+class RssWatch:
+    """The largest anonymous and file-backed resident sizes seen (sampled every 10 ms from
+    /proc/self/status): ru_maxrss alone cannot tell the Python heap from the pages of the
+    store's memory map that reading touched (those the kernel may drop at any time)."""
+
+    def __init__(self) -> None:
+        self.anon_kb = 0
+        self.file_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.sample()
+
+    def sample(self) -> None:
+        try:
+            lines = Path("/proc/self/status").read_text().splitlines()
+        except OSError:  # not Linux: the split stays 0
+            return
+        for line in lines:
+            if line.startswith("RssAnon:"):
+                self.anon_kb = max(self.anon_kb, int(line.split()[1]))
+            elif line.startswith("RssFile:"):
+                self.file_kb = max(self.file_kb, int(line.split()[1]))
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        return {
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_anon_mb": self.anon_kb / 1024,
+            "peak_file_mb": self.file_kb / 1024,
+        }
+
+
+async def measure_tombstones(path: Path) -> dict[str, float]:
+    """The Tombstones tab of an agent holding only tombstones: from start-up (and from
+    the key that opens the tab) to its first frame, then until `end` reaches the oldest."""
+    from graymatter_tui.app import GraymatterApp
+    from graymatter_tui.config import Settings
+    from graymatter_tui.store import Store
+    from graymatter_tui.widgets.virtual_list import VirtualList
+
+    watch = RssWatch()
+    started = time.perf_counter()
+    store = Store.open(path, clock_fn=lambda: NOW)
+    app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent=TOMB_AGENT)
+    app.animation_level = "none"
+    out: dict[str, float] = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        pressed = time.perf_counter()
+        await pilot.press("2")
+        deadline = time.monotonic() + 300
+        while not app.query("#tomb-list") and time.monotonic() < deadline:
+            await pilot.pause(0.01)
+        tombs = app.query_one("#tomb-list", VirtualList)
+        while not len(tombs.source) and time.monotonic() < deadline:
+            await pilot.pause(0.01)
+        app.screen._compositor.render_update(full=True)  # force a full frame
+        out["first_paint_s"] = time.perf_counter() - started
+        out["tab_paint_s"] = time.perf_counter() - pressed
+        out["first_rows"] = float(len(tombs.source))
+        total = store.agents()
+        expected = next(a.tombstones for a in total if a.agent_id == TOMB_AGENT)
+        while len(tombs.source) < expected and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        await pilot.press("end")
+        await pilot.pause()
+        assert tombs.cursor == len(tombs.source) - 1 == expected - 1
+        out["whole_list_s"] = time.perf_counter() - started
+        out["whole_rows"] = float(len(tombs.source))
+        # What a reload (after any write) blocks the UI thread for, timed directly.
+        pane = app.query_one("#tombstones-pane")
+        samples = []
+        for _ in range(5):
+            started = time.perf_counter()
+            pane.reload()  # type: ignore[attr-defined]
+            samples.append((time.perf_counter() - started) * 1000)
+            await pilot.pause()
+        out["reload_work_ms"] = sorted(samples)[len(samples) // 2]
+    store.close()
+    out.update(watch.stop())
+    return out
 
 
 async def measure_ours(path: Path) -> dict[str, float]:
@@ -50,6 +168,7 @@ async def measure_ours(path: Path) -> dict[str, float]:
     from graymatter_tui.store import Store
     from graymatter_tui.widgets.virtual_list import VirtualList
 
+    watch = RssWatch()
     started = time.perf_counter()
     store = Store.open(path, clock_fn=lambda: NOW)
     app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent="bench")
@@ -92,27 +211,58 @@ async def measure_ours(path: Path) -> dict[str, float]:
         deadline = time.monotonic() + 120
         while pane._texts is None and time.monotonic() < deadline:  # type: ignore[attr-defined]
             await pilot.pause(0.05)
-        samples, work = [], []
+        from textual.widgets import Static
+
+        info = app.query_one("#facts-info", Static)
+
+        def shown() -> str:
+            return str(info.content)
+
+        samples, work, results, complete, first_work = [], [], [], [], []
         text = "s"
         for key in "taging 12":
             started = time.perf_counter()
             await pilot.press("space" if key == " " else key)
             await pilot.pause()
             samples.append((time.perf_counter() - started) * 1000)
+            # Until a frame shows matches for this query (a worker's search may show the
+            # first ones before it ends), then until it shows all of them.
+            while shown().startswith("searching") and time.monotonic() < deadline:
+                await pilot.pause(0.002)
+            app.screen._compositor.render_update(full=True)
+            results.append((time.perf_counter() - started) * 1000)
+            while "+ of" in shown() and time.monotonic() < deadline:
+                await pilot.pause(0.002)
+            complete.append((time.perf_counter() - started) * 1000)
             # The same keystroke's own work, measured synchronously: filter + redraw.
             text += key
+            searches_in_blocks = hasattr(pane, "_search")
+            if searches_in_blocks:
+                # The pane keeps its last complete search; drop it, so this is the search.
+                pane._last_match = None  # type: ignore[attr-defined]
+                started = time.perf_counter()
+                first = pane._texts.search(text, limit=1000)  # type: ignore[attr-defined]
+                pane._show(None, first, partial=True)  # type: ignore[attr-defined]
+                draw()
+                first_work.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             pane.query_text = text  # type: ignore[attr-defined]
             pane._show()  # type: ignore[attr-defined]
             draw()
             work.append((time.perf_counter() - started) * 1000)
+        out["filter_results_ms_median"] = sorted(results)[len(results) // 2]
+        out["filter_results_ms_max"] = max(results)
+        out["filter_complete_ms_median"] = sorted(complete)[len(complete) // 2]
         out["filter_keystroke_ms_median"] = sorted(samples)[len(samples) // 2]
         out["filter_keystroke_ms_max"] = max(samples)
+        if first_work:  # the worker's first page of matches, shown: what a key waits for
+            out["first_matches_work_ms_median"] = sorted(first_work)[len(first_work) // 2]
+            out["first_matches_work_ms_max"] = max(first_work)
         out["filter_work_ms_median"] = sorted(work)[len(work) // 2]
         out["filter_work_ms_max"] = max(work)
         out["filtered_rows"] = float(len(facts.source))
     store.close()
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.update(watch.stop())
     return out
 
 
@@ -172,20 +322,44 @@ def run_child(*args: str) -> dict[str, float]:
     return result
 
 
+def store_for(size: int, tombstones: int, keep: Path | None, tmp: Path) -> tuple[Path, float]:
+    """The store to measure and the seconds it took to build (0 when reused from `keep`)."""
+    path = (keep or tmp) / f"store-{size}-{tombstones}"
+    if (path / "data.mdb").exists():
+        return path, 0.0
+    started = time.perf_counter()
+    run_child("build", f"{path}:{size}:{tombstones}")
+    return path, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--datatable-max", type=int, default=100_000)
+    parser.add_argument(
+        "--tombstones-max",
+        type=int,
+        default=100_000,
+        help="the store also holds min(size, this) tombstones of another agent (0: none)",
+    )
+    parser.add_argument(
+        "--keep-stores",
+        type=Path,
+        help="build each store once in this directory and reuse it on later runs",
+    )
     parser.add_argument("mode", nargs="?", default="report")
     parser.add_argument("target", nargs="?")
     args = parser.parse_args()
     if args.mode == "build":
-        path, size = args.target.split(":")
-        build(Path(path), int(size))
+        path, size, tombstones = args.target.split(":")
+        build(Path(path), int(size), int(tombstones))
         print("{}")
         return
     if args.mode == "ours":
         print(json.dumps(asyncio.run(measure_ours(Path(args.target)))))
+        return
+    if args.mode == "tombs":
+        print(json.dumps(asyncio.run(measure_tombstones(Path(args.target)))))
         return
     if args.mode == "floor":
         print(json.dumps(asyncio.run(measure_floor())))
@@ -193,40 +367,65 @@ def main() -> None:
     if args.mode == "table":
         print(json.dumps(asyncio.run(measure_datatable(int(args.target)))))
         return
-    print("tui_bench: Facts screen, 120x40 headless terminal")
+    print("tui_bench: Facts and Tombstones screens, 120x40 headless terminal")
     print("work = our handler and every visible line redrawn, timed directly;")
     print("end-to-end = key press until Textual's pilot reports the frame done (adds scheduling)")
+    print("peak RSS = the process's high-water mark; anon / file = the largest anonymous")
+    print("(Python heap) and file-backed (pages of the store's memory map) parts seen")
     print(
         "| facts | widget | first paint (rows loaded) | whole list scrollable to its end "
         "| page-down work / end-to-end | filter key work (median / max) "
-        "| filter key end-to-end (median) | peak RSS |"
+        "| filter key end-to-end (median) | key to matches shown (median / max) "
+        "| key to all matches (median) | peak RSS (anon / file) |"
     )
-    print("|------:|--------|---:|---:|---:|---:|---:|---:|")
+    print("|------:|--------|---:|---:|---:|---:|---:|---:|---:|---:|")
     floor = run_child("floor")
-    print(f"| – | empty Textual app (start-up floor) | {floor['first_paint_s']:.3f} s | | | | | |")
-    for size in (int(s) for s in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "store"
-            started = time.perf_counter()
-            run_child("build", f"{path}:{size}")
-            built = time.perf_counter() - started
+    print(
+        f"| – | empty Textual app (start-up floor) | {floor['first_paint_s']:.3f} s | | | | | | | |"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            tombstones = min(size, args.tombstones_max)
+            path, built = store_for(size, tombstones, args.keep_stores, Path(tmp))
             ours = run_child("ours", str(path))
-        print(
-            f"| {size} | line API list | {ours['first_paint_s']:.3f} s "
-            f"({ours['first_rows']:,.0f}) | {ours['whole_list_s']:.3f} s "
-            f"({ours['whole_rows']:,.0f}) | "
-            f"{ours['page_down_work_ms']:.1f} / {ours['page_down_ms']:.0f} ms | "
-            f"{ours['filter_work_ms_median']:.1f} / {ours['filter_work_ms_max']:.1f} ms | "
-            f"{ours['filter_keystroke_ms_median']:.0f} ms | {ours['peak_rss_mb']:.0f} MB |"
-        )
-        if size <= args.datatable_max:
-            table = run_child("table", str(size))
             print(
-                f"| {size} | stock DataTable | {table['first_paint_s']:.3f} s "
-                f"({table['first_rows']:,.0f}) | {table['first_paint_s']:.3f} s "
-                f"({table['first_rows']:,.0f}) | – | – | – | {table['peak_rss_mb']:.0f} MB |"
+                f"| {size} | line API list | {ours['first_paint_s']:.3f} s "
+                f"({ours['first_rows']:,.0f}) | {ours['whole_list_s']:.3f} s "
+                f"({ours['whole_rows']:,.0f}) | "
+                f"{ours['page_down_work_ms']:.1f} / {ours['page_down_ms']:.0f} ms | "
+                f"{ours['filter_work_ms_median']:.1f} / {ours['filter_work_ms_max']:.1f} ms | "
+                f"{ours['filter_keystroke_ms_median']:.0f} ms | "
+                f"{ours['filter_results_ms_median']:.0f} / "
+                f"{ours['filter_results_ms_max']:.0f} ms | "
+                f"{ours['filter_complete_ms_median']:.0f} ms | {ours['peak_rss_mb']:.0f} MB "
+                f"({ours['peak_anon_mb']:.0f} / {ours['peak_file_mb']:.0f}) |"
             )
-        print(f"(store of {size} facts built in {built:.1f} s)", file=sys.stderr)
+            if "first_matches_work_ms_median" in ours:
+                print(
+                    f"| {size} | (first 1,000 matches found and drawn: "
+                    f"{ours['first_matches_work_ms_median']:.1f} / "
+                    f"{ours['first_matches_work_ms_max']:.1f} ms of work) | | | | | | | | |"
+                )
+            if tombstones:
+                tombs = run_child("tombs", str(path))
+                print(
+                    f"| {tombstones} tombstones | line API list | "
+                    f"{tombs['first_paint_s']:.3f} s ({tombs['first_rows']:,.0f}); "
+                    f"key 2 → frame {tombs['tab_paint_s']:.3f} s | "
+                    f"{tombs['whole_list_s']:.3f} s ({tombs['whole_rows']:,.0f}) | "
+                    f"reload work {tombs['reload_work_ms']:.0f} ms | | | | | "
+                    f"{tombs['peak_rss_mb']:.0f} MB |"
+                )
+            if size <= args.datatable_max:
+                table = run_child("table", str(size))
+                print(
+                    f"| {size} | stock DataTable | {table['first_paint_s']:.3f} s "
+                    f"({table['first_rows']:,.0f}) | {table['first_paint_s']:.3f} s "
+                    f"({table['first_rows']:,.0f}) | – | – | – | – | – "
+                    f"| {table['peak_rss_mb']:.0f} MB |"
+                )
+            if built:
+                print(f"(store of {size} facts built in {built:.1f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":

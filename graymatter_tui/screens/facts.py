@@ -3,18 +3,23 @@ weight. Drawn line by line, so 1M facts open as fast as 100."""
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
 from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
+from textual.worker import get_current_worker
 
 from graymatter_tui.model import Fact
 from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane
 from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
+from graymatter_tui.screens.paged import id_pages, text_pages
 from graymatter_tui.widgets.fact_rows import FactRows, fact_header
+from graymatter_tui.widgets.id_list import IdList, Picked
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.text_index import TextIndex
 from graymatter_tui.widgets.virtual_list import VirtualList
@@ -23,6 +28,7 @@ SORTS = ("recency", "weight")
 FIRST_PAGE = 5000
 FULL_LIST_DELAY = 1.0  # seconds: the first frames are drawn by then
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
+FIRST_MATCHES = 1000  # a worker's search shows this many matches before it ends
 NO_FACTS = "No live facts for this agent."
 
 
@@ -88,11 +94,14 @@ class FactsPane(Vertical, Pane):
         super().__init__(id=id)
         self.sort = "recency"
         self.query_text = ""
-        self._all_ids: list[str] = []
+        self._all_ids: Sequence[str] = IdList()
         self._texts: TextIndex | None = None
         self._weights: dict[str, float] | None = None
-        self._last_match: tuple[str, list[int]] = ("", [])
+        # The last complete search (casefolded needle, positions) of `_texts`, reused
+        # when the list is redrawn for another reason (ids loaded, sort changed).
+        self._last_match: tuple[str, array[int]] | None = None
         self._keep_id: str | None = None
+        self._placed = 0  # where reload put the cursor
         self._complete = True
 
     def compose(self) -> ComposeResult:
@@ -122,10 +131,10 @@ class FactsPane(Vertical, Pane):
         self._keep_id = keep_id
         self._texts = None
         self._weights = None
-        self._last_match = ("", [])
+        self._last_match = None
         # The newest page paints at once; a very long list is read in full in a worker.
         first = store.fact_ids(self.host.agent, "live", limit=FIRST_PAGE + 1)
-        self._all_ids = first[:FIRST_PAGE]
+        self._all_ids = IdList.of(first[:FIRST_PAGE])
         self._complete = len(first) <= FIRST_PAGE
         if not self._complete:
             # After the first frames: reading 1M keys holds the GIL for about a second.
@@ -133,17 +142,31 @@ class FactsPane(Vertical, Pane):
         if self.query_text:
             self._build_text_index()
         self._show(keep_id)
+        self._placed = self.fact_list.cursor
 
     @work(thread=True, exclusive=True, group="facts-ids", exit_on_error=False)
     def _load_all_ids(self) -> None:
-        ids = self.host.store.fact_ids(self.host.agent, "live")
-        self.app.call_from_thread(self._ids_ready, ids)
+        store, agent = self.host.store, self.host.agent
+        ids = IdList.joined(
+            id_pages(
+                lambda limit, before: store.fact_ids(agent, "live", limit=limit, before=before)
+            )
+        )
+        if not get_current_worker().is_cancelled:  # a newer reload reads its own
+            self.app.call_from_thread(self._ids_ready, ids)
 
-    def _ids_ready(self, ids: list[str]) -> None:
+    def _ids_ready(self, ids: IdList) -> None:
         self._all_ids = ids
         self._complete = True
+        self._show(self._cursor_id())
+
+    def _cursor_id(self) -> str | None:
+        """The fact to keep under the cursor once every id is read: the one it was on
+        before the reload (perhaps beyond the first page), unless it has moved since."""
         current = self.current_fact()
-        self._show(current.id if current else self._keep_id)
+        if self._keep_id is not None and self.fact_list.cursor == self._placed:
+            return self._keep_id
+        return current.id if current else None
 
     def tick_clock(self) -> None:
         """Ages are relative to now: move the rows' clock and redraw them, without reading
@@ -153,25 +176,20 @@ class FactsPane(Vertical, Pane):
             source.now = self.host.store.now()
             self.fact_list.refresh()
 
-    def _matches(self, needle: str) -> list[int]:
-        """Positions of texts containing `needle`, newest first. Typing extends the query,
-        so the previous matches are narrowed instead of every fact being searched again."""
+    def _matches(self, needle: str) -> array[int]:
+        """Positions in `_texts` of the texts containing `needle`, newest first."""
         if self._texts is None:
-            return []
-        last_needle, last = self._last_match
-        within = last if last_needle and needle.startswith(last_needle) else None
-        return self._texts.search(needle, within)
+            return array("i")
+        if self._last_match is not None and self._last_match[0] == needle:
+            return self._last_match[1]
+        return self._texts.search(needle)
 
-    def _visible_ids(self, matched: list[int] | None = None) -> list[str]:
+    def _visible_ids(self, matched: array[int] | None = None) -> Sequence[str]:
         ids = self._all_ids
         if self.query_text and self._texts is not None:
             needle = self.query_text.casefold()
             positions = matched if matched is not None else self._matches(needle)
-            self._last_match = (needle, positions)
-            index_ids = self._texts.ids
-            ids = [index_ids[i] for i in positions]
-        else:
-            self._last_match = ("", [])
+            ids = Picked(self._texts.ids, positions)
         if self.sort == "weight":
             if self._weights is None:
                 self._weights = self.host.store.weights(self.host.agent, "live")
@@ -179,40 +197,78 @@ class FactsPane(Vertical, Pane):
             ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i))
         return ids
 
-    def _show(self, keep_id: str | None = None, matched: list[int] | None = None) -> None:
+    def _show(
+        self,
+        keep_id: str | None = None,
+        matched: array[int] | None = None,
+        *,
+        partial: bool = False,
+    ) -> None:
+        if matched is not None and not partial:
+            self._last_match = (self.query_text.casefold(), matched)
         ids = self._visible_ids(matched)
         rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
         cursor = rows.index_of(keep_id) if keep_id else None
         self.fact_list.empty_text = no_match_text(self.query_text) if self.query_text else NO_FACTS
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
         total = len(self._all_ids) if self._complete else f"{len(self._all_ids)}+"
-        info = f"{len(ids)} of {total}" if self.query_text else f"{total} live"
+        found = f"{len(ids)}+" if partial else str(len(ids))
+        info = f"{found} of {total}" if self.query_text else f"{total} live"
         if self.query_text and self._texts is None:
             info = "indexing text…"
         self.query_one("#facts-info", Static).update(f"{info} · sorted by {self.sort}")
 
     @work(thread=True, exclusive=True, group="facts-filter", exit_on_error=False)
     def _filter_in_background(self, query: str) -> None:
-        """Long lists are searched off the event loop so typing never waits for results."""
-        matched = self._matches(query.casefold())
-        self.app.call_from_thread(self._filtered, query, matched)
+        """Long lists are searched off the event loop so typing never waits for results:
+        the first matches are shown as soon as they are found, then all of them. A newer
+        keystroke cancels this search between two blocks of texts."""
+        index = self._texts
+        if index is None:
+            return
+        worker = get_current_worker()
 
-    def _filtered(self, query: str, matched: list[int]) -> None:
+        def cancelled() -> bool:
+            return worker.is_cancelled
+
+        needle = query.casefold()
+        first = index.search(needle, limit=FIRST_MATCHES, cancelled=cancelled)
+        complete = len(first) < FIRST_MATCHES
+        if not cancelled():
+            self.app.call_from_thread(self._filtered, query, first, not complete)
+        if complete or cancelled():
+            return
+        matched = index.search(needle, cancelled=cancelled)
+        if not cancelled():
+            self.app.call_from_thread(self._filtered, query, matched, False)
+
+    def _filtered(self, query: str, matched: array[int], partial: bool) -> None:
         if query == self.query_text:  # a newer keystroke has its own search running
             current = self.current_fact()
-            self._show(current.id if current else None, matched)
+            self._show(current.id if current else None, matched, partial=partial)
 
     @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
     def _build_text_index(self) -> None:
-        ids, texts = self.host.store.texts(self.host.agent, "live")
-        index = TextIndex(ids, texts)
+        store, agent = self.host.store, self.host.agent
+        pages = text_pages(
+            lambda limit, before: store.texts(agent, "live", limit=limit, before=before),
+            store.release_mapped_pages,
+        )
+        index = TextIndex.from_pages(pages)
         self.app.call_from_thread(self._index_ready, index)
 
     def _index_ready(self, texts: TextIndex) -> None:
         self._texts = texts
-        self._last_match = ("", [])
+        self._last_match = None
+        if self.query_text and len(texts) > BACKGROUND_FILTER:
+            self._search(self.query_text)
+            return
         current = self.current_fact()
         self._show(current.id if current else self._keep_id)
+
+    def _search(self, query: str) -> None:
+        self.query_one("#facts-info", Static).update("searching…")
+        self._filter_in_background(query)
 
     # ---- events ----------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -220,8 +276,7 @@ class FactsPane(Vertical, Pane):
         if self.query_text and self._texts is None:
             self._build_text_index()
         if self.query_text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
-            self.query_one("#facts-info", Static).update("searching…")
-            self._filter_in_background(self.query_text)
+            self._search(self.query_text)
             return
         self._show()
 

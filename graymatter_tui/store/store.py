@@ -40,6 +40,7 @@ from graymatter_tui.model import (
     FactState,
     StoreInfo,
 )
+from graymatter_tui.store import mapped_pages
 from graymatter_tui.store.codec import decode_record
 from graymatter_tui.store.cycle_ops import CycleOps
 from graymatter_tui.store.files import (
@@ -583,29 +584,50 @@ class Store(CycleOps, GraphOps, ImportOps):
         return self.read(run)
 
     def fact_ids(
-        self, agent: str, state: FactState = "live", *, limit: int | None = None
+        self,
+        agent: str,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
     ) -> list[str]:
-        """Ids of one agent's facts in one state, newest first, without decoding."""
+        """Ids of one agent's facts in one state, newest first, without decoding. Keyset
+        paging: pass the last id of a page as `before`."""
 
         def run(tx: Tx) -> list[str]:
-            ids = tx.iter_ids(agent, state)
+            ids = tx.iter_ids(agent, state, before=before)
             return list(ids) if limit is None else list(itertools.islice(ids, limit))
 
         return self.read(run)
 
-    def texts(self, agent: str, state: FactState = "live") -> tuple[list[str], list[str]]:
+    def texts(
+        self,
+        agent: str,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> tuple[list[str], list[str]]:
         """(ids, texts) of one agent's facts, newest first, decoding only those two fields
-        (a filter index over 1M facts without building 1M full Fact objects)."""
+        (a filter index over 1M facts without building 1M full Fact objects). Keyset
+        paging as in `fact_ids`."""
 
         def run(tx: Tx) -> tuple[list[str], list[str]]:
             ids: list[str] = []
             texts: list[str] = []
-            for fact_id, text in tx.iter_texts(agent, state):
+            for fact_id, text in itertools.islice(
+                tx.iter_texts(agent, state, before=before), limit
+            ):
                 ids.append(fact_id)
                 texts.append(text)
             return ids, texts
 
         return self.read(run)
+
+    def release_mapped_pages(self) -> None:
+        """Drop the pages of the store's map this process holds resident (after reading
+        every fact): they stay in the kernel's page cache (store/mapped_pages.py)."""
+        mapped_pages.release(self.path / DATA_FILE)
 
     def agents(self) -> list[AgentSummary]:
         def run(tx: Tx) -> list[AgentSummary]:

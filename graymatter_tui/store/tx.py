@@ -449,11 +449,13 @@ class Tx:
             found = step_rows()
             step_vitals()
 
-    def iter_texts(self, agent: str, state: FactState) -> Iterator[tuple[str, str]]:
+    def iter_texts(
+        self, agent: str, state: FactState, *, before: str | None = None
+    ) -> Iterator[tuple[str, str]]:
         """(id, text) of one agent's facts in one state, newest first, lightly decoded."""
         head = agent.encode() + SEP
         get, facts_db = self.txn.get, self.dbs.facts
-        for fact_id in self.iter_ids(agent, state):
+        for fact_id in self.iter_ids(agent, state, before=before):
             raw = get(head + fact_id.encode(), db=facts_db)
             if raw is not None:
                 yield fact_id, decode_text(raw).text

@@ -4,7 +4,7 @@ for the rows being drawn, and formatted as literal text (never markup)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from rich.cells import cell_len, set_cell_size
@@ -131,7 +131,7 @@ class FactRows:
     """Live facts: pin star, weight bar, age, access count, text."""
 
     def __init__(
-        self, ids: list[str], fetch: Callable[[list[str]], list[Fact | None]], now: datetime
+        self, ids: Sequence[str], fetch: Callable[[list[str]], list[Fact | None]], now: datetime
     ) -> None:
         self.ids = ids
         self._fetch = fetch
@@ -191,7 +191,7 @@ class TombstoneRows(FactRows):
 
     def __init__(
         self,
-        ids: list[str],
+        ids: Sequence[str],
         fetch: Callable[[list[str]], list[Fact | None]],
         now: datetime,
         half_life_hours: float,
