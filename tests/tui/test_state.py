@@ -15,7 +15,7 @@ from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
-from tests.support.ollama_server import ScriptedOllama
+from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
     OPS,
     make_app,
@@ -141,7 +141,7 @@ async def test_a_new_agent_reloads_the_shown_pane_and_the_others_when_shown(
 
 
 async def test_the_summariser_is_probed_once_for_both_panes(
-    demo_store: Store, ollama: ScriptedOllama
+    demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     def probes() -> int:
         return sum(1 for r in ollama.requests if r.route == "/api/version")
