@@ -43,7 +43,7 @@ class TombstonesPane(Vertical):
             keep_id = current.id
         store = self.host.store
         ids = store.fact_ids(self.host.agent, "tombstones")
-        rows = TombstoneRows(ids, store.get_many, store.now(), self.host.settings.half_life_hours)
+        rows = TombstoneRows(ids, store.find_many, store.now(), self.host.settings.half_life_hours)
         cursor = rows.index_of(keep_id) if keep_id else None
         self.tomb_list.set_source(rows, cursor=cursor or 0)
         self.query_one("#tombs-info", Static).update(f"{len(ids)} tombstones")

@@ -1,14 +1,12 @@
-"""Fixtures of the consolidation-engine tests: a store on a settable clock and a scripted
-Ollama server over real HTTP."""
+"""Fixtures of the consolidation-engine tests: `gm` (tests/conftest.py) on a settable clock
+and a scripted Ollama server over real HTTP."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import Store
 from tests.engine.helpers import Clock
 from tests.support.ollama_server import ScriptedOllama
 
@@ -19,13 +17,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def gm(tmp_path: Path, clock: Clock) -> Iterator[Store]:
-    """A fresh store whose clock is `clock` (fixed until the test moves it)."""
-    opened = Store.open(tmp_path / "s", clock_fn=clock)
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store_clock(clock: Clock) -> Clock:
+    """`gm` runs on `clock` (fixed until the test moves it)."""
+    return clock
 
 
 @pytest.fixture
