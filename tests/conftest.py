@@ -64,14 +64,15 @@ def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[Store]:
+    with Store.open(path, clock_fn=clock_fn) as opened:
+        yield opened
+
+
 @pytest.fixture
 def store(tmp_path: Path, clean_graymatter_env: None) -> Iterator[Store]:
-    """A fresh store in `tmp_path/store`, closed at teardown."""
-    opened = Store.open(tmp_path / "store")
-    try:
-        yield opened
-    finally:
-        opened.close()
+    """A fresh store in `tmp_path/store` on the wall clock, closed at teardown."""
+    yield from _fresh_store(tmp_path / "store", None)
 
 
 @pytest.fixture
@@ -85,12 +86,9 @@ def store_clock() -> ManualClock:
 def gm(
     tmp_path: Path, store_clock: Callable[[], datetime], clean_graymatter_env: None
 ) -> Iterator[Store]:
-    """A fresh store in `tmp_path/gm` on `store_clock`, closed at teardown."""
-    opened = Store.open(tmp_path / "gm", clock_fn=store_clock)
-    try:
-        yield opened
-    finally:
-        opened.close()
+    """A fresh store in `tmp_path/gm` on `store_clock`, closed at teardown: the store of
+    the store, recall and engine tests that set or move time."""
+    yield from _fresh_store(tmp_path / "gm", store_clock)
 
 
 @pytest.fixture
