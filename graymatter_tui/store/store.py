@@ -25,27 +25,20 @@ from graymatter_tui.model import (
     StoreInfo,
 )
 from graymatter_tui.progress import Report
-from graymatter_tui.store import cycle_ops, fact_ops, graph_ops, import_ops, queries, registry
+from graymatter_tui.store import (
+    cycle_ops,
+    fact_ops,
+    graph_ops,
+    import_ops,
+    queries,
+    registry,
+    values,
+)
 from graymatter_tui.store.environment import Environment, map_size_from_env
 from graymatter_tui.store.files import DATA_FILE, LOCK_FILE, prepare_directory, prepare_reading
 from graymatter_tui.store.ids import seed_ids
 from graymatter_tui.store.protocol import KeywordIndex, MemoryStore
 from graymatter_tui.store.tx import Tx, bulk_reservation
-from graymatter_tui.store.values import (
-    ON_CONFLICT,
-    ApplyOutcome,
-    ApplyRequest,
-    DecayOutcome,
-    EntityLike,
-    ExtractOutcome,
-    GraphDecayOutcome,
-    ImportResult,
-    NewFact,
-    OnConflict,
-    PruneOutcome,
-    Selection,
-    ShowResult,
-)
 from graymatter_tui.textsafe import validate_agent, validate_text
 from graymatter_tui.tokens import term_counts
 
@@ -237,7 +230,7 @@ class Store:
     def receipts(self, summary_id: str) -> list[str]:
         return self._env.read(lambda tx: tx.receipts(summary_id))
 
-    def show(self, fact_id: str) -> ShowResult:
+    def show(self, fact_id: str) -> values.ShowResult:
         """A fact with its receipt chain: what replaced it, what it consumed, its cycle."""
         return self._env.read(lambda tx: queries.show(tx, fact_id))
 
@@ -260,7 +253,7 @@ class Store:
         validate_text(text)
         return self._env.write(lambda tx: fact_ops.put(tx, agent, text, pinned))
 
-    def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
+    def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]:
         """Insert many facts in one transaction (demo data, benchmarks)."""
         pending = list(items)
         for item in pending:
@@ -307,27 +300,36 @@ class Store:
         self._env.write(lambda tx: fact_ops.claim_for_demo(tx, self.path))
 
     # ---- the consolidation cycle -------------------------------------------------------
-    def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
+    def decay(
+        self, agent: str, half_life_hours: float, *, dry_run: bool = False
+    ) -> values.DecayOutcome:
         """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
         Only the vitals rows are rewritten. With `dry_run`, report and write nothing."""
-        run: Callable[[Tx], DecayOutcome] = lambda tx: cycle_ops.decay(tx, agent, half_life_hours)  # noqa: E731
+
+        def run(tx: Tx) -> values.DecayOutcome:
+            return cycle_ops.decay(tx, agent, half_life_hours)
+
         return self._env.read(run) if dry_run else self._env.write(run)
 
     def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
         """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
         return self._env.read(lambda tx: cycle_ops.weights(tx, agent, state))
 
-    def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
+    def selection(
+        self, agent: str, half_life_hours: float, *, max_batch: int = 0
+    ) -> values.Selection:
         """The live count, every live unpinned fact's (weight, id), and the batch (the
         weakest half, at most `max_batch`), all in one read transaction."""
         return self._env.read(lambda tx: cycle_ops.selection(tx, agent, half_life_hours, max_batch))
 
-    def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
+    def apply_consolidation(
+        self, request: values.ApplyRequest, record: CycleRecord
+    ) -> values.ApplyOutcome:
         """Summary, tombstones, receipts, counters and journal record: all or nothing;
         refused (applied=False, nothing written) when the proposal has gone stale."""
         return self._env.write(lambda tx: cycle_ops.apply_consolidation(tx, request, record))
 
-    def prune(self, agent: str, record: CycleRecord) -> PruneOutcome:
+    def prune(self, agent: str, record: CycleRecord) -> values.PruneOutcome:
         """Delete unpinned facts below 0.01 and copy each into the journal record, together."""
         return self._env.write(lambda tx: cycle_ops.prune(tx, agent, record))
 
@@ -344,12 +346,12 @@ class Store:
 
     # ---- the knowledge graph -----------------------------------------------------------
     def extract_graph(
-        self, agent: str, extract: Callable[[str], Sequence[EntityLike]]
-    ) -> ExtractOutcome:
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.ExtractOutcome:
         """Extract entities from live facts whose text signature is new or changed."""
         return self._env.write(lambda tx: graph_ops.extract_graph(tx, agent, extract))
 
-    def decay_graph(self, agent: str, half_life_hours: float) -> GraphDecayOutcome:
+    def decay_graph(self, agent: str, half_life_hours: float) -> values.GraphDecayOutcome:
         """Decay the agent's graph nodes and edges; remove those below 0.01."""
         return self._env.write(lambda tx: graph_ops.decay_graph(tx, agent, half_life_hours))
 
@@ -365,14 +367,14 @@ class Store:
         *,
         fact_where: Sequence[str] | None = None,
         record_where: Sequence[str] | None = None,
-        on_conflict: OnConflict = "refuse",
+        on_conflict: values.OnConflict = "refuse",
         progress: Report | None = None,
-    ) -> ImportResult:
+    ) -> values.ImportResult:
         """Insert facts and journal records keeping their ids, all in one transaction
         (rules in `import_ops`). `fact_where`/`record_where` say where each came from
         ("line 7"), for messages; `progress` hears of the work as it goes."""
-        if on_conflict not in ON_CONFLICT:
-            raise InvalidInput(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
+        if on_conflict not in values.ON_CONFLICT:
+            raise InvalidInput(f"on_conflict must be one of {', '.join(values.ON_CONFLICT)}")
         batch = import_ops.ImportBatch.prepare(facts, records, fact_where, record_where, progress)
         size, rewrites = batch.reservation()
         self._env.reserve(size, rewrites=rewrites)
