@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from ulid import ULID
 
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store import MemoryStore, NewFact
 
 AGENTS = ("support-bot", "research-agent", "ops-agent")
 HALF_LIFE_HOURS = 720.0
@@ -158,7 +158,7 @@ def demo_facts(now: datetime, seed: int = 42) -> list[NewFact]:
     return items
 
 
-def create_demo(store: Store, *, into_existing: bool = False) -> int:
+def create_demo(store: MemoryStore, *, into_existing: bool = False) -> int:
     """Fill `store` with demo facts unless demo agents already exist. Returns facts added.
 
     Only a new or empty store, or one the demo created, is filled: the demo's fake facts

@@ -18,8 +18,7 @@ from graymatter_tui.import_parse import JSONL_FORMAT, parse_fact, parse_import
 from graymatter_tui.model import Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.output_file import write_output
 from graymatter_tui.progress import Report
-from graymatter_tui.store import ImportConflicts, ImportResult, OnConflict, Store
-from graymatter_tui.store.files import DATA_FILE, LOCK_FILE
+from graymatter_tui.store import ImportConflicts, ImportResult, MemoryStore, OnConflict
 from graymatter_tui.textsafe import neutralise
 
 __all__ = [
@@ -39,13 +38,13 @@ _encode = msgspec.json.Encoder().encode
 _REPORT_EVERY = 2000
 
 
-def _facts(store: Store, agent: str | None) -> list[Fact]:
+def _facts(store: MemoryStore, agent: str | None) -> list[Fact]:
     facts = store.all_facts()
     return [f for f in facts if agent is None or f.agent_id == agent]
 
 
 def export_jsonl(
-    store: Store, agent: str | None = None, progress: Report | None = None
+    store: MemoryStore, agent: str | None = None, progress: Report | None = None
 ) -> Iterator[bytes]:
     """Header, then every fact (tombstones included), then every journal record."""
     yield _encode(
@@ -81,7 +80,9 @@ def upstream_fact(fact: Fact) -> dict[str, Any]:
     return out
 
 
-def export_json(store: Store, agent: str | None = None, progress: Report | None = None) -> bytes:
+def export_json(
+    store: MemoryStore, agent: str | None = None, progress: Report | None = None
+) -> bytes:
     """Upstream's `memories.json`: one array of fact objects, pretty-printed."""
     facts = _facts(store, agent)
     items = []
@@ -92,7 +93,9 @@ def export_json(store: Store, agent: str | None = None, progress: Report | None 
     return msgspec.json.format(_encode(items), indent=2)
 
 
-def export_markdown(store: Store, agent: str | None = None, progress: Report | None = None) -> str:
+def export_markdown(
+    store: MemoryStore, agent: str | None = None, progress: Report | None = None
+) -> str:
     facts = _facts(store, agent)
     lines = ["# graymatter-tui memory export", ""]
     current = None
@@ -121,7 +124,7 @@ def export_markdown(store: Store, agent: str | None = None, progress: Report | N
 
 
 def export_bytes(
-    store: Store,
+    store: MemoryStore,
     fmt: str = "jsonl",
     agent: str | None = None,
     *,
@@ -140,7 +143,7 @@ def export_bytes(
 
 
 def export_file(
-    store: Store,
+    store: MemoryStore,
     target: Path | None,
     fmt: str = "jsonl",
     agent: str | None = None,
@@ -151,13 +154,13 @@ def export_file(
     """Export to `target` (None: standard output) by output_file's rules; the one export
     path of the CLI and the TUI. Returns the number of bytes written."""
     data = export_bytes(store, fmt, agent, terminal=terminal, progress=progress)
-    write_output(data, target, protect=(store.path / DATA_FILE, store.path / LOCK_FILE))
+    write_output(data, target, protect=store.own_files())
     return len(data)
 
 
 # ---- import ------------------------------------------------------------------------------
 def import_file(
-    store: Store,
+    store: MemoryStore,
     data: bytes,
     *,
     on_conflict: OnConflict = "refuse",

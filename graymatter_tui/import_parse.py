@@ -15,20 +15,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import RETIRED, CycleRecord, Fact
+from graymatter_tui.model import RETIRED, CycleRecord, Fact, Outcome
 from graymatter_tui.progress import Report
 from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
 
 JSONL_FORMAT = "graymatter-tui"
 MAX_REPORTED_ERRORS = 5
-RECORD_OUTCOMES = ("applied", "discarded", "failed", "skipped", "dry_run", "")
+RECORD_OUTCOMES = (*get_args(Outcome), "")
 RECORD_SUMMARISERS = (*SUMMARISERS, "")  # "": a record written before the field existed
 _REPORT_EVERY = 2000
 
@@ -221,6 +221,9 @@ def _record_from_object(obj: Any) -> CycleRecord:
     try:
         record = msgspec.convert(obj, CycleRecord)
     except msgspec.ValidationError as exc:
+        outcome = obj.get("outcome")
+        if isinstance(outcome, str) and outcome not in RECORD_OUTCOMES:
+            raise _EntryError(f"cycle record has an unknown outcome {outcome[:20]!r}") from None
         raise _EntryError(f"bad cycle record: {exc}") from None
     return _checked_record(record)
 

@@ -15,7 +15,8 @@ RETIRED = "agent"
 FactState = Literal["live", "tombstones", "all"]
 FACT_STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
 
-Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run", "refused"]
+# How a cycle ended; a record still being written has "" (no outcome yet).
+Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run"]
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -116,7 +117,7 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     agent_id: str
     summariser: str = ""
     model: str = ""
-    outcome: str = ""
+    outcome: Outcome | Literal[""] = ""
     reason: str = ""
     batch: list[str] = []
     batch_facts: list[BatchItem] = []

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
-def status_payload(store: Store) -> dict[str, Any]:
+class AgentFigures(TypedDict):
+    agent_id: str
+    live_facts: int
+    tombstones: int
+    pinned: int
+    avg_weight: float
+
+
+class StatusPayload(TypedDict):
+    """`status --json`: these keys, in this order, are part of the CLI's contract."""
+
+    data_dir: str
+    schema_version: int
+    engine: str
+    live_facts: int
+    tombstones: int
+    pinned: int
+    consolidations: int
+    facts_consumed: int
+    reverts: int
+    cycles: int
+    generation: int
+    file_bytes: int
+    map_size: int
+    map_used: int
+    agents: list[AgentFigures]
+
+
+def status_payload(store: MemoryStore) -> StatusPayload:
     agents = store.agents()
     counters = store.counters()
     info = store.info()

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import Fact
-from graymatter_tui.store import Store
-from graymatter_tui.store.tx import Tx
+from graymatter_tui.store import KeywordIndex, MemoryStore
 from graymatter_tui.textsafe import validate_agent
 from graymatter_tui.tokens import tokens
 
@@ -62,8 +61,8 @@ class Hit:
     recency_rank: int
 
 
-def _keyword_scores(tx: Tx, agent: str, terms: list[str]) -> dict[str, float]:
-    live = tx.agent_counts(agent).live
+def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str, float]:
+    live = tx.live_count(agent)
     if not live or not terms:
         return {}
     unique = list(dict.fromkeys(terms))
@@ -93,7 +92,7 @@ def check_query(query: str) -> None:
 
 
 def rank(
-    store: Store,
+    store: MemoryStore,
     agent: str,
     query: str,
     *,
@@ -108,7 +107,7 @@ def rank(
     weights = weights or RecallWeights()
     terms = tokens(query)
 
-    def run(tx: Tx) -> list[Hit]:
+    def run(tx: KeywordIndex) -> list[Hit]:
         scores = _keyword_scores(tx, agent, terms)
         if not scores:
             return []
@@ -142,11 +141,11 @@ def rank(
         hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
         return hits[:k]
 
-    return store.read(run)
+    return store.read_index(run)
 
 
 def recall(
-    store: Store,
+    store: MemoryStore,
     agent: str,
     query: str,
     *,

@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from graymatter_tui.store import Store
+from tests.support.clock import ManualClock
 
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
@@ -62,14 +64,31 @@ def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[Store]:
+    with Store.open(path, clock_fn=clock_fn) as opened:
+        yield opened
+
+
 @pytest.fixture
 def store(tmp_path: Path, clean_graymatter_env: None) -> Iterator[Store]:
-    """A fresh store in `tmp_path/store`, closed at teardown."""
-    opened = Store.open(tmp_path / "store")
-    try:
-        yield opened
-    finally:
-        opened.close()
+    """A fresh store in `tmp_path/store` on the wall clock, closed at teardown."""
+    yield from _fresh_store(tmp_path / "store", None)
+
+
+@pytest.fixture
+def store_clock() -> ManualClock:
+    """The clock of `gm`: FIXED_NOW until the test moves it. A directory's conftest may
+    return its own clock fixture here, so its tests move the store's clock through it."""
+    return ManualClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
+
+
+@pytest.fixture
+def gm(
+    tmp_path: Path, store_clock: Callable[[], datetime], clean_graymatter_env: None
+) -> Iterator[Store]:
+    """A fresh store in `tmp_path/gm` on `store_clock`, closed at teardown: the store of
+    the store, recall and engine tests that set or move time."""
+    yield from _fresh_store(tmp_path / "gm", store_clock)
 
 
 @pytest.fixture

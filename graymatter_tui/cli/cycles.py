@@ -120,7 +120,7 @@ def journal(
     if target == "show":
         if cycle_id is None:
             raise click.UsageError("journal show needs a CYCLE id")
-        record = store.record(_cycle_id(cycle_id))
+        record = store.require_record(_cycle_id(cycle_id))
         if as_json:
             emit_json(cycle_to_dict(record))
         else:
@@ -191,7 +191,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     fails; one that only the environment configured is a warning (cycles go on without it)."""
     from graymatter_tui.consolidation.invariants import check_invariants
     from graymatter_tui.consolidation.summarisers import factory as summarisers
-    from graymatter_tui.store.access import directory_check, files_check
+    from graymatter_tui.store import directory_check, files_check
 
     checks: list[dict[str, Any]] = []
 

@@ -15,7 +15,7 @@ from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.presentation import fact_fields
 from graymatter_tui.recall import RecallWeights, check_query, rank, recall
-from graymatter_tui.store.store import validate_fact_id
+from graymatter_tui.store import validate_fact_id
 from graymatter_tui.textsafe import validate_agent
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.

@@ -32,9 +32,8 @@ from graymatter_tui.consolidation.review import Review, review_json, review_text
 from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
 from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
-from graymatter_tui.model import BatchItem, CycleRecord, StageResult
-from graymatter_tui.store import Store
-from graymatter_tui.store.cycle_ops import PRUNE_BELOW, ApplyRequest
+from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
+from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, MemoryStore
 from graymatter_tui.textsafe import validate_agent
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
@@ -98,7 +97,7 @@ class CycleOptions:
 class Cycle:
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         agent: str,
         summariser: Summariser | None,
         options: CycleOptions | None = None,
@@ -139,7 +138,7 @@ class Cycle:
         """Review is finished and apply has not run: the moment to apply or reject."""
         return not self.done and self.next_stage == "apply"
 
-    def _decide(self, outcome: str, reason: str) -> None:
+    def _decide(self, outcome: Outcome, reason: str) -> None:
         if not self.decided:
             self.record.outcome = outcome
             self.record.reason = reason

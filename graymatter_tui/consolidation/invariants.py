@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from graymatter_tui.model import RETIRED, CycleRecord, Fact
 from graymatter_tui.receipts import chain_problems
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Check:
         return not self.violations
 
 
-def check_invariants(store: Store) -> list[Check]:
+def check_invariants(store: MemoryStore) -> list[Check]:
     facts = {f.id: f for f in store.all_facts()}
     records = store.records()
     counters = store.counters()
@@ -113,7 +113,7 @@ def check_invariants(store: Store) -> list[Check]:
 
 
 def _applied_whole(
-    store: Store,
+    store: MemoryStore,
     record: CycleRecord,
     facts: dict[str, Fact],
     pruned: dict[str, Fact],
@@ -142,7 +142,7 @@ def _applied_whole(
     return problems
 
 
-def _index_problems(store: Store, facts: dict[str, Fact]) -> list[str]:
+def _index_problems(store: MemoryStore, facts: dict[str, Fact]) -> list[str]:
     problems: list[str] = []
     by_agent: dict[str, list[Fact]] = {}
     for fact in facts.values():

@@ -207,7 +207,7 @@ class FactsPane(Vertical, Pane):
         if matched is not None and not partial:
             self._last_match = (self.query_text.casefold(), matched)
         ids = self._visible_ids(matched)
-        rows = FactRows(ids, self.host.store.get_many, self.host.store.now())
+        rows = FactRows(ids, self.host.store.find_many, self.host.store.now())
         cursor = rows.index_of(keep_id) if keep_id else None
         self.fact_list.empty_text = no_match_text(self.query_text) if self.query_text else NO_FACTS
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)

@@ -1,27 +1,57 @@
-"""Everything that touches LMDB lives in this package."""
+"""The memory store. Callers reach it through `Store.open` and type against
+`MemoryStore`; everything else in this package is the LMDB backend's inside."""
 
-from graymatter_tui.store.import_ops import (
+from graymatter_tui.store.access import directory_check, files_check
+from graymatter_tui.store.files import DATA_FILE, LOCK_FILE
+from graymatter_tui.store.protocol import KeywordIndex, MemoryStore
+from graymatter_tui.store.schema import SCHEMA_VERSION
+from graymatter_tui.store.store import Store
+from graymatter_tui.store.values import (
     ON_CONFLICT,
+    PRUNE_BELOW,
+    ApplyOutcome,
+    ApplyRequest,
+    DecayOutcome,
+    EntityLike,
+    ExtractOutcome,
+    GraphDecayOutcome,
     ImportConflicts,
     ImportIssue,
     ImportResult,
-    OnConflict,
-)
-from graymatter_tui.store.store import (
-    SCHEMA_VERSION,
     NewFact,
+    OnConflict,
+    PruneOutcome,
+    Selection,
     ShowResult,
-    Store,
+    WeightChange,
+    validate_fact_id,
 )
 
 __all__ = [
+    "DATA_FILE",
+    "LOCK_FILE",
     "ON_CONFLICT",
+    "PRUNE_BELOW",
     "SCHEMA_VERSION",
+    "ApplyOutcome",
+    "ApplyRequest",
+    "DecayOutcome",
+    "EntityLike",
+    "ExtractOutcome",
+    "GraphDecayOutcome",
     "ImportConflicts",
     "ImportIssue",
     "ImportResult",
+    "KeywordIndex",
+    "MemoryStore",
     "NewFact",
     "OnConflict",
+    "PruneOutcome",
+    "Selection",
     "ShowResult",
     "Store",
+    "WeightChange",
+    "directory_check",
+    "files_check",
+    "validate_fact_id",
 ]

@@ -1,299 +1,211 @@
-"""Store operations of the consolidation cycle: decay, apply, prune, revert, journal.
+"""Store operations of the consolidation cycle, as functions over one transaction:
+decay, selection, apply, prune, revert and the journal.
 
-Each is one write transaction. Apply re-reads every fact it will consume and refuses a
-stale proposal, so a proposal computed outside any transaction can never overwrite a
-change another process made in the meantime.
+Apply re-reads every fact it will consume and refuses a stale proposal, so a proposal
+computed outside any transaction can never overwrite a change another process made in
+the meantime.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
-from graymatter_tui.store.codec import decode_record
-from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, VITALS, Tx, scan_prefix
-
-T = TypeVar("T")
-
-PRUNE_BELOW = 0.01
-
-
-@dataclass(frozen=True)
-class WeightChange:
-    id: str
-    before: float
-    after: float
+from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Tx
+from graymatter_tui.store.values import (
+    PRUNE_BELOW,
+    ApplyOutcome,
+    ApplyRequest,
+    DecayOutcome,
+    PruneOutcome,
+    Selection,
+    WeightChange,
+)
 
 
-@dataclass(frozen=True)
-class DecayOutcome:
-    examined: int
-    changed: int
-    largest_drops: list[WeightChange]
+def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
+    """Decay every unpinned fact of `agent` (tombstones too). Only the vitals rows are
+    rewritten; in a read transaction (a dry run) nothing is, and the outcome says what
+    would change."""
+    now_ms = tx.now.timestamp() * 1000
+    rate = math.log(2) / (half_life_hours * 3_600_000)
+    prefix_len = len(agent.encode()) + 1
+    exp = math.exp
+    examined = changed = 0
+    drops: list[tuple[float, bytes, float, float]] = []
+    weight_sum = 0.0
+
+    def weigh(key: bytes, weight: float, accessed: int, flags: int) -> float:
+        nonlocal examined, changed, weight_sum
+        examined += 1
+        if not flags & FLAG_PINNED:
+            fresh = exp(-rate * max(now_ms - accessed, 0.0))
+            if fresh < weight:
+                changed += 1
+                entry = (weight - fresh, bytes(key), weight, fresh)
+                if len(drops) < 5:
+                    heapq.heappush(drops, entry)
+                elif entry[0] > drops[0][0]:
+                    heapq.heapreplace(drops, entry)
+                weight = fresh
+        if not flags & FLAG_TOMBSTONE:
+            weight_sum += weight
+        return weight
+
+    tx.reweigh(agent, weigh, write=tx.write)
+    if tx.write:
+        tx.set_weight_sum(agent, weight_sum)
+    largest = [
+        WeightChange(key[prefix_len:].decode(), before, after)
+        for _drop, key, before, after in sorted(drops, reverse=True)
+    ]
+    return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
 
 
-@dataclass(frozen=True)
-class Selection:
-    live: int
-    candidates: list[tuple[float, str]]
-    batch: list[tuple[float, Fact]]
+def weights(tx: Tx, agent: str, state: FactState = "live") -> dict[str, float]:
+    """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
+    prefix_len = len(agent.encode()) + 1
+    want_tomb = {"live": (False,), "tombstones": (True,), "all": (False, True)}[state]
+    return {
+        key[prefix_len:].decode(): weight
+        for key, weight, _accessed, flags in tx.iter_vitals(agent)
+        if bool(flags & FLAG_TOMBSTONE) in want_tomb
+    }
 
 
-@dataclass(frozen=True)
-class ApplyRequest:
-    """What review decided, plus the batch snapshot the decision was made on."""
-
-    cycle_id: str
-    agent_id: str
-    summary: str
-    consume: list[str]
-    snapshot: dict[str, str]  # id -> text as shown to the summariser
-
-
-@dataclass
-class ApplyOutcome:
-    applied: bool
-    reason: str = ""
-    summary: Fact | None = None
-    consumed: list[str] = field(default_factory=list)
-    record: CycleRecord | None = None  # the journal record as committed, when applied
-
-
-@dataclass(frozen=True)
-class PruneOutcome:
-    pruned: list[Fact]
-    record: CycleRecord  # the journal record as committed, with the pruned copies
+def selection(tx: Tx, agent: str, half_life_hours: float, max_batch: int) -> Selection:
+    """The live count, every live unpinned fact's (weight, id) from vitals alone, and
+    the batch: the weakest half of them (weakest first, ties by id), at most
+    `max_batch`. Weights are taken as decay would leave them now, so a dry run
+    selects exactly what a real cycle would."""
+    now_ms = tx.now.timestamp() * 1000
+    rate = math.log(2) / (half_life_hours * 3_600_000)
+    prefix_len = len(agent.encode()) + 1
+    live = 0
+    out: list[tuple[float, str]] = []
+    exp = math.exp
+    for key, weight, accessed, flags in tx.iter_vitals(agent):
+        if flags & FLAG_TOMBSTONE:
+            continue
+        live += 1
+        if flags & FLAG_PINNED:
+            continue
+        fresh = exp(-rate * max(now_ms - accessed, 0.0))
+        out.append((min(weight, fresh), key[prefix_len:].decode()))
+    size = min(len(out) // 2, max_batch)
+    batch = [(weight, tx.require(fact_id)) for weight, fact_id in heapq.nsmallest(size, out)]
+    return Selection(live=live, candidates=out, batch=batch)
 
 
-def decay_weight(weight: float, hours_stale: float, half_life_hours: float) -> float:
-    """`min(weight, 2^(-hours/half_life))`: recomputed from staleness, so idempotent."""
-    fresh = math.exp(-math.log(2) * max(hours_stale, 0.0) / half_life_hours)
-    return min(weight, fresh)
+def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
+    """Summary, tombstones, receipts, counters and journal record: all or nothing.
+    `record` is left as it is; the outcome carries the record as committed.
+
+    Refuses (returns applied=False, writes nothing) when any fact to consume is gone,
+    already a tombstone, pinned, or no longer has the text the summariser saw.
+    """
+    current: list[Fact] = []
+    for fact_id in request.consume:
+        fact = tx.find(fact_id)
+        if fact is None:
+            return ApplyOutcome(False, f"stale: fact {fact_id} no longer exists")
+        if fact.is_tombstone:
+            return ApplyOutcome(False, f"stale: fact {fact_id} was superseded meanwhile")
+        if fact.pinned:
+            return ApplyOutcome(False, f"stale: fact {fact_id} was pinned meanwhile")
+        if fact.text != request.snapshot.get(fact_id):
+            return ApplyOutcome(False, f"stale: fact {fact_id} changed meanwhile")
+        if fact.agent_id != request.agent_id:
+            return ApplyOutcome(False, f"fact {fact_id} belongs to another agent")
+        current.append(fact)
+    stamp = clock.format_time(tx.now)
+    summary = Fact(
+        id=tx.new_id(),
+        agent_id=request.agent_id,
+        text=request.summary,
+        created_at=stamp,
+        accessed_at=stamp,
+        cycle_id=request.cycle_id,
+    )
+    tx.write_fact(summary, None)
+    for fact in current:
+        tomb = msgspec.structs.replace(fact, superseded_by=summary.id, cycle_id=request.cycle_id)
+        tx.write_fact(tomb, fact)
+    consumed = [f.id for f in current]
+    tx.put_receipts(summary.id, consumed)
+    tx.bump("consolidations")
+    tx.bump("facts_consolidated", len(consumed))
+    applied = msgspec.structs.replace(
+        record, outcome="applied", reason="", summary_id=summary.id, consumed=consumed
+    )
+    save_record(tx, applied)
+    return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
 
 
-class CycleOps:
-    if TYPE_CHECKING:
+def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
+    """Delete unpinned facts below 0.01 and copy each into the journal record, together.
+    `record` is left as it is; the outcome carries the record as committed."""
+    doomed_keys = [
+        key
+        for key, weight, _accessed, flags in tx.iter_vitals(agent)
+        if not flags & FLAG_PINNED and weight < PRUNE_BELOW
+    ]
+    doomed = [tx.require(key.split(SEP, 1)[1].decode()) for key in doomed_keys]
+    for fact in doomed:
+        tx.delete_fact(fact)
+    saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
+    save_record(tx, saved)
+    return PruneOutcome(pruned=doomed, record=saved)
 
-        def write(self, fn: Callable[[Tx], T]) -> T: ...
 
-        def read(self, fn: Callable[[Tx], T]) -> T: ...
+def revert_refusal(tx: Tx, cycle_id: str) -> str | None:
+    """Why `revert(cycle_id)` would be refused right now, or None: the same checks, so a
+    UI can say so before asking for confirmation (the revert itself checks again)."""
+    try:
+        _revertible(tx, cycle_id)
+    except (Conflict, NotFound) as exc:
+        return str(exc)
+    return None
 
-    def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
-        """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
-        Only the vitals rows are rewritten. With `dry_run`, report and write nothing."""
 
-        def run(tx: Tx) -> DecayOutcome:
-            now_ms = tx.now.timestamp() * 1000
-            rate = math.log(2) / (half_life_hours * 3_600_000)
-            prefix_len = len(agent.encode()) + 1
-            cursor = tx.txn.cursor(db=tx.dbs.vitals)
-            unpack, pack, exp = VITALS.unpack_from, VITALS.pack, math.exp
-            examined = changed = 0
-            drops: list[tuple[float, bytes, float, float]] = []
-            weight_sum = 0.0
-            for key, value in scan_prefix(cursor, agent.encode() + SEP):
-                weight, accessed, flags = unpack(value)
-                examined += 1
-                if not flags & FLAG_PINNED:
-                    fresh = exp(-rate * max(now_ms - accessed, 0.0))
-                    if fresh < weight:
-                        changed += 1
-                        entry = (fresh - weight, bytes(key), weight, fresh)
-                        if len(drops) < 5:
-                            heapq.heappush(drops, (-entry[0], *entry[1:]))
-                        elif -entry[0] > drops[0][0]:
-                            heapq.heapreplace(drops, (-entry[0], *entry[1:]))
-                        if not dry_run:
-                            cursor.put(bytes(key), pack(fresh, accessed, flags))
-                        weight = fresh
-                if not flags & FLAG_TOMBSTONE:
-                    weight_sum += weight
-            if not dry_run:
-                tx.set_weight_sum(agent, weight_sum)
-            largest = [
-                WeightChange(key[prefix_len:].decode(), before, after)
-                for _drop, key, before, after in sorted(drops, reverse=True)
-            ]
-            return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
-
-        return self.read(run) if dry_run else self.write(run)
-
-    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
-        """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
-
-        def run(tx: Tx) -> dict[str, float]:
-            prefix_len = len(agent.encode()) + 1
-            want_tomb = {"live": (False,), "tombstones": (True,), "all": (False, True)}[state]
-            return {
-                key[prefix_len:].decode(): weight
-                for key, weight, _accessed, flags in tx.iter_vitals(agent)
-                if bool(flags & FLAG_TOMBSTONE) in want_tomb
-            }
-
-        return self.read(run)
-
-    def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
-        """The live count, every live unpinned fact's (weight, id) from vitals alone, and
-        the batch: the weakest half of them (weakest first, ties by id), at most
-        `max_batch`, read in the same transaction. Weights are taken as decay would
-        leave them now, so a dry run selects exactly what a real cycle would."""
-
-        def run(tx: Tx) -> Selection:
-            now_ms = tx.now.timestamp() * 1000
-            rate = math.log(2) / (half_life_hours * 3_600_000)
-            prefix_len = len(agent.encode()) + 1
-            live = 0
-            out: list[tuple[float, str]] = []
-            exp = math.exp
-            for key, weight, accessed, flags in tx.iter_vitals(agent):
-                if flags & FLAG_TOMBSTONE:
-                    continue
-                live += 1
-                if flags & FLAG_PINNED:
-                    continue
-                fresh = exp(-rate * max(now_ms - accessed, 0.0))
-                out.append((min(weight, fresh), key[prefix_len:].decode()))
-            size = min(len(out) // 2, max_batch)
-            batch = [(weight, tx.load(fact_id)) for weight, fact_id in heapq.nsmallest(size, out)]
-            return Selection(live=live, candidates=out, batch=batch)
-
-        return self.read(run)
-
-    def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
-        """Summary, tombstones, receipts, counters and journal record: all or nothing.
-        `record` is left as it is; the outcome carries the record as committed.
-
-        Refuses (returns applied=False, writes nothing) when any fact to consume is gone,
-        already a tombstone, pinned, or no longer has the text the summariser saw.
-        """
-
-        def run(tx: Tx) -> ApplyOutcome:
-            current: list[Fact] = []
-            for fact_id in request.consume:
-                fact = tx.find(fact_id)
-                if fact is None:
-                    return ApplyOutcome(False, f"stale: fact {fact_id} no longer exists")
-                if fact.is_tombstone:
-                    return ApplyOutcome(False, f"stale: fact {fact_id} was superseded meanwhile")
-                if fact.pinned:
-                    return ApplyOutcome(False, f"stale: fact {fact_id} was pinned meanwhile")
-                if fact.text != request.snapshot.get(fact_id):
-                    return ApplyOutcome(False, f"stale: fact {fact_id} changed meanwhile")
-                if fact.agent_id != request.agent_id:
-                    return ApplyOutcome(False, f"fact {fact_id} belongs to another agent")
-                current.append(fact)
-            stamp = clock.format_time(tx.now)
-            summary = Fact(
-                id=tx.new_id(),
-                agent_id=request.agent_id,
-                text=request.summary,
-                created_at=stamp,
-                accessed_at=stamp,
-                cycle_id=request.cycle_id,
-            )
-            tx.write_fact(summary, None)
-            for fact in current:
-                tomb = msgspec.structs.replace(
-                    fact, superseded_by=summary.id, cycle_id=request.cycle_id
-                )
-                tx.write_fact(tomb, fact)
-            consumed = [f.id for f in current]
-            tx.put_receipts(summary.id, consumed)
-            tx.bump("consolidations")
-            tx.bump("facts_consolidated", len(consumed))
-            applied = msgspec.structs.replace(
-                record, outcome="applied", reason="", summary_id=summary.id, consumed=consumed
-            )
-            _save_record(tx, applied)
-            return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
-
-        return self.write(run)
-
-    def prune(self, agent: str, record: CycleRecord) -> PruneOutcome:
-        """Delete unpinned facts below 0.01 and copy each into the journal record, together.
-        `record` is left as it is; the outcome carries the record as committed."""
-
-        def run(tx: Tx) -> PruneOutcome:
-            doomed_keys = [
-                key
-                for key, weight, _accessed, flags in tx.iter_vitals(agent)
-                if not flags & FLAG_PINNED and weight < PRUNE_BELOW
-            ]
-            doomed = [tx.load(key.split(SEP, 1)[1].decode()) for key in doomed_keys]
-            for fact in doomed:
-                tx.delete_fact(fact)
-            saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
-            _save_record(tx, saved)
-            return PruneOutcome(pruned=doomed, record=saved)
-
-        return self.write(run)
-
-    def save_record(self, record: CycleRecord) -> None:
-        self.write(lambda tx: _save_record(tx, record))
-
-    def revert_refusal(self, cycle_id: str) -> str | None:
-        """Why `revert(cycle_id)` would be refused right now, or None: the same checks,
-        in a read transaction, so a UI can say so before asking for confirmation. The
-        revert itself checks again (another process may write in between)."""
-
-        def run(tx: Tx) -> str | None:
-            try:
-                _revertible(tx, cycle_id)
-            except (Conflict, NotFound) as exc:
-                return str(exc)
-            return None
-
-        return self.read(run)
-
-    def revert(self, cycle_id: str) -> CycleRecord:
-        """Undo an applied cycle: consumed facts live again, summary retired, one transaction."""
-
-        def run(tx: Tx) -> CycleRecord:
-            original, summary, restored = _revertible(tx, cycle_id)
-            origins = _summary_origins(tx, {f.id for f in restored})
-            for fact in restored:
-                # A restored summary of an earlier cycle gets that cycle's id back.
-                origin = origins.get(fact.id, "")
-                tx.write_fact(
-                    msgspec.structs.replace(fact, superseded_by="", cycle_id=origin), fact
-                )
-            tx.write_fact(msgspec.structs.replace(summary, superseded_by=RETIRED), summary)
-            tx.txn.delete(summary.id.encode(), db=tx.dbs.receipts)
-            stamp = clock.format_time(tx.now)
-            revert = CycleRecord(
-                cycle_id=tx.new_id(),
-                kind="revert",
-                agent_id=original.agent_id,
-                outcome="applied",
-                reason=f"revert of cycle {cycle_id}",
-                started_at=stamp,
-                finished_at=stamp,
-                reverted_cycle_id=cycle_id,
-                restored=[f.id for f in restored],
-                retired_summary_id=summary.id,
-            )
-            tx.put_record(msgspec.structs.replace(original, reverted_by=revert.cycle_id))
-            _save_record(tx, revert)
-            tx.bump("reverts")
-            return revert
-
-        return self.write(run)
+def revert(tx: Tx, cycle_id: str) -> CycleRecord:
+    """Undo an applied cycle: consumed facts live again, summary retired."""
+    original, summary, restored = _revertible(tx, cycle_id)
+    origins = _summary_origins(tx, {f.id for f in restored})
+    for fact in restored:
+        # A restored summary of an earlier cycle gets that cycle's id back.
+        origin = origins.get(fact.id, "")
+        tx.write_fact(msgspec.structs.replace(fact, superseded_by="", cycle_id=origin), fact)
+    tx.write_fact(msgspec.structs.replace(summary, superseded_by=RETIRED), summary)
+    tx.delete_receipts(summary.id)
+    stamp = clock.format_time(tx.now)
+    reverted = CycleRecord(
+        cycle_id=tx.new_id(),
+        kind="revert",
+        agent_id=original.agent_id,
+        outcome="applied",
+        reason=f"revert of cycle {cycle_id}",
+        started_at=stamp,
+        finished_at=stamp,
+        reverted_cycle_id=cycle_id,
+        restored=[f.id for f in restored],
+        retired_summary_id=summary.id,
+    )
+    tx.put_record(msgspec.structs.replace(original, reverted_by=reverted.cycle_id))
+    save_record(tx, reverted)
+    tx.bump("reverts")
+    return reverted
 
 
 def _revertible(tx: Tx, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:
     """The record, its summary and the facts a revert would restore; raises Conflict or
     NotFound saying why the cycle cannot be reverted."""
-    original = tx.record(cycle_id)
-    if original is None:
-        raise NotFound(f"no cycle with id {cycle_id}")
+    original = tx.require_record(cycle_id)
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
     if original.outcome != "applied":
@@ -340,14 +252,14 @@ def _summary_origins(tx: Tx, fact_ids: set[str]) -> dict[str, str]:
     if not wanted:
         return {}
     found: dict[str, str] = {}
-    for _key, raw in tx.txn.cursor(db=tx.dbs.journal).iternext():
-        record = decode_record(raw)
+    for record in tx.iter_records(newest_first=False):
         if record.summary_id in wanted and record.kind == "consolidate":
             found[record.summary_id] = record.cycle_id
     return found
 
 
-def _save_record(tx: Tx, record: CycleRecord) -> None:
-    if record.kind == "consolidate" and tx.record(record.cycle_id) is None:
+def save_record(tx: Tx, record: CycleRecord) -> None:
+    """Write a journal record; a consolidation cycle's first save counts the cycle."""
+    if record.kind == "consolidate" and tx.find_record(record.cycle_id) is None:
         tx.bump("cycles")
     tx.put_record(record)

@@ -7,27 +7,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.store.codec import encode
-from graymatter_tui.store.cycle_ops import PRUNE_BELOW, decay_weight
-from graymatter_tui.store.tx import SEP, Tx
+from graymatter_tui.store.tx import SEP, GraphTable, Tx
+from graymatter_tui.store.values import (
+    PRUNE_BELOW,
+    EntityLike,
+    ExtractOutcome,
+    GraphDecayOutcome,
+    decay_weight,
+)
 
-T = TypeVar("T")
 MAX_EDGE_SOURCES = 10
-
-
-class EntityLike(Protocol):
-    @property
-    def id(self) -> str: ...
-    @property
-    def label(self) -> str: ...
-    @property
-    def type(self) -> str: ...
 
 
 class Node(msgspec.Struct, kw_only=True):
@@ -52,124 +46,82 @@ _decode_node = msgspec.json.Decoder(Node).decode
 _decode_edge = msgspec.json.Decoder(Edge).decode
 
 
-@dataclass(frozen=True)
-class ExtractOutcome:
-    examined: int
-    extracted: int
-    skipped_unchanged: int
-    nodes_touched: int
-    edges_touched: int
-
-
-@dataclass(frozen=True)
-class GraphDecayOutcome:
-    nodes: int
-    edges: int
-    nodes_removed: int
-    edges_removed: int
-
-
 def text_signature(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest().encode()
 
 
-class GraphOps:
-    if TYPE_CHECKING:
+def extract_graph(
+    tx: Tx, agent: str, extract: Callable[[str], Sequence[EntityLike]]
+) -> ExtractOutcome:
+    """Extract entities from live facts whose text signature is new or changed."""
+    stamp = clock.format_time(tx.now)
+    examined = extracted = unchanged = 0
+    # Many facts mention the same entities: gather the updates, write each once.
+    nodes: dict[bytes, Node] = {}
+    edges: dict[bytes, Edge] = {}
+    head = agent.encode() + SEP
+    # A fact's text never changes in place (a revision is a new fact), so an entry in the
+    # watermark table means this text was extracted; only new ids decode.
+    for fact_id in tx.iter_ids(agent, "live", newest_first=False):
+        examined += 1
+        key = head + fact_id.encode()
+        if tx.extracted(key):
+            unchanged += 1
+            continue
+        fact = tx.require(fact_id)
+        signature = text_signature(fact.text)
+        entities = list(extract(fact.text))
+        for entity in entities:
+            _upsert_node(tx, nodes, head, entity, stamp)
+        for a, b in itertools.combinations(sorted(e.id for e in entities), 2):
+            _link(tx, edges, head, a, b, fact.id, stamp)
+        tx.put_extracted(key, signature)
+        extracted += 1
+    for node_key, node in nodes.items():
+        tx.put_graph_row("graph_nodes", node_key, encode(node))
+    for edge_key, edge in edges.items():
+        tx.put_graph_row("graph_edges", edge_key, encode(edge))
+    return ExtractOutcome(examined, extracted, unchanged, len(nodes), len(edges))
 
-        def write(self, fn: Callable[[Tx], T]) -> T: ...
 
-        def read(self, fn: Callable[[Tx], T]) -> T: ...
+def decay_graph(tx: Tx, agent: str, half_life_hours: float) -> GraphDecayOutcome:
+    """`w = min(w, 2^(-hours/half_life))` on nodes and edges, counting from when each was
+    last mentioned; entries below 0.01 are removed. Run once per cycle."""
+    seen = [0, 0]
+    removed = [0, 0]
+    tables: tuple[GraphTable, GraphTable] = ("graph_nodes", "graph_edges")
+    for index, table in enumerate(tables):
+        decode: Callable[[bytes], Node | Edge] = _decode_node if index == 0 else _decode_edge
+        # Decided over the whole scan first, then written: no write moves the scan.
+        changes: list[tuple[bytes, Node | Edge | None]] = []
+        for key, raw in tx.graph_rows(table, agent):
+            item = decode(raw)
+            seen[index] += 1
+            weight = decay_weight(item.weight, _hours_since(tx, item), half_life_hours)
+            if weight < PRUNE_BELOW:
+                changes.append((key, None))
+                removed[index] += 1
+            elif weight < item.weight:
+                item.weight = weight
+                changes.append((key, item))
+        for key, changed in changes:
+            if changed is None:
+                tx.delete_graph_row(table, key)
+            else:
+                tx.put_graph_row(table, key, encode(changed))
+    return GraphDecayOutcome(seen[0], seen[1], removed[0], removed[1])
 
-    def extract_graph(
-        self, agent: str, extract: Callable[[str], Sequence[EntityLike]]
-    ) -> ExtractOutcome:
-        """Extract entities from live facts whose text signature is new or changed."""
 
-        def run(tx: Tx) -> ExtractOutcome:
-            stamp = clock.format_time(tx.now)
-            examined = extracted = unchanged = 0
-            # Many facts mention the same entities: gather the updates, write each once.
-            nodes: dict[bytes, Node] = {}
-            edges: dict[bytes, Edge] = {}
-            head = agent.encode() + SEP
-            # A fact's text never changes in place (a revision is a new fact), so an entry
-            # in the watermark table means this text was extracted; only new ids decode.
-            for fact_id in tx.iter_ids(agent, "live", newest_first=False):
-                examined += 1
-                key = head + fact_id.encode()
-                if tx.txn.get(key, db=tx.dbs.extracted) is not None:
-                    unchanged += 1
-                    continue
-                fact = tx.load(fact_id)
-                signature = text_signature(fact.text)
-                entities = list(extract(fact.text))
-                for entity in entities:
-                    _upsert_node(tx, nodes, head, entity, stamp)
-                for a, b in itertools.combinations(sorted(e.id for e in entities), 2):
-                    _link(tx, edges, head, a, b, fact.id, stamp)
-                tx.txn.put(key, signature, db=tx.dbs.extracted)
-                extracted += 1
-            for node_key, node in nodes.items():
-                tx.txn.put(node_key, encode(node), db=tx.dbs.graph_nodes)
-            for edge_key, edge in edges.items():
-                tx.txn.put(edge_key, encode(edge), db=tx.dbs.graph_edges)
-            return ExtractOutcome(examined, extracted, unchanged, len(nodes), len(edges))
+def _hours_since(tx: Tx, item: Node | Edge) -> float:
+    stamp = item.last_seen or getattr(item, "created_at", "")
+    return (tx.now - clock.parse_time(stamp)).total_seconds() / 3600 if stamp else 0
 
-        return self.write(run)
 
-    def decay_graph(self, agent: str, half_life_hours: float) -> GraphDecayOutcome:
-        """`w = min(w, 2^(-hours/half_life))` on nodes and edges, counting from when each was
-        last mentioned; entries below 0.01 are removed. Run once per cycle."""
-
-        def run(tx: Tx) -> GraphDecayOutcome:
-            now = tx.now
-            head = agent.encode() + SEP
-            counts = [0, 0, 0, 0]
-            for index, (db, decoder, anchor) in enumerate(
-                (
-                    (tx.dbs.graph_nodes, _decode_node, "last_seen"),
-                    (tx.dbs.graph_edges, _decode_edge, "last_seen"),
-                )
-            ):
-                cursor = tx.txn.cursor(db=db)
-                found = cursor.set_range(head)
-                while found:
-                    key = bytes(cursor.key())
-                    if not key.startswith(head):
-                        break
-                    item: Any = decoder(cursor.value())
-                    counts[index] += 1
-                    stamp = getattr(item, anchor) or getattr(item, "created_at", "")
-                    hours = (now - clock.parse_time(stamp)).total_seconds() / 3600 if stamp else 0
-                    weight = decay_weight(item.weight, hours, half_life_hours)
-                    if weight < PRUNE_BELOW:
-                        cursor.delete()  # moves to the next entry
-                        counts[index + 2] += 1
-                        found = bool(cursor.key())
-                        continue
-                    if weight < item.weight:
-                        item.weight = weight
-                        cursor.put(key, encode(item))
-                    found = cursor.next()
-            return GraphDecayOutcome(*counts)
-
-        return self.write(run)
-
-    def graph_size(self, agent: str) -> tuple[int, int]:
-        def run(tx: Tx) -> tuple[int, int]:
-            head = agent.encode() + SEP
-            sizes = []
-            for db in (tx.dbs.graph_nodes, tx.dbs.graph_edges):
-                cursor = tx.txn.cursor(db=db)
-                n = 0
-                found = cursor.set_range(head)
-                while found and cursor.key().startswith(head):
-                    n += 1
-                    found = cursor.next()
-                sizes.append(n)
-            return sizes[0], sizes[1]
-
-        return self.read(run)
+def graph_size(tx: Tx, agent: str) -> tuple[int, int]:
+    """(nodes, edges) of one agent's graph."""
+    nodes = sum(1 for _ in tx.graph_rows("graph_nodes", agent))
+    edges = sum(1 for _ in tx.graph_rows("graph_edges", agent))
+    return nodes, edges
 
 
 def _upsert_node(
@@ -178,7 +130,7 @@ def _upsert_node(
     key = head + entity.id.encode()
     node = pending.get(key)
     if node is None:
-        raw = tx.txn.get(key, db=tx.dbs.graph_nodes)
+        raw = tx.graph_row("graph_nodes", key)
         node = (
             _decode_node(raw)
             if raw is not None
@@ -196,7 +148,7 @@ def _link(
     key = head + a.encode() + SEP + b.encode()
     edge = pending.get(key)
     if edge is None:
-        raw = tx.txn.get(key, db=tx.dbs.graph_edges)
+        raw = tx.graph_row("graph_edges", key)
         edge = _decode_edge(raw) if raw is not None else Edge(source=a, target=b, created_at=stamp)
         pending[key] = edge
     if fact_id not in edge.sources:

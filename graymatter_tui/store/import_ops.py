@@ -15,23 +15,25 @@ the counters exactly as the original write did, so they keep agreeing with the j
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import CycleRecord, Fact
 from graymatter_tui.progress import Report
 from graymatter_tui.receipts import ChainProblem, chain_problems
-from graymatter_tui.store.codec import decode_record, encode
+from graymatter_tui.store.codec import encode
 from graymatter_tui.store.tx import PAGE, Tx, bulk_reservation
+from graymatter_tui.store.values import (
+    MAX_NAMED,
+    ImportConflicts,
+    ImportIssue,
+    ImportResult,
+    OnConflict,
+)
 from graymatter_tui.tokens import term_counts
 
-T = TypeVar("T")
-OnConflict = Literal["refuse", "keep-store"]
-ON_CONFLICT: tuple[OnConflict, ...] = ("refuse", "keep-store")
 _CHUNK = 20_000
-_MAX_NAMED = 5
 # A fact's fields by what a difference in them means.
 _IDENTITY = ("agent_id", "text", "created_at")
 _RECEIPT = ("superseded_by", "cycle_id")
@@ -39,37 +41,39 @@ _STATE = ("accessed_at", "access_count", "weight", "pinned", "pinned_at", "confi
 
 
 @dataclass(frozen=True)
-class ImportIssue:
-    """One row of the file the store already holds differently."""
+class ImportBatch:
+    """An import file's rows, tokenised before the transaction (which then holds the
+    write lock for less time), with where each came from ("line 7") for messages."""
 
-    kind: Literal["fact", "cycle"]
-    id: str
-    where: str  # "line 7" (jsonl) or "item 3" (array)
-    reason: str
+    facts: list[Fact]
+    records: list[CycleRecord]
+    terms: list[dict[str, int]]
+    places: list[str]
+    record_places: list[str]
 
-    def __str__(self) -> str:
-        return f"{self.where}: {self.kind} {self.id}: {self.reason}"
+    @classmethod
+    def prepare(
+        cls,
+        facts: list[Fact],
+        records: list[CycleRecord],
+        fact_where: Sequence[str] | None,
+        record_where: Sequence[str] | None,
+        progress: Report | None,
+    ) -> ImportBatch:
+        places = list(fact_where or (f"fact {n}" for n in range(1, len(facts) + 1)))
+        record_places = list(record_where or (f"record {n}" for n in range(1, len(records) + 1)))
+        terms = []
+        for done, fact in enumerate(facts, start=1):
+            terms.append(term_counts(fact.text) if fact.is_live else {})
+            if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
+                progress("indexing", done, len(facts))
+        return cls(facts, records, terms, places, record_places)
 
-
-@dataclass(frozen=True)
-class ImportResult:
-    facts_added: int
-    facts_skipped: int  # already present: identical, state kept, or in conflict
-    records_added: int
-    records_skipped: int
-    conflicts: list[ImportIssue] = field(default_factory=list)
-    kept_store_state: list[ImportIssue] = field(default_factory=list)
-
-
-class ImportConflicts(Conflict):
-    """The file holds ids the store holds differently; nothing was imported."""
-
-    def __init__(self, conflicts: list[ImportIssue]) -> None:
-        self.conflicts = conflicts
-        shown = "; ".join(map(str, conflicts[:_MAX_NAMED]))
-        more = f"; and {len(conflicts) - _MAX_NAMED} more" if len(conflicts) > _MAX_NAMED else ""
-        noun = "row differs" if len(conflicts) == 1 else "rows differ"
-        super().__init__(f"{len(conflicts)} {noun} from the store's: {shown}{more}")
+    def reservation(self) -> tuple[int, int]:
+        """(bytes, rewrites) of map the import may need: the arguments of `reserve`."""
+        size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in self.facts], self.terms)
+        size += sum(2 * len(encode(r)) + PAGE for r in self.records)  # journal rows, receipts
+        return size, rewrites + len(self.records) * PAGE
 
 
 def fact_difference(stored: Fact, incoming: Fact) -> tuple[bool, list[str]] | None:
@@ -84,64 +88,32 @@ def fact_difference(stored: Fact, incoming: Fact) -> tuple[bool, list[str]] | No
     return any(name in _IDENTITY or name in _RECEIPT for name in differ), differ
 
 
-class ImportOps:
-    if TYPE_CHECKING:
-
-        def write(self, fn: Callable[[Tx], T]) -> T: ...
-
-        def reserve(self, extra_bytes: int, *, rewrites: int = 0) -> None: ...
-
-    def import_all(
-        self,
-        facts: list[Fact],
-        records: list[CycleRecord],
-        *,
-        fact_where: Sequence[str] | None = None,
-        record_where: Sequence[str] | None = None,
-        on_conflict: OnConflict = "refuse",
-        progress: Report | None = None,
-    ) -> ImportResult:
-        """Insert facts and journal records keeping their ids, all in one transaction
-        (see the module docstring). `fact_where`/`record_where` say where each came from
-        ("line 7"), for messages; `progress` hears of the work as it goes."""
-        if on_conflict not in ON_CONFLICT:
-            raise InvalidInput(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
-        places = list(fact_where or (f"fact {n}" for n in range(1, len(facts) + 1)))
-        record_places = list(record_where or (f"record {n}" for n in range(1, len(records) + 1)))
-        # Tokenised before the transaction, which then holds the write lock for less time.
-        terms = []
-        for done, fact in enumerate(facts, start=1):
-            terms.append(term_counts(fact.text) if fact.is_live else {})
-            if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
-                progress("indexing", done, len(facts))
-        size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in facts], terms)
-        size += sum(2 * len(encode(r)) + PAGE for r in records)  # journal rows, receipts
-        self.reserve(size, rewrites=rewrites + len(records) * PAGE)
-
-        def run(tx: Tx) -> ImportResult:
-            plan = _Plan(tx, facts, places, records, record_places)
-            if plan.conflicts and on_conflict == "refuse":
-                raise ImportConflicts(plan.conflicts)
-            plan.check_dependencies()
-            plan.check_receipts()
-            added = plan.added_facts
-            for start in range(0, len(added), _CHUNK):
-                chunk = added[start : start + _CHUNK]
-                tx.insert_many([facts[i] for i in chunk], [terms[i] for i in chunk])
-                if progress is not None:
-                    progress("writing", start + len(chunk), len(added))
-            for index in plan.added_records:
-                _add_record(tx, records[index])
-            return ImportResult(
-                facts_added=len(added),
-                facts_skipped=len(facts) - len(added),
-                records_added=len(plan.added_records),
-                records_skipped=len(records) - len(plan.added_records),
-                conflicts=plan.conflicts,
-                kept_store_state=plan.kept,
-            )
-
-        return self.write(run)
+def import_all(
+    tx: Tx, batch: ImportBatch, on_conflict: OnConflict, progress: Report | None
+) -> ImportResult:
+    """Insert facts and journal records keeping their ids (see the module docstring)."""
+    facts, records, terms = batch.facts, batch.records, batch.terms
+    plan = _Plan(tx, facts, batch.places, records, batch.record_places)
+    if plan.conflicts and on_conflict == "refuse":
+        raise ImportConflicts(plan.conflicts)
+    plan.check_dependencies()
+    plan.check_receipts()
+    added = plan.added_facts
+    for start in range(0, len(added), _CHUNK):
+        chunk = added[start : start + _CHUNK]
+        tx.insert_many([facts[i] for i in chunk], [terms[i] for i in chunk])
+        if progress is not None:
+            progress("writing", start + len(chunk), len(added))
+    for index in plan.added_records:
+        _add_record(tx, records[index])
+    return ImportResult(
+        facts_added=len(added),
+        facts_skipped=len(facts) - len(added),
+        records_added=len(plan.added_records),
+        records_skipped=len(records) - len(plan.added_records),
+        conflicts=plan.conflicts,
+        kept_store_state=plan.kept,
+    )
 
 
 class _Plan:
@@ -169,7 +141,7 @@ class _Plan:
 
     def _classify_facts(self) -> None:
         # A store with no facts yet (the usual bulk import) needs no look-ups at all.
-        empty = self.tx.txn.stat(self.tx.dbs.ids)["entries"] == 0
+        empty = self.tx.count_facts() == 0
         for index, fact in enumerate(self.facts):
             stored = None if empty else self.tx.find(fact.id)
             if stored is None:
@@ -189,9 +161,9 @@ class _Plan:
                 self.kept.append(ImportIssue("fact", fact.id, where, reason))
 
     def _classify_records(self) -> None:
-        empty = self.tx.txn.stat(self.tx.dbs.journal)["entries"] == 0
+        empty = self.tx.count_records() == 0
         for index, record in enumerate(self.records):
-            stored = None if empty else self.tx.record(record.cycle_id)
+            stored = None if empty else self.tx.find_record(record.cycle_id)
             if stored is None:
                 self.added_records.append(index)
             elif stored != record:
@@ -249,15 +221,15 @@ class _Plan:
         problems = chain_problems(starts, lookup)
         if problems:
             lines = [f"{self.places[adding[p.fact_id]]}: {_worded(p)}" for p in problems]
-            more = f"; and {len(lines) - _MAX_NAMED} more" if len(lines) > _MAX_NAMED else ""
+            more = f"; and {len(lines) - MAX_NAMED} more" if len(lines) > MAX_NAMED else ""
             noun = "receipt" if len(lines) == 1 else "receipts"
-            raise InvalidInput(f"{len(lines)} broken {noun}: {'; '.join(lines[:_MAX_NAMED])}{more}")
+            raise InvalidInput(f"{len(lines)} broken {noun}: {'; '.join(lines[:MAX_NAMED])}{more}")
 
     def _pruned_copies(self) -> dict[str, Fact]:
         """Facts pruned since, by their copies in the file's journal and the store's."""
         copies = {f.id: f for r in self.records for f in r.pruned}
-        for _key, raw in self.tx.txn.cursor(db=self.tx.dbs.journal).iternext():
-            for fact in decode_record(raw).pruned:
+        for record in self.tx.iter_records(newest_first=False):
+            for fact in record.pruned:
                 copies.setdefault(fact.id, fact)
         return copies
 
@@ -279,7 +251,7 @@ def _worded(problem: ChainProblem) -> str:
 
 def _add_record(tx: Tx, record: CycleRecord) -> None:
     """A journal record, with the counters moved as the write that made it moved them
-    (`_save_record`, `apply_consolidation` and `revert` in cycle_ops)."""
+    (`save_record`, `apply_consolidation` and `revert` in cycle_ops)."""
     tx.put_record(record)
     if record.kind == "revert":
         tx.bump("reverts")

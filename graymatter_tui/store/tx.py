@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
+import lmdb
 import msgspec
 
 from graymatter_tui import clock
@@ -104,21 +105,28 @@ def bulk_reservation(texts: list[tuple[str, str]], terms: list[dict[str, int]]) 
     return size, entries * PAGE
 
 
+# An open LMDB table: only ever passed back to LMDB calls.
+Table: TypeAlias = lmdb._Database
+GraphTable = Literal["graph_nodes", "graph_edges"]
+
+
 @dataclass(frozen=True)
 class Dbs:
-    facts: Any
-    ids: Any
-    state: Any
-    receipts: Any
-    journal: Any
-    meta: Any
-    agents: Any
-    graph_nodes: Any
-    graph_edges: Any
-    extracted: Any
-    vitals: Any
-    postings: Any
-    terms: Any
+    """The store's tables; the field names are their names in the LMDB file."""
+
+    facts: Table
+    ids: Table
+    state: Table
+    receipts: Table
+    journal: Table
+    meta: Table
+    agents: Table
+    graph_nodes: Table
+    graph_edges: Table
+    extracted: Table
+    vitals: Table
+    postings: Table
+    terms: Table
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -146,9 +154,12 @@ def _state_of(fact: Fact) -> bytes:
 
 
 class Tx:
+    """Every read and write of the store's tables goes through these methods; nothing
+    outside this class touches the LMDB transaction or the table handles."""
+
     def __init__(
         self,
-        txn: Any,
+        txn: Any,  # lmdb.Transaction; its stubs type keys as bytes | memoryview
         dbs: Dbs,
         now: datetime,
         *,
@@ -208,7 +219,8 @@ class Tx:
         raw = self.txn.get(key, db=self.dbs.facts)
         return None if raw is None else self._decode(key, raw)
 
-    def load(self, fact_id: str) -> Fact:
+    def require(self, fact_id: str) -> Fact:
+        """The fact with this id; NotFound when there is none (`find` returns None)."""
         fact = self.find(fact_id)
         if fact is None:
             raise NotFound(f"no fact with id {fact_id}")
@@ -362,6 +374,9 @@ class Tx:
         raw = self.txn.get(agent.encode(), db=self.dbs.agents)
         return AgentCounts() if raw is None else decode_counts(raw)
 
+    def live_count(self, agent: str) -> int:
+        return self.agent_counts(agent).live
+
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
         counts = self.agent_counts(agent)
         counts.weight_sum = weight_sum
@@ -467,6 +482,20 @@ class Tx:
             weight, accessed, flags = unpack(value)
             yield bytes(key), weight, accessed, flags
 
+    def reweigh(
+        self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
+    ) -> None:
+        """Call `weigh(key, weight, accessed epoch ms, flags)` for every fact of `agent` in
+        key order; with `write`, a weight it returns that differs is written to that
+        fact's vitals row in place (decay: only vitals change, no JSON is touched)."""
+        unpack, pack = VITALS.unpack_from, VITALS.pack
+        cursor = self.txn.cursor(db=self.dbs.vitals)
+        for key, value in scan_prefix(cursor, agent.encode() + SEP):
+            weight, accessed, flags = unpack(value)
+            new = weigh(key, weight, accessed, flags)
+            if write and new != weight:
+                cursor.put(bytes(key), pack(new, accessed, flags))
+
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)
         return [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
@@ -495,9 +524,63 @@ class Tx:
     def put_receipts(self, summary_id: str, consumed: list[str]) -> None:
         self.txn.put(summary_id.encode(), encode(consumed), db=self.dbs.receipts)
 
-    def record(self, cycle_id: str) -> CycleRecord | None:
+    def delete_receipts(self, summary_id: str) -> None:
+        self.txn.delete(summary_id.encode(), db=self.dbs.receipts)
+
+    def find_record(self, cycle_id: str) -> CycleRecord | None:
         raw = self.txn.get(cycle_id.encode(), db=self.dbs.journal)
         return None if raw is None else decode_record(raw)
 
+    def require_record(self, cycle_id: str) -> CycleRecord:
+        """The journal record with this id; NotFound when there is none."""
+        record = self.find_record(cycle_id)
+        if record is None:
+            raise NotFound(f"no cycle with id {cycle_id}")
+        return record
+
     def put_record(self, record: CycleRecord) -> None:
         self.txn.put(record.cycle_id.encode(), encode(record), db=self.dbs.journal)
+
+    def iter_records(self, *, newest_first: bool = True) -> Iterator[CycleRecord]:
+        """Every journal record (cycle ids are ULIDs, so key order is time order)."""
+        cursor = self.txn.cursor(db=self.dbs.journal)
+        rows = cursor.iterprev() if newest_first else cursor.iternext()
+        for _key, raw in rows:
+            yield decode_record(raw)
+
+    def count_facts(self) -> int:
+        return int(self.txn.stat(self.dbs.ids)["entries"])
+
+    def count_records(self) -> int:
+        return int(self.txn.stat(self.dbs.journal)["entries"])
+
+    # ---- knowledge graph -----------------------------------------------------------------
+    def extracted(self, key: bytes) -> bool:
+        """Whether the fact under `key` (a fact key) has had its text extracted."""
+        return self.txn.get(key, db=self.dbs.extracted) is not None
+
+    def put_extracted(self, key: bytes, signature: bytes) -> None:
+        self.txn.put(key, signature, db=self.dbs.extracted)
+
+    def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
+        raw = self.txn.get(key, db=getattr(self.dbs, table))
+        return None if raw is None else bytes(raw)
+
+    def put_graph_row(self, table: GraphTable, key: bytes, value: bytes) -> None:
+        self.txn.put(key, value, db=getattr(self.dbs, table))
+
+    def delete_graph_row(self, table: GraphTable, key: bytes) -> None:
+        self.txn.delete(key, db=getattr(self.dbs, table))
+
+    def graph_rows(self, table: GraphTable, agent: str) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of one agent's rows of a graph table, in key order."""
+        cursor = self.txn.cursor(db=getattr(self.dbs, table))
+        for key, value in scan_prefix(cursor, agent.encode() + SEP):
+            yield bytes(key), bytes(value)
+
+    # ---- integrity -------------------------------------------------------------------------
+    def raw_tables(self) -> Iterator[tuple[str, Iterator[Any]]]:
+        """(table name, its raw values) of every table, for the deep integrity check."""
+        for name in self.dbs.__dataclass_fields__:
+            cursor = self.txn.cursor(db=getattr(self.dbs, name))
+            yield name, cursor.iternext(keys=False, values=True)

@@ -23,11 +23,9 @@ def verify(path: str) -> dict[str, object]:
     counts: dict[str, int] = {}
 
     def walk(tx: Tx) -> None:
-        txn, dbs = tx.txn, tx.dbs
-        for name in dbs.__dataclass_fields__:
-            db = getattr(dbs, name)
+        for name, values in tx.raw_tables():
             n = 0
-            for _key, value in txn.cursor(db=db).iternext():
+            for value in values:
                 if name == "facts":
                     decode_fact(value)
                 elif name == "journal":

@@ -100,7 +100,7 @@ def test_into_existing_adds_the_demo_when_asked(run_cli: RunCli, tmp_path: Path)
     added = json.loads(run_cli("demo", "--dir", str(path), "--into-existing", "--json").stdout)
     assert added["facts_added"] >= 250
     with Store.open(path) as store:
-        assert store.get(mine.id).text == "mine"
+        assert store.require(mine.id).text == "mine"
         assert {a.agent_id for a in store.agents()} == {"my-agent", *AGENTS}
         assert not store.is_demo()  # a real store with demo facts mixed in is no demo store
 

@@ -214,8 +214,8 @@ def test_keep_store_imports_the_rest_and_reports_each_conflict(
     (conflict,) = result["conflicts"]
     assert conflict["id"] == E and conflict["line"] == 3 and "text" in conflict["reason"]
     with Store.open(store_with_a_fact) as store:
-        assert store.get(E).text == "store fact of y"
-        assert store.get(A).text == f"fact {A[-2:]}"
+        assert store.require(E).text == "store fact of y"
+        assert store.require(A).text == f"fact {A[-2:]}"
     human = run_cli("import", str(path), "--on-conflict", "keep-store")
     assert human.returncode == 0
     assert "kept the store's row (conflict): 1" in human.stdout and E in human.stdout
@@ -234,7 +234,7 @@ def test_newer_state_in_the_store_is_kept_and_reported(
     assert kept["id"] == E and kept["line"] == 2
     assert "weight" in kept["reason"] and "access_count" in kept["reason"]
     with Store.open(store_with_a_fact) as store:
-        assert (store.get(E).weight, store.get(E).access_count) == (1.0, 0)
+        assert (store.require(E).weight, store.require(E).access_count) == (1.0, 0)
 
 
 def test_a_different_receipt_is_a_conflict(

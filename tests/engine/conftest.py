@@ -1,14 +1,13 @@
-"""Fixtures of the consolidation-engine tests: a store on a settable clock, and a scripted
-Ollama through httpx's MockTransport (or, for replies that need a connection, on a socket)."""
+"""Fixtures of the consolidation-engine tests: `gm` (tests/conftest.py) on a settable clock,
+and a scripted Ollama through httpx's MockTransport (or, for replies that need a
+connection, on a socket)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import Store
 from tests.engine.helpers import Clock
 from tests.support.ollama_fake import FakeOllama
 from tests.support.over_socket import OllamaOverSocket
@@ -20,13 +19,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def gm(tmp_path: Path, clock: Clock) -> Iterator[Store]:
-    """A fresh store whose clock is `clock` (fixed until the test moves it)."""
-    opened = Store.open(tmp_path / "s", clock_fn=clock)
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store_clock(clock: Clock) -> Clock:
+    """`gm` runs on `clock` (fixed until the test moves it)."""
+    return clock
 
 
 @pytest.fixture

@@ -139,8 +139,8 @@ def test_consolidate_applied_prints_the_record(
     assert record["started_at"].startswith("2026-03-01T12:00:00")
     with peek(cli_dir) as store:
         assert store.receipts(record["summary_id"]) == seeded[:3]
-        assert store.get(record["summary_id"]).cycle_id == record["cycle_id"]
-        assert store.record(record["cycle_id"]).outcome == "applied"
+        assert store.require(record["summary_id"]).cycle_id == record["cycle_id"]
+        assert store.require_record(record["cycle_id"]).outcome == "applied"
 
 
 def test_consolidate_human_output(

@@ -57,7 +57,8 @@ def run(
     record = cycle.run_sync()
     assert cycle.done
     assert [s.stage for s in record.stages] == list(STAGES)
-    assert store.record(record.cycle_id) == record  # every cycle ends with its journal record
+    # Every cycle ends with its journal record.
+    assert store.require_record(record.cycle_id) == record
     return record
 
 
@@ -108,7 +109,7 @@ def test_no_summariser_skips_and_only_decays(gm: Store) -> None:
     assert record.batch == []
     assert curation_state(gm) == before_state
     for i, fact in enumerate(reversed(facts)):
-        assert gm.get(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
+        assert gm.require(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
     after = gm.counters()
     assert (after.consolidations, after.facts_consolidated) == (
         before_counters.consolidations,
@@ -139,7 +140,7 @@ def test_valid_proposal_is_applied(gm: Store, ollama: FakeOllama) -> None:
     assert record.raw_response == proposal.response
     assert record.contradictions == ["none"]
 
-    summary = gm.get(record.summary_id)
+    summary = gm.require(record.summary_id)
     assert summary.text == "Garden notes about watering, merged."
     assert summary.weight == 1.0
     assert summary.cycle_id == record.cycle_id
@@ -149,14 +150,14 @@ def test_valid_proposal_is_applied(gm: Store, ollama: FakeOllama) -> None:
 
     ages = {f.id: 40.0 * (29 - i) for i, f in enumerate(facts)}  # facts[0] is the oldest
     for fact_id in chosen:
-        tomb = gm.get(fact_id)
+        tomb = gm.require(fact_id)
         assert tomb.superseded_by == summary.id
         assert tomb.cycle_id == record.cycle_id
         # the post-decay weight is kept (neither zeroed nor left at 1.0)
         assert tomb.weight == pytest.approx(expected_weight(ages[fact_id]), rel=1e-9)
         assert tomb.weight < 1.0
     for fact_id in set(batch) - set(chosen):
-        assert gm.get(fact_id).is_live
+        assert gm.require(fact_id).is_live
 
     counters = gm.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (1, k)
@@ -195,7 +196,7 @@ def test_ignored_ids_are_journaled_and_the_rest_applied(gm: Store, ollama: FakeO
         (strong, "not"),
         (batch[0], "duplicate"),
     ]
-    assert gm.get(strong).is_live
+    assert gm.require(strong).is_live
 
 
 def test_coverage_guard_keeps_a_fact_through_the_cycle(gm: Store, ollama: FakeOllama) -> None:
@@ -210,7 +211,7 @@ def test_coverage_guard_keeps_a_fact_through_the_cycle(gm: Store, ollama: FakeOl
     record = run(gm, ollama, guard="keys")
     assert record.outcome == "applied"
     assert record.consumed == [one]
-    assert gm.get(sup).is_live
+    assert gm.require(sup).is_live
     kept = [v for v in record.verdicts if not v.consumed]
     assert [(v.id, v.missing) for v in kept] == [(sup, ["SUP-1234"])]
 
@@ -353,7 +354,7 @@ def test_failure_leaves_the_store_as_decay_left_it(
     assert record.outcome in ("failed", "discarded")
     assert curation_state(gm) == state
     for i, fact in enumerate(reversed(facts)):
-        assert gm.get(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
+        assert gm.require(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
     counters = gm.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
 
@@ -479,14 +480,14 @@ def test_anthropic_text_consumes_the_whole_batch(gm: Store, busy: Message) -> No
     assert record.outcome == "applied", record.reason
     assert record.summariser == "anthropic"
     assert record.consumed == batch
-    assert gm.get(record.summary_id).text == "All garden notes."
+    assert gm.require(record.summary_id).text == "All garden notes."
     first, second = fake.message_requests  # both passed the API's header and body checks
     assert first.json == second.json
     assert first.headers["x-api-key"] == "sk-ant-test"
     assert first.headers["anthropic-version"] == "2023-06-01"
     assert (first.json["model"], first.json["max_tokens"]) == (MODEL, 512)
     assert first.json["messages"][0]["role"] == "user"
-    assert all(f"- {gm.get(fid).text}" in first.json["messages"][0]["content"] for fid in batch)
+    assert all(f"- {gm.require(fid).text}" in first.json["messages"][0]["content"] for fid in batch)
 
 
 def test_anthropic_overloaded_twice_fails(gm: Store) -> None:
@@ -563,7 +564,7 @@ def test_anthropic_error_body_echoing_the_key_is_redacted(gm: Store) -> None:
     assert record.outcome == "failed"
     assert "[redacted]" in record.reason
     assert LONG_KEY[13:] not in record.reason
-    assert LONG_KEY[13:] not in json.dumps(msgspec.to_builtins(gm.record(record.cycle_id)))
+    assert LONG_KEY[13:] not in json.dumps(msgspec.to_builtins(gm.require_record(record.cycle_id)))
 
 
 def test_anthropic_key_straddling_the_error_cut_is_not_leaked(gm: Store) -> None:
@@ -601,7 +602,7 @@ async def test_reject_at_review_applies_nothing(gm: Store, ollama: FakeOllama) -
     assert cycle.done
     assert cycle.record.outcome == "discarded"
     assert "rejected" in cycle.record.reason
-    assert gm.record(cycle.record.cycle_id).outcome == "discarded"
+    assert gm.require_record(cycle.record.cycle_id).outcome == "discarded"
     assert_untouched_by_failure(gm, before, cycle.record)
     with pytest.raises(Conflict):
         cycle.advance()
@@ -641,7 +642,7 @@ async def test_cancel_before_apply_keeps_only_committed_stages(
     assert cycle.done
     assert cycle.record.outcome == "skipped"
     assert cycle.record.reason == "cancelled by the user before review"
-    assert gm.record(cycle.record.cycle_id).outcome == "skipped"
+    assert gm.require_record(cycle.record.cycle_id).outcome == "skipped"
     assert curation_state(gm) == state
     assert weights(gm) == decayed
     cycle.cancel()  # a second cancel is a no-op
@@ -713,7 +714,7 @@ def test_pinned_trap(gm: Store, ollama: FakeOllama) -> None:
     assert record.consumed == [batch[0], batch[1]]
     assert record.ignored[0].id == trap.id
     assert record.ignored[0].reason.startswith("pinned")
-    after = gm.get(trap.id)
+    after = gm.require(trap.id)
     assert after.is_live and after.pinned
     assert after.weight == trap.weight
 
@@ -734,7 +735,7 @@ def test_pinned_facts_never_appear_in_any_prompt(
         clock.advance(1)
     for request in ollama.generate_requests:
         assert not pinned & {fid for fid, _ in prompt_rows(request.prompt)}
-    assert all(gm.get(fid).pinned and gm.get(fid).is_live for fid in pinned)
+    assert all(gm.require(fid).pinned and gm.require(fid).is_live for fid in pinned)
 
 
 def test_tombstones_never_enter_a_batch(gm: Store, ollama: FakeOllama) -> None:
@@ -861,8 +862,8 @@ def test_pinned_facts_never_decay(gm: Store, clock: Clock) -> None:
     for _ in range(3):
         run(gm, None)
         clock.advance(10_000)
-    assert gm.get(fact.id).weight == 0.8
-    assert gm.get(fact.id).is_live
+    assert gm.require(fact.id).weight == 0.8
+    assert gm.require(fact.id).is_live
     assert gm.find(loose.id) is None  # decayed below 0.01 and pruned
     pruned = [f.id for r in gm.records(AGENT) for f in r.pruned]
     assert pruned == [loose.id]
@@ -872,17 +873,17 @@ def test_one_half_life_halves_the_weight(gm: Store, clock: Clock) -> None:
     [fact] = gm.put_many([NewFact(agent_id=AGENT, text="t", accessed_at=NOW, created_at=NOW)])
     clock.advance(HALF_LIFE)
     gm.decay(AGENT, HALF_LIFE)
-    assert gm.get(fact.id).weight == pytest.approx(0.5, rel=1e-12)
+    assert gm.require(fact.id).weight == pytest.approx(0.5, rel=1e-12)
     clock.advance(HALF_LIFE)
     gm.decay(AGENT, HALF_LIFE)
-    assert gm.get(fact.id).weight == pytest.approx(0.25, rel=1e-12)
+    assert gm.require(fact.id).weight == pytest.approx(0.25, rel=1e-12)
 
 
 def test_decay_never_raises_a_weight(gm: Store, clock: Clock) -> None:
     [fact] = gm.put_many([NewFact(agent_id=AGENT, text="t", weight=0.3)])
     clock.advance(HALF_LIFE)  # 0.5 would be higher than 0.3
     gm.decay(AGENT, HALF_LIFE)
-    assert gm.get(fact.id).weight == 0.3
+    assert gm.require(fact.id).weight == 0.3
 
 
 def test_tombstones_decay_too(gm: Store, clock: Clock) -> None:
@@ -890,7 +891,7 @@ def test_tombstones_decay_too(gm: Store, clock: Clock) -> None:
     gm.retire(fact.id)
     clock.advance(HALF_LIFE)
     gm.decay(AGENT, HALF_LIFE)
-    assert gm.get(fact.id).weight == pytest.approx(0.5)
+    assert gm.require(fact.id).weight == pytest.approx(0.5)
 
 
 # ---------------------------------------------------------------- dry run

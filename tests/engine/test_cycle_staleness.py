@@ -14,8 +14,7 @@ import pytest
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
 from graymatter_tui.model import CycleRecord, fact_to_dict
-from graymatter_tui.store import Store
-from graymatter_tui.store.cycle_ops import ApplyRequest
+from graymatter_tui.store import ApplyRequest, Store
 from tests.conftest import clean_env
 from tests.engine.helpers import AGENT, MODEL, NOW_TEXT, seed_weighted, snapshot
 from tests.support.ollama_fake import FakeOllama, Reply
@@ -71,7 +70,7 @@ async def test_change_from_another_process_makes_the_proposal_stale(
     cycle = await cycle_at_review(gm, ollama, consume)
     target = consume[2]
     other_process(gm.path, *(part.format(id=target) for part in change))
-    changed = gm.get(target)
+    changed = gm.require(target)
     assert changed.is_tombstone or changed.pinned  # the other process's write is visible
     before = snapshot(gm)
 
@@ -89,10 +88,10 @@ async def test_change_from_another_process_makes_the_proposal_stale(
     assert all(f.text != "merged garden notes" for f in gm.all_facts())
     for fact_id in consume:
         if fact_id != target:
-            assert gm.get(fact_id).is_live
+            assert gm.require(fact_id).is_live
 
     finish(cycle)
-    journal = gm.record(cycle.record.cycle_id)
+    journal = gm.require_record(cycle.record.cycle_id)
     assert journal.outcome == "discarded"
     assert journal.reason.startswith("stale")
     counters = gm.counters()
@@ -154,12 +153,12 @@ async def test_fact_brought_back_under_its_id_with_another_text_is_stale(
     target = consume[1]
     cycle = await cycle_at_review(gm, ollama, consume)
     header = {"type": "header", "format": "graymatter-tui", "version": 1}
-    entry = {"type": "fact", "fact": {**fact_to_dict(gm.get(target)), "text": "rewritten"}}
+    entry = {"type": "fact", "fact": {**fact_to_dict(gm.require(target)), "text": "rewritten"}}
     backup = tmp_path / "edited.jsonl"
     backup.write_text(f"{json.dumps(header)}\n{json.dumps(entry)}\n", encoding="utf-8")
     gm.delete([target])
     other_process(gm.path, "import", str(backup))
-    returned = gm.get(target)
+    returned = gm.require(target)
     assert returned.text == "rewritten" and returned.is_live and not returned.pinned
     before = snapshot(gm)
 
@@ -174,7 +173,7 @@ async def test_fact_brought_back_under_its_id_with_another_text_is_stale(
     assert cycle.record.summary_id == ""
     assert all(f.text != "merged garden notes" for f in gm.all_facts())
     finish(cycle)
-    assert gm.record(cycle.record.cycle_id).outcome == "discarded"
+    assert gm.require_record(cycle.record.cycle_id).outcome == "discarded"
     counters = gm.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
 

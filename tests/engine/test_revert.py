@@ -64,18 +64,18 @@ def test_revert_round_trip(gm: Store, ollama: FakeOllama) -> None:
     assert revert.restored == batch[:6]
     assert revert.retired_summary_id == summary_id
     assert revert.agent_id == AGENT
-    assert gm.record(revert.cycle_id) == revert
+    assert gm.require_record(revert.cycle_id) == revert
     for fact_id in batch[:6]:
-        fact = gm.get(fact_id)
+        fact = gm.require(fact_id)
         assert fact.is_live
         assert fact.superseded_by == ""
         assert fact.cycle_id == ""
         assert fact.text == original[fact_id].text
         assert fact.weight == original[fact_id].weight
-    summary = gm.get(summary_id)
+    summary = gm.require(summary_id)
     assert summary.superseded_by == RETIRED
     assert gm.receipts(summary_id) == []
-    assert gm.record(record.cycle_id).reverted_by == revert.cycle_id
+    assert gm.require_record(record.cycle_id).reverted_by == revert.cycle_id
     after = gm.counters()
     assert after.reverts == counters.reverts + 1
     assert (after.consolidations, after.facts_consolidated) == (
@@ -145,7 +145,7 @@ def test_retired_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
     gm.retire(record.summary_id)
     assert_refused(gm, record.cycle_id, Conflict, "summary was retired")
     for fact_id in batch[:4]:
-        assert gm.get(fact_id).superseded_by == record.summary_id
+        assert gm.require(fact_id).superseded_by == record.summary_id
 
 
 def test_revised_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:
@@ -172,7 +172,7 @@ def summary_of_summary(store: Store, server: FakeOllama) -> tuple[CycleRecord, C
     store.put(AGENT, "newer fact f")
     second = applied(store, server, [first.summary_id], threshold=1)
     assert second.batch == [first.summary_id]
-    assert store.get(first.summary_id).superseded_by == second.summary_id
+    assert store.require(first.summary_id).superseded_by == second.summary_id
     return first, second
 
 
@@ -181,7 +181,7 @@ def test_summary_consumed_by_a_later_cycle_is_refused(gm: Store, ollama: FakeOll
     assert_refused(gm, first.cycle_id, Conflict, f"consumed by {second.summary_id}")
     # the later cycle can be reverted, and then the first one too
     gm.revert(second.cycle_id)
-    assert gm.get(first.summary_id).is_live
+    assert gm.require(first.summary_id).is_live
     gm.revert(first.cycle_id)
     live = {f.text for f in gm.list_facts(AGENT, "live")}
     assert {"fact a", "fact b"} <= live
@@ -196,7 +196,7 @@ def test_consuming_a_summary_keeps_the_invariants(gm: Store, ollama: FakeOllama)
 def test_revert_restores_a_summary_with_its_own_cycle(gm: Store, ollama: FakeOllama) -> None:
     first, second = summary_of_summary(gm, ollama)
     gm.revert(second.cycle_id)
-    assert gm.get(first.summary_id).cycle_id == first.cycle_id
+    assert gm.require(first.summary_id).cycle_id == first.cycle_id
     assert violations(check_invariants(gm)) == []
 
 
@@ -218,7 +218,7 @@ def test_consumed_fact_deleted_later_is_refused(gm: Store, ollama: FakeOllama) -
     record = applied(gm, ollama, batch[:3])
     gm.delete([batch[1]])
     assert_refused(gm, record.cycle_id, Conflict, f"consumed fact {batch[1]} is gone")
-    assert gm.get(batch[0]).superseded_by == record.summary_id
+    assert gm.require(batch[0]).superseded_by == record.summary_id
 
 
 def test_pruned_summary_is_refused(gm: Store, ollama: FakeOllama) -> None:

@@ -338,7 +338,7 @@ def test_tombstones_never_recalled(gm: Store, how: str) -> None:
         revision, _ = gm.revise(target.id, "quarterly budget moved to finance drive")
     else:
         gm.retire(target.id)
-    tomb = gm.get(target.id)
+    tomb = gm.require(target.id)
     assert tomb.is_tombstone and tomb.weight == 1.0
     for weights in ALL_WEIGHTS:
         for k in (1, 8):
@@ -349,7 +349,7 @@ def test_tombstones_never_recalled(gm: Store, how: str) -> None:
                 assert ids(hits) == [revision.id]
             else:
                 assert hits == []
-    assert gm.get(target.id).access_count == 0
+    assert gm.require(target.id).access_count == 0
     assert_index_matches(gm)
 
 
@@ -359,7 +359,7 @@ def test_revising_to_the_same_text_changes_nothing(gm: Store) -> None:
     generation = gm.generation()
     with pytest.raises(Conflict, match="text is unchanged; nothing revised"):
         gm.revise(target.id, target.text)
-    assert gm.get(target.id) == target
+    assert gm.require(target.id) == target
     assert gm.generation() == generation
     assert ids(rank(gm, AGENT, target.text, k=1)) == [target.id]
     assert_index_matches(gm)
@@ -387,9 +387,9 @@ def test_consolidation_tombstones_not_recalled_and_revert_restores(gm: Store) ->
     record = Cycle(gm, AGENT, LocalSummariser(), CycleOptions(threshold=3)).run_sync()
     assert record.outcome == "applied", record.reason
     assert sorted(record.consumed) == sorted(f.id for f in dupes)
-    summary = gm.get(record.summary_id)
+    summary = gm.require(record.summary_id)
     assert summary.is_live
-    assert all(gm.get(f.id).is_tombstone and gm.get(f.id).weight == 1.0 for f in dupes)
+    assert all(gm.require(f.id).is_tombstone and gm.require(f.id).weight == 1.0 for f in dupes)
     assert_index_matches(gm)
 
     for weights in ALL_WEIGHTS:
@@ -557,17 +557,17 @@ def _seed_routers(store: Store) -> tuple[list[Fact], list[Fact]]:
     return matching, others
 
 
-def test_recall_records_access_of_exactly_the_returned_facts(gm_clock: Store, clock: Clock) -> None:
-    matching, _ = _seed_routers(gm_clock)
+def test_recall_records_access_of_exactly_the_returned_facts(gm: Store, clock: Clock) -> None:
+    matching, _ = _seed_routers(gm)
     later = clock.advance(hours=5)
-    before = {f.id: f for f in gm_clock.all_facts()}
-    weights_before = gm_clock.weights(AGENT)
-    generation = gm_clock.generation()
+    before = {f.id: f for f in gm.all_facts()}
+    weights_before = gm.weights(AGENT)
+    generation = gm.generation()
 
-    hits = recall(gm_clock, AGENT, "router", k=8)
+    hits = recall(gm, AGENT, "router", k=8)
     assert sorted(ids(hits)) == sorted(f.id for f in matching)
-    assert gm_clock.generation() == generation + 1  # one write transaction
-    after = {f.id: f for f in gm_clock.all_facts()}
+    assert gm.generation() == generation + 1  # one write transaction
+    after = {f.id: f for f in gm.all_facts()}
     stamp = gm_clock_module.format_time(later)
     for fact_id, fact in after.items():
         if fact_id in ids(hits):
@@ -576,60 +576,60 @@ def test_recall_records_access_of_exactly_the_returned_facts(gm_clock: Store, cl
             assert fact.text == before[fact_id].text and fact.is_live
         else:
             assert fact == before[fact_id]
-    assert gm_clock.weights(AGENT) == weights_before
-    assert_index_matches(gm_clock)
+    assert gm.weights(AGENT) == weights_before
+    assert_index_matches(gm)
 
     # k limits what is touched as well as what is returned.
     clock.advance(hours=1)
-    top = recall(gm_clock, AGENT, "router", k=1)
+    top = recall(gm, AGENT, "router", k=1)
     assert len(top) == 1
-    counts = {f.id: f.access_count for f in gm_clock.all_facts()}
+    counts = {f.id: f.access_count for f in gm.all_facts()}
     assert counts[top[0].fact.id] == 2
     assert sum(counts[f.id] for f in matching) == 3
-    assert gm_clock.generation() == generation + 2
+    assert gm.generation() == generation + 2
 
 
-def test_rank_changes_nothing(gm_clock: Store, clock: Clock) -> None:
-    _seed_routers(gm_clock)
+def test_rank_changes_nothing(gm: Store, clock: Clock) -> None:
+    _seed_routers(gm)
     clock.advance(hours=5)
-    before = gm_clock.all_facts()
-    index_before = index_contents(gm_clock, AGENT)
-    generation = gm_clock.generation()
+    before = gm.all_facts()
+    index_before = index_contents(gm, AGENT)
+    generation = gm.generation()
     for weights in ALL_WEIGHTS:
-        assert rank(gm_clock, AGENT, "router", weights=weights)
-    assert gm_clock.generation() == generation
-    assert gm_clock.all_facts() == before
-    assert index_contents(gm_clock, AGENT) == index_before
+        assert rank(gm, AGENT, "router", weights=weights)
+    assert gm.generation() == generation
+    assert gm.all_facts() == before
+    assert index_contents(gm, AGENT) == index_before
 
 
-def test_recall_with_no_hits_writes_nothing(gm_clock: Store) -> None:
-    _seed_routers(gm_clock)
-    generation = gm_clock.generation()
-    assert recall(gm_clock, AGENT, "kubernetes") == []
-    assert recall(gm_clock, AGENT, "the and of") == []
-    assert gm_clock.generation() == generation
+def test_recall_with_no_hits_writes_nothing(gm: Store) -> None:
+    _seed_routers(gm)
+    generation = gm.generation()
+    assert recall(gm, AGENT, "kubernetes") == []
+    assert recall(gm, AGENT, "the and of") == []
+    assert gm.generation() == generation
 
 
-def test_recall_never_resurrects_a_tombstone(gm_clock: Store, clock: Clock) -> None:
-    (first, second), _ = _seed_routers(gm_clock)
+def test_recall_never_resurrects_a_tombstone(gm: Store, clock: Clock) -> None:
+    (first, second), _ = _seed_routers(gm)
     # A fact tombstoned before recall is neither returned nor touched.
-    gm_clock.retire(first.id)
+    gm.retire(first.id)
     clock.advance(hours=1)
-    assert ids(recall(gm_clock, AGENT, "router firmware")) == [second.id]
-    tomb = gm_clock.get(first.id)
+    assert ids(recall(gm, AGENT, "router firmware")) == [second.id]
+    tomb = gm.require(first.id)
     assert tomb.is_tombstone and tomb.access_count == 0
 
     # A fact tombstoned between recall's ranking and its write-back (what `recall` does in
     # two steps: rank, then touch the ranked ids) stays a tombstone, untouched, unindexed.
-    third = gm_clock.put(AGENT, "router cable replaced")
-    ranked = rank(gm_clock, AGENT, "router")
+    third = gm.put(AGENT, "router cable replaced")
+    ranked = rank(gm, AGENT, "router")
     assert third.id in ids(ranked)
-    revision, _ = gm_clock.revise(third.id, "switch cable replaced")
+    revision, _ = gm.revise(third.id, "switch cable replaced")
     clock.advance(hours=1)
-    assert gm_clock.touch(ids(ranked)) == len(ranked) - 1
-    tomb = gm_clock.get(third.id)
+    assert gm.touch(ids(ranked)) == len(ranked) - 1
+    tomb = gm.require(third.id)
     assert tomb.is_tombstone and tomb.superseded_by == revision.id
     assert tomb.access_count == 0
-    assert third.id not in ids(recall(gm_clock, AGENT, "router cable replaced", k=8))
-    assert gm_clock.get(third.id).access_count == 0
-    assert_index_matches(gm_clock)
+    assert third.id not in ids(recall(gm, AGENT, "router cable replaced", k=8))
+    assert gm.require(third.id).access_count == 0
+    assert_index_matches(gm)

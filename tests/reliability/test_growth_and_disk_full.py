@@ -83,7 +83,7 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_committed_data(tmp_path: Path
     written = int(written_text)
     assert "disk is full" in message or "grow" in message, message
     with Store.open(path) as store:
-        assert store.get(kept.id).text == "written before the disk filled"
+        assert store.require(kept.id).text == "written before the disk filled"
         live = store.agents()[0].live_facts
     assert live == written + 1  # every committed batch, nothing of the failed one
     print(f"\ndisk full: {written} facts committed before EFBIG; error: {message.strip()}")

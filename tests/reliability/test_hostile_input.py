@@ -56,7 +56,7 @@ def test_hostile_text_round_trips_byte_for_byte(tmp_path: Path) -> None:
     assert cli("import", str(export), path=copy).returncode == 0
     with Store.open(copy) as store:
         for fact_id, text in zip(ids, HOSTILE, strict=True):
-            assert store.get(fact_id).text.encode() == text.encode()
+            assert store.require(fact_id).text.encode() == text.encode()
     listing = cli("list", "agent", path=source)
     assert listing.returncode == 0
     assert b"\x1b" not in listing.stdout and b"\x07" not in listing.stdout
@@ -218,6 +218,6 @@ def test_hostile_proposals_only_ever_consume_batch_facts(
     assert server.errors == []
     assert set(record.consumed) <= set(record.batch)
     assert pinned not in record.consumed and tomb not in record.consumed
-    assert store.get(pinned).is_live and store.get(other).is_live
+    assert store.require(pinned).is_live and store.require(other).is_live
     assert all(check.ok for check in check_invariants(store))
     store.close()

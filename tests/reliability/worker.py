@@ -113,7 +113,7 @@ def mixed(store: Store, rng: random.Random, until: float, out: TextIO) -> None:
                 ids = store.fact_ids(agent, "live")
                 if ids:
                     target = rng.choice(ids)
-                    if store.get(target).pinned:
+                    if store.require(target).pinned:
                         store.unpin(target)
                     else:
                         store.pin(target)

@@ -201,13 +201,13 @@ def test_a_store_is_not_usable_after_fork(tmp_path: Path) -> None:
 
         def child() -> int:
             try:
-                parent.get(fact.id)
+                parent.require(fact.id)
             except StoreError as exc:
                 return 0 if "fork" in str(exc) else 2
             return 1
 
         assert _in_forked_child(child) == 0
-        assert parent.get(fact.id) == fact  # the parent's store is unaffected
+        assert parent.require(fact.id) == fact  # the parent's store is unaffected
 
 
 def test_a_forked_child_gets_a_clear_error_opening_the_store(tmp_path: Path) -> None:
@@ -225,7 +225,7 @@ def test_a_forked_child_gets_a_clear_error_opening_the_store(tmp_path: Path) -> 
             return 1
 
         assert _in_forked_child(child) == 0
-        assert parent.get(fact.id) == fact
+        assert parent.require(fact.id) == fact
 
 
 # Waits for the go file, then opens (creating) the store and remembers one fact.

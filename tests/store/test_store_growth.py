@@ -58,7 +58,7 @@ def test_map_grows_past_50_mb_in_one_process(tmp_path: Path) -> None:
     finally:
         store.close()
     with Store.open(path, map_size=TINY_MAP) as reopened:
-        assert reopened.get(extra.id) == extra
+        assert reopened.require(extra.id) == extra
         assert reopened.info().map_size >= reopened.info().file_bytes  # all data mapped
         assert sum(a.live_facts for a in reopened.agents()) == sum(written.values()) + 1
 
@@ -118,8 +118,8 @@ def test_reader_adopts_a_map_grown_by_another_process(tmp_path: Path) -> None:
         # and writing again works, including a write that needs yet more room
         again = parent.put("parent", "written after the child")
         more = parent.put_many(batch("parent", 0, 3000))
-        assert parent.get(again.id) == again
-        assert parent.get(mine.id) == mine
+        assert parent.require(again.id) == again
+        assert parent.require(mine.id) == mine
         assert len(parent.fact_ids("parent")) == 2 + len(more)
     finally:
         parent.close()

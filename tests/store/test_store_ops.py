@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,13 +33,9 @@ def manual_clock() -> ManualClock:
 
 
 @pytest.fixture
-def cstore(tmp_path: Path, manual_clock: ManualClock) -> Iterator[Store]:
-    """A fresh store whose clock is `manual_clock`."""
-    opened = Store.open(tmp_path / "clocked", clock_fn=manual_clock)
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store_clock(manual_clock: ManualClock) -> ManualClock:
+    """`gm` (tests/conftest.py) runs on `manual_clock`."""
+    return manual_clock
 
 
 def stamp(moment: datetime) -> str:
@@ -85,8 +81,8 @@ def page_through(fetch: Callable[[str | None], list[Fact]]) -> list[list[str]]:
 # ---- put / get / find -----------------------------------------------------------------
 
 
-def test_put_returns_the_committed_fact(cstore: Store, manual_clock: ManualClock) -> None:
-    fact = cstore.put("agent-a", "The staging database listens on port 5432.")
+def test_put_returns_the_committed_fact(gm: Store, manual_clock: ManualClock) -> None:
+    fact = gm.put("agent-a", "The staging database listens on port 5432.")
     assert ULID.from_str(fact.id)  # a valid ULID
     assert len(fact.id) == 26
     assert fact.agent_id == "agent-a"
@@ -98,21 +94,21 @@ def test_put_returns_the_committed_fact(cstore: Store, manual_clock: ManualClock
     assert fact.pinned is False
     assert fact.pinned_at is None
     assert fact.cycle_id == ""
-    assert cstore.get(fact.id) == fact
-    assert cstore.find(fact.id) == fact
+    assert gm.require(fact.id) == fact
+    assert gm.find(fact.id) == fact
 
 
-def test_put_pinned_sets_pinned_at(cstore: Store, manual_clock: ManualClock) -> None:
-    fact = cstore.put("agent-a", "never forget", pinned=True)
+def test_put_pinned_sets_pinned_at(gm: Store, manual_clock: ManualClock) -> None:
+    fact = gm.put("agent-a", "never forget", pinned=True)
     assert fact.pinned is True
     assert fact.pinned_at == stamp(manual_clock.now)
-    assert cstore.get(fact.id) == fact
+    assert gm.require(fact.id) == fact
 
 
 def test_put_keeps_text_exactly(store: Store) -> None:
     text = "  line one\n\tline two \u00e9\u4e2d\U0001f600 [bold]x[/bold] \x1b[31m  "
     fact = store.put("agent-a", text)
-    assert store.get(fact.id).text == text
+    assert store.require(fact.id).text == text
 
 
 def test_facts_survive_close_and_reopen(tmp_path: Path) -> None:
@@ -123,7 +119,7 @@ def test_facts_survive_close_and_reopen(tmp_path: Path) -> None:
     second = Store.open(path)
     try:
         assert second is not first
-        assert [second.get(f.id) for f in written] == written
+        assert [second.require(f.id) for f in written] == written
     finally:
         second.close()
 
@@ -131,15 +127,15 @@ def test_facts_survive_close_and_reopen(tmp_path: Path) -> None:
 def test_get_unknown_id_raises_not_found_and_find_returns_none(store: Store) -> None:
     store.put("a", "something")
     with pytest.raises(NotFound, match=UNKNOWN_ID):
-        store.get(UNKNOWN_ID)
+        store.require(UNKNOWN_ID)
     assert store.find(UNKNOWN_ID) is None
-    assert store.get_many([UNKNOWN_ID]) == [None]
+    assert store.find_many([UNKNOWN_ID]) == [None]
 
 
-def test_get_many_keeps_order_and_marks_missing(store: Store) -> None:
+def test_find_many_keeps_order_and_marks_missing(store: Store) -> None:
     a = store.put("a", "one")
     b = store.put("b", "two")
-    assert store.get_many([b.id, UNKNOWN_ID, a.id]) == [b, None, a]
+    assert store.find_many([b.id, UNKNOWN_ID, a.id]) == [b, None, a]
 
 
 # ---- listing and paging -----------------------------------------------------------------
@@ -159,48 +155,46 @@ def _mixed_agent(store: Store, clk: ManualClock, agent: str, n: int) -> dict[str
             store.revise(fact.id, f"{agent} fact {i}, revised")
     everything = store.fact_ids(agent, "all")
     return {
-        "live": [i for i in everything if store.get(i).is_live],
-        "tombstones": [i for i in everything if store.get(i).is_tombstone],
+        "live": [i for i in everything if store.require(i).is_live],
+        "tombstones": [i for i in everything if store.require(i).is_tombstone],
         "all": everything,
     }
 
 
-def test_list_per_agent_by_state_newest_first(cstore: Store, manual_clock: ManualClock) -> None:
-    by_state = _mixed_agent(cstore, manual_clock, "a", 12)
-    _mixed_agent(cstore, manual_clock, "b", 4)  # another agent's facts must not leak in
+def test_list_per_agent_by_state_newest_first(gm: Store, manual_clock: ManualClock) -> None:
+    by_state = _mixed_agent(gm, manual_clock, "a", 12)
+    _mixed_agent(gm, manual_clock, "b", 4)  # another agent's facts must not leak in
     assert len(by_state["all"]) == 12 + 2  # 12 puts and 2 revisions (i = 5, 10)
     assert len(by_state["tombstones"]) == 4 + 2  # i = 0, 3, 6, 9 retired; 5, 10 revised
     for state in STATES:
-        listed = cstore.list_facts("a", state)
+        listed = gm.list_facts("a", state)
         assert ids(listed) == sorted(by_state[state], reverse=True)
         assert all(f.agent_id == "a" for f in listed)
         if state == "live":
             assert all(f.is_live for f in listed)
         if state == "tombstones":
             assert all(f.is_tombstone for f in listed)
-    assert cstore.list_facts("a") == cstore.list_facts("a", "live")
-    assert cstore.list_facts("nobody", "all") == []
+    assert gm.list_facts("a") == gm.list_facts("a", "live")
+    assert gm.list_facts("nobody", "all") == []
 
 
-def test_list_newest_first_follows_creation_order(cstore: Store, manual_clock: ManualClock) -> None:
+def test_list_newest_first_follows_creation_order(gm: Store, manual_clock: ManualClock) -> None:
     created = []
     for i in range(10):
         manual_clock.advance(minutes=1)
-        created.append(cstore.put("a", f"fact {i}"))
-    assert cstore.list_facts("a") == list(reversed(created))
+        created.append(gm.put("a", f"fact {i}"))
+    assert gm.list_facts("a") == list(reversed(created))
 
 
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("page_size", [1, 4, 7, 50])
 def test_keyset_paging_within_an_agent(
-    cstore: Store, manual_clock: ManualClock, state: FactState, page_size: int
+    gm: Store, manual_clock: ManualClock, state: FactState, page_size: int
 ) -> None:
-    _mixed_agent(cstore, manual_clock, "a", 17)
-    _mixed_agent(cstore, manual_clock, "b", 5)
-    full = ids(cstore.list_facts("a", state))
-    pages = page_through(
-        lambda before: cstore.list_facts("a", state, limit=page_size, before=before)
-    )
+    _mixed_agent(gm, manual_clock, "a", 17)
+    _mixed_agent(gm, manual_clock, "b", 5)
+    full = ids(gm.list_facts("a", state))
+    pages = page_through(lambda before: gm.list_facts("a", state, limit=page_size, before=before))
     assert all(len(p) <= page_size for p in pages)
     assert all(len(p) == page_size for p in pages[:-1])
     assert [i for p in pages for i in p] == full
@@ -209,26 +203,24 @@ def test_keyset_paging_within_an_agent(
 @pytest.mark.parametrize("state", STATES)
 @pytest.mark.parametrize("page_size", [1, 3, 10])
 def test_keyset_paging_across_agents(
-    cstore: Store, manual_clock: ManualClock, state: FactState, page_size: int
+    gm: Store, manual_clock: ManualClock, state: FactState, page_size: int
 ) -> None:
     rng = random.Random(7)
     for i in range(30):  # interleave agents so pages must merge them by id
         manual_clock.advance(milliseconds=rng.randint(0, 3))
-        cstore.put(rng.choice(["alpha", "beta", "gamma"]), f"fact {i}")
-    for fact in cstore.list_facts("beta")[::2]:
-        cstore.retire(fact.id)
-    gamma = cstore.list_facts("gamma")
+        gm.put(rng.choice(["alpha", "beta", "gamma"]), f"fact {i}")
+    for fact in gm.list_facts("beta")[::2]:
+        gm.retire(fact.id)
+    gamma = gm.list_facts("gamma")
     if gamma:
-        cstore.revise(gamma[-1].id, "gamma revised")
+        gm.revise(gamma[-1].id, "gamma revised")
 
     expected = sorted(
-        (i for a in ("alpha", "beta", "gamma") for i in cstore.fact_ids(a, state)), reverse=True
+        (i for a in ("alpha", "beta", "gamma") for i in gm.fact_ids(a, state)), reverse=True
     )
-    merged = cstore.list_facts(None, state)
+    merged = gm.list_facts(None, state)
     assert ids(merged) == expected
-    pages = page_through(
-        lambda before: cstore.list_facts(None, state, limit=page_size, before=before)
-    )
+    pages = page_through(lambda before: gm.list_facts(None, state, limit=page_size, before=before))
     flat = [i for p in pages for i in p]
     assert flat == expected  # no gaps, no repeats, newest first
     assert len(set(flat)) == len(flat)
@@ -282,29 +274,29 @@ def test_agent_with_only_tombstones_is_listed_with_zero_average(store: Store) ->
 # ---- pin / unpin ------------------------------------------------------------------------
 
 
-def test_pin_and_unpin(cstore: Store, manual_clock: ManualClock) -> None:
-    fact = cstore.put("a", "pin me")
+def test_pin_and_unpin(gm: Store, manual_clock: ManualClock) -> None:
+    fact = gm.put("a", "pin me")
     when = manual_clock.advance(hours=1)
-    pinned = cstore.pin(fact.id)
+    pinned = gm.pin(fact.id)
     assert pinned.pinned is True
     assert pinned.pinned_at == stamp(when)
     assert pinned.text == fact.text and pinned.created_at == fact.created_at
-    assert cstore.get(fact.id) == pinned
-    assert agent_map(cstore)["a"].pinned == 1
+    assert gm.require(fact.id) == pinned
+    assert agent_map(gm)["a"].pinned == 1
 
     manual_clock.advance(hours=1)
-    again = cstore.pin(fact.id)  # idempotent: same pin, same pinned_at, counted once
+    again = gm.pin(fact.id)  # idempotent: same pin, same pinned_at, counted once
     assert again == pinned
-    assert cstore.get(fact.id) == pinned
-    assert agent_map(cstore)["a"].pinned == 1
+    assert gm.require(fact.id) == pinned
+    assert agent_map(gm)["a"].pinned == 1
 
-    unpinned = cstore.unpin(fact.id)
+    unpinned = gm.unpin(fact.id)
     assert unpinned.pinned is False
     assert unpinned.pinned_at is None
-    assert cstore.get(fact.id) == unpinned
-    assert agent_map(cstore)["a"].pinned == 0
-    assert cstore.unpin(fact.id) == unpinned  # idempotent too
-    assert agent_map(cstore)["a"].live_facts == 1
+    assert gm.require(fact.id) == unpinned
+    assert agent_map(gm)["a"].pinned == 0
+    assert gm.unpin(fact.id) == unpinned  # idempotent too
+    assert agent_map(gm)["a"].live_facts == 1
 
 
 def test_pin_refuses_a_tombstone(store: Store) -> None:
@@ -312,7 +304,7 @@ def test_pin_refuses_a_tombstone(store: Store) -> None:
     tomb = store.retire(fact.id)
     with pytest.raises(Conflict, match="tombstone"):
         store.pin(fact.id)
-    assert store.get(fact.id) == tomb
+    assert store.require(fact.id) == tomb
     assert agent_map(store)["a"].pinned == 0
 
 
@@ -327,12 +319,12 @@ def test_pin_and_unpin_unknown_id(store: Store) -> None:
 # ---- revise -----------------------------------------------------------------------------
 
 
-def test_revise_makes_a_new_fact_and_a_tombstone(cstore: Store, manual_clock: ManualClock) -> None:
-    old = cstore.put("a", "port 5432")
+def test_revise_makes_a_new_fact_and_a_tombstone(gm: Store, manual_clock: ManualClock) -> None:
+    old = gm.put("a", "port 5432")
     when = manual_clock.advance(minutes=5)
-    before = cstore.generation()
-    revision, tomb = cstore.revise(old.id, "port 6543")
-    assert cstore.generation() == before + 1  # one transaction
+    before = gm.generation()
+    revision, tomb = gm.revise(old.id, "port 6543")
+    assert gm.generation() == before + 1  # one transaction
     assert revision.id != old.id and revision.id > old.id
     assert revision.agent_id == "a"
     assert revision.text == "port 6543"
@@ -341,11 +333,11 @@ def test_revise_makes_a_new_fact_and_a_tombstone(cstore: Store, manual_clock: Ma
     assert tomb.id == old.id
     assert tomb.text == old.text  # text never rewritten in place
     assert tomb.superseded_by == revision.id
-    assert cstore.get(old.id) == tomb
-    assert cstore.get(revision.id) == revision
-    assert ids(cstore.list_facts("a", "live")) == [revision.id]
-    assert ids(cstore.list_facts("a", "tombstones")) == [old.id]
-    summary = agent_map(cstore)["a"]
+    assert gm.require(old.id) == tomb
+    assert gm.require(revision.id) == revision
+    assert ids(gm.list_facts("a", "live")) == [revision.id]
+    assert ids(gm.list_facts("a", "tombstones")) == [old.id]
+    summary = agent_map(gm)["a"]
     assert (summary.live_facts, summary.tombstones) == (1, 1)
 
 
@@ -354,7 +346,7 @@ def test_revise_moves_the_pin_to_the_revision(store: Store) -> None:
     revision, tomb = store.revise(old.id, "pinned text, revised")
     assert revision.pinned is True and revision.pinned_at is not None
     assert tomb.pinned is False and tomb.pinned_at is None
-    assert store.get(old.id).pinned is False
+    assert store.require(old.id).pinned is False
     summary = agent_map(store)["a"]
     assert (summary.live_facts, summary.tombstones, summary.pinned) == (1, 1, 1)
 
@@ -365,7 +357,7 @@ def test_revise_refuses_a_tombstone(store: Store) -> None:
     generation = store.generation()
     with pytest.raises(Conflict, match="tombstone"):
         store.revise(old.id, "v3")
-    assert store.get(old.id) == tomb
+    assert store.require(old.id) == tomb
     assert ids(store.list_facts("a", "all")) == [revision.id, old.id]
     assert store.generation() == generation
 
@@ -387,7 +379,7 @@ def test_retire(store: Store) -> None:
     tomb = store.retire(fact.id)
     assert tomb.superseded_by == RETIRED == "agent"
     assert tomb.text == fact.text
-    assert store.get(fact.id) == tomb
+    assert store.require(fact.id) == tomb
     assert store.list_facts("a") == []
     assert ids(store.list_facts("a", "tombstones")) == [fact.id]
 
@@ -397,7 +389,7 @@ def test_retire_refuses_a_tombstone(store: Store) -> None:
     tomb = store.retire(fact.id)
     with pytest.raises(Conflict):
         store.retire(fact.id)
-    assert store.get(fact.id) == tomb
+    assert store.require(fact.id) == tomb
     assert agent_map(store)["a"].tombstones == 1
 
 
@@ -405,7 +397,7 @@ def test_retire_refuses_a_pinned_fact(store: Store) -> None:
     fact = store.put("a", "keep", pinned=True)
     with pytest.raises(Conflict, match="pinned"):
         store.retire(fact.id)
-    assert store.get(fact.id) == fact
+    assert store.require(fact.id) == fact
     assert agent_map(store)["a"].pinned == 1
 
 
@@ -417,27 +409,27 @@ def test_retire_unknown_id(store: Store) -> None:
 # ---- touch ------------------------------------------------------------------------------
 
 
-def test_touch_updates_live_facts_only(cstore: Store, manual_clock: ManualClock) -> None:
-    live = cstore.put("a", "live")
-    dead = cstore.put("a", "dead")
-    tomb = cstore.retire(dead.id)
+def test_touch_updates_live_facts_only(gm: Store, manual_clock: ManualClock) -> None:
+    live = gm.put("a", "live")
+    dead = gm.put("a", "dead")
+    tomb = gm.retire(dead.id)
     when = manual_clock.advance(hours=3)
-    touched = cstore.touch([live.id, dead.id, UNKNOWN_ID, live.id])
+    touched = gm.touch([live.id, dead.id, UNKNOWN_ID, live.id])
     assert touched == 1  # duplicates count once; tombstones and unknown ids are skipped
-    after = cstore.get(live.id)
+    after = gm.require(live.id)
     assert after.access_count == 1
     assert after.accessed_at == stamp(when)
     assert after.created_at == live.created_at
     assert after.weight == live.weight
-    assert cstore.get(dead.id) == tomb  # not resurrected, not counted
-    assert cstore.find(UNKNOWN_ID) is None  # never recreated
-    assert cstore.fact_ids("a", "all") == sorted([live.id, dead.id], reverse=True)
-    summary = agent_map(cstore)["a"]
+    assert gm.require(dead.id) == tomb  # not resurrected, not counted
+    assert gm.find(UNKNOWN_ID) is None  # never recreated
+    assert gm.fact_ids("a", "all") == sorted([live.id, dead.id], reverse=True)
+    summary = agent_map(gm)["a"]
     assert (summary.live_facts, summary.tombstones) == (1, 1)
 
     manual_clock.advance(hours=1)
-    assert cstore.touch([live.id]) == 1
-    assert cstore.get(live.id).access_count == 2
+    assert gm.touch([live.id]) == 1
+    assert gm.require(live.id).access_count == 2
 
 
 def test_touch_after_delete_does_not_recreate(store: Store) -> None:
@@ -465,7 +457,7 @@ def test_delete_removes_fact_and_indexes(store: Store) -> None:
     for fact_id in (gone.id, dead.id):
         assert store.find(fact_id) is None
         with pytest.raises(NotFound):
-            store.get(fact_id)
+            store.require(fact_id)
         # no row, id index entry or state index entry is left behind, in any table
         assert tables_mentioning(store, fact_id) == set()
     assert {"facts", "ids", "state"} <= tables_mentioning(store, keep.id)
@@ -580,9 +572,9 @@ def test_generation_bumps_once_per_write_and_never_on_reads(store: Store) -> Non
     assert bumped_by(lambda: store.delete([c.id])) == 1
 
     reads: list[Callable[[], object]] = [
-        lambda: store.get(a.id),
+        lambda: store.require(a.id),
         lambda: store.find(UNKNOWN_ID),
-        lambda: store.get_many([a.id, b.id]),
+        lambda: store.find_many([a.id, b.id]),
         lambda: store.list_facts(None, "all"),
         lambda: store.list_facts("a", "tombstones", limit=1),
         lambda: store.fact_ids("a", "all"),
@@ -643,19 +635,19 @@ def test_a_malformed_graymatter_now_is_invalid_input(
         assert opened.list_facts("a") == []
 
 
-def test_ids_sort_by_creation_time(cstore: Store, manual_clock: ManualClock) -> None:
+def test_ids_sort_by_creation_time(gm: Store, manual_clock: ManualClock) -> None:
     rng = random.Random(3)
     made: list[Fact] = []
     for i in range(60):
         # many facts share a millisecond; some steps are large
         manual_clock.advance(milliseconds=rng.choice([0, 0, 0, 1, 7, 86_400_000]))
-        made.append(cstore.put("a", f"fact {i}"))
+        made.append(gm.put("a", f"fact {i}"))
     assert ids(made) == sorted(ids(made))
     assert len(set(ids(made))) == len(made)
     for fact in made:
         created = clock.parse_time(fact.created_at)
         assert ULID.from_str(fact.id).milliseconds == int(created.timestamp() * 1000)
-    assert cstore.list_facts("a") == list(reversed(made))
+    assert gm.list_facts("a") == list(reversed(made))
 
 
 # ---- one Store per path, closing --------------------------------------------------------
@@ -687,7 +679,7 @@ def test_use_after_close_raises_store_error(tmp_path: Path) -> None:
     opened.close()  # closing twice is harmless
     actions: list[Callable[[], object]] = [
         lambda: opened.put("a", "y"),
-        lambda: opened.get(fact.id),
+        lambda: opened.require(fact.id),
         lambda: opened.find(fact.id),
         lambda: opened.list_facts("a"),
         lambda: opened.agents(),
@@ -700,7 +692,7 @@ def test_use_after_close_raises_store_error(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="closed"):
             action()
     with Store.open(tmp_path / "closing") as again:
-        assert again.get(fact.id) == fact  # nothing was lost or changed
+        assert again.require(fact.id) == fact  # nothing was lost or changed
 
 
 def test_context_manager_closes(tmp_path: Path) -> None:

@@ -93,10 +93,10 @@ async def test_local_step_through_then_apply(demo_store: Store) -> None:
     record = demo_store.records()[0]
     assert record.outcome == "applied" and record.agent_id == OPS
     assert sorted(record.consumed) == sorted(staging)
-    summary = demo_store.get(record.summary_id)
+    summary = demo_store.require(record.summary_id)
     assert summary.is_live and summary.text == STAGING_B and summary.cycle_id == record.cycle_id
     for fact_id in staging:
-        assert demo_store.get(fact_id).superseded_by == summary.id
+        assert demo_store.require(fact_id).superseded_by == summary.id
     assert sorted(demo_store.fact_ids(OPS, "tombstones")) == sorted(staging)
     assert demo_store.receipts(summary.id) == record.consumed
     counters = demo_store.counters()
@@ -185,8 +185,8 @@ async def test_ollama_step_through_applies_the_servers_proposal(
     record = demo_store.records()[0]
     assert record.outcome == "applied" and record.summariser == "ollama"
     assert sorted(record.consumed) == sorted(staging)
-    assert demo_store.get(record.summary_id).text == MERGED
-    assert all(demo_store.get(i).superseded_by == record.summary_id for i in staging)
+    assert demo_store.require(record.summary_id).text == MERGED
+    assert all(demo_store.require(i).superseded_by == record.summary_id for i in staging)
 
 
 async def test_ollama_hang_is_cancelled_with_escape(

@@ -89,7 +89,7 @@ async def test_list_filter_and_sort(demo_store: Store) -> None:
         weights = demo_store.weights(OPS, "live")
         ids = fact_rows(app).ids
         assert [weights[i] for i in ids] == sorted(weights.values())
-        weakest = demo_store.get(ids[0])
+        weakest = demo_store.require(ids[0])
         assert weakest.weight == min(weights.values())
         # the cursor stayed on its fact (the newest, now near the end); home shows the top
         assert cursor_fact_id(app) == live[0].id
@@ -97,7 +97,7 @@ async def test_list_filter_and_sort(demo_store: Store) -> None:
         await pilot.pause()
         assert weakest.text in screen_text(app)
         assert screen_text(app).index(weakest.text) < screen_text(app).index(
-            demo_store.get(ids[1]).text
+            demo_store.require(ids[1]).text
         )
         await pilot.press("s")
         await pilot.pause()
@@ -109,7 +109,7 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
     async with running(app) as pilot:
         await pilot.press("down", "down")
         fact_id = cursor_fact_id(app)
-        fact = demo_store.get(fact_id)
+        fact = demo_store.require(fact_id)
         assert not fact.pinned
 
         await pilot.press("enter")
@@ -136,7 +136,7 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
 
         await pilot.press("p")
         await settle(pilot)
-        pinned = demo_store.get(fact_id)
+        pinned = demo_store.require(fact_id)
         assert pinned.pinned and pinned.pinned_at == FIXED_TEXT.replace("Z", ".000000Z")
         assert cursor_fact_id(app) == fact_id
         assert "★" in row_of(app, fact.text)
@@ -145,8 +145,8 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
         assert detail_fields(app)["state"] == "live, pinned"
         await pilot.press("escape", "p")
         await settle(pilot)
-        assert not demo_store.get(fact_id).pinned
-        assert demo_store.get(fact_id).pinned_at is None
+        assert not demo_store.require(fact_id).pinned
+        assert demo_store.require(fact_id).pinned_at is None
         assert "★" not in row_of(app, fact.text)
 
 
@@ -168,7 +168,7 @@ async def test_a_adds_and_e_revises(demo_store: Store) -> None:
 
         # revise the fact under the cursor: the text area starts with its text
         await pilot.press("down")
-        old = demo_store.get(cursor_fact_id(app))
+        old = demo_store.require(cursor_fact_id(app))
         await pilot.press("e")
         await pilot.pause()
         area = app.screen.query_one("#entry-text", TextArea)
@@ -176,9 +176,9 @@ async def test_a_adds_and_e_revises(demo_store: Store) -> None:
         await pilot.press("end", *" Revised")
         await pilot.press("ctrl+s")
         await settle(pilot)
-        tomb = demo_store.get(old.id)
+        tomb = demo_store.require(old.id)
         assert tomb.is_tombstone
-        revision = demo_store.get(tomb.superseded_by)
+        revision = demo_store.require(tomb.superseded_by)
         assert revision.text == old.text + " Revised"
         assert revision.is_live and revision.agent_id == OPS
         assert old.id not in fact_rows(app).ids
@@ -191,7 +191,7 @@ async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) 
     app = make_app(demo_store)
     async with running(app) as pilot:
         target = cursor_fact_id(app)
-        text = demo_store.get(target).text
+        text = demo_store.require(target).text
         before = everything(demo_store)
         generation = demo_store.generation()
 
@@ -211,7 +211,7 @@ async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) 
         await pilot.pause()
         await pilot.press("y")
         await settle(pilot)
-        retired = demo_store.get(target)
+        retired = demo_store.require(target)
         assert retired.superseded_by == RETIRED
         assert target not in fact_rows(app).ids
         assert text not in screen_text(app)
@@ -248,7 +248,7 @@ async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store:
         await pilot.press("p")
         await settle(pilot)
         await wait_until(pilot, lambda: static_text(app, "#facts-info").startswith("9 of 100"))
-        assert demo_store.get(target).pinned
+        assert demo_store.require(target).pinned
         assert cursor_fact_id(app) == target
 
 
@@ -268,7 +268,7 @@ async def test_new_facts_above_the_cursor_come_into_view(demo_store: Store) -> N
         assert cursor_fact_id(app) == newest  # the cursor stayed on its fact
         shown = screen_text(app)
         assert "open (one)." in shown and "open (two)." in shown
-        assert shown.index("open (two).") < shown.index(demo_store.get(newest).text)
+        assert shown.index("open (two).") < shown.index(demo_store.require(newest).text)
 
         await pilot.press("s")
         await settle(pilot)
@@ -289,7 +289,7 @@ async def test_a_scrolled_list_keeps_the_cursor_on_its_screen_line(demo_store: S
         await pilot.press("pagedown", "pagedown", "up", "up")
         await settle(pilot)
         target = cursor_fact_id(app)
-        text = demo_store.get(target).text[:40]  # rows are cut at 80 columns
+        text = demo_store.require(target).text[:40]  # rows are cut at 80 columns
         line = next(i for i, row in enumerate(screen_lines(app)) if text in row)
         demo_store.put(OPS, "Arrived above the view.")
         await wait_until(pilot, lambda: len(fact_rows(app)) == 101, what="the new fact")

@@ -127,14 +127,14 @@ async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: Store
         await settle(pilot)
 
         for fact_id in applied.consumed:
-            fact = demo_store.get(fact_id)
+            fact = demo_store.require(fact_id)
             assert fact.is_live and fact.cycle_id == ""
-        assert demo_store.get(summary_id).superseded_by == RETIRED
+        assert demo_store.require(summary_id).superseded_by == RETIRED
         assert demo_store.receipts(summary_id) == []
         assert demo_store.counters().reverts == 1
         newest = demo_store.records()[0]
         assert newest.kind == "revert" and newest.reverted_cycle_id == applied.cycle_id
-        assert demo_store.record(applied.cycle_id).reverted_by == newest.cycle_id
+        assert demo_store.require_record(applied.cycle_id).reverted_by == newest.cycle_id
         assert any(f"cycle {applied.cycle_id} reverted" in m for _, m in notifications(app))
 
         await wait_until(pilot, lambda: len(table_rows(app)) == 3, what="the revert record")

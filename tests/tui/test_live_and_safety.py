@@ -126,7 +126,7 @@ async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
         # the detail modal shows every text literally too
         ids = fact_rows(app).ids
         for index, fact_id in enumerate(ids):
-            stored = empty_store.get(fact_id).text
+            stored = empty_store.require(fact_id).text
             shown = dict(HOSTILE)[stored]
             await pilot.press("home", *["down"] * index, "enter")
             await pilot.pause()

@@ -9,7 +9,7 @@ from graymatter_tui.widgets.fact_rows import CACHED_FACTS, FactRows, TombstoneRo
 def test_scrolling_through_a_long_list_keeps_a_bounded_cache(empty_store: Store) -> None:
     empty_store.put_many(NewFact("agent", f"fact {i}") for i in range(CACHED_FACTS * 3))
     ids = empty_store.fact_ids("agent")
-    rows = FactRows(ids, empty_store.get_many, empty_store.now())
+    rows = FactRows(ids, empty_store.find_many, empty_store.now())
     for index in range(len(ids)):
         fact = rows.fact(index)
         assert fact is not None and fact.id == ids[index]
@@ -22,7 +22,7 @@ def test_tombstone_summaries_are_bounded_too(empty_store: Store) -> None:
     for fact in facts:
         empty_store.revise(fact.id, fact.text + " (revised)")
     ids = empty_store.fact_ids("agent", "tombstones")
-    rows = TombstoneRows(ids, empty_store.get_many, empty_store.now(), 720.0)
+    rows = TombstoneRows(ids, empty_store.find_many, empty_store.now(), 720.0)
     for index in range(len(ids)):
         tomb = rows.fact(index)
         assert tomb is not None

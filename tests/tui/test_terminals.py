@@ -103,7 +103,7 @@ async def test_every_segment_of_a_list_line_has_a_style(demo_store: Store) -> No
 
         facts: Any = app.query_one("#fact-list")
         check(facts)  # full rows, the cursor row
-        facts.set_source(FactRows([], demo_store.get_many, demo_store.now()))
+        facts.set_source(FactRows([], demo_store.find_many, demo_store.now()))
         check(facts)  # the empty list's text and blank lines
         await pilot.press("2")
         await settle(pilot)

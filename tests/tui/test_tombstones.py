@@ -39,8 +39,8 @@ def drawn_row(app: object, index: int) -> str:
 async def test_tombstones_show_their_summary_and_open_the_receipt_chain(demo_store: Store) -> None:
     record = await Cycle(demo_store, OPS, LocalSummariser()).run()
     assert record.outcome == "applied"
-    summary = demo_store.get(record.summary_id)
-    consumed = {fact_id: demo_store.get(fact_id).text for fact_id in record.consumed}
+    summary = demo_store.require(record.summary_id)
+    consumed = {fact_id: demo_store.require(fact_id).text for fact_id in record.consumed}
     assert sorted(consumed.values()) == [STAGING_A, STAGING_B]
 
     app = make_app(demo_store)
@@ -139,7 +139,7 @@ def test_tombstone_columns_line_up_for_wide_text_at_any_width(tmp_path: Path) ->
         for width in (40, 60, 80, 120, 200):
             header = tombstone_header(width)
             arrow_at = cell_len(header[: header.index("→")])
-            rows = TombstoneRows(ids, store.get_many, store.now(), 720.0)
+            rows = TombstoneRows(ids, store.find_many, store.now(), 720.0)
             drawn = ["".join(s.text for s in rows.row(i, width)) for i in range(len(ids))]
             for row in drawn:
                 assert cell_len(row) <= width

@@ -1,0 +1,171 @@
+"""Curation of facts, as functions over one write transaction: put, pin, revise, retire,
+touch, delete, and the demo's claim on a store. Callers validate text and agent names
+before the transaction (see `Store`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import msgspec
+
+from graymatter_tui import clock
+from graymatter_tui.errors import Conflict, InvalidInput
+from graymatter_tui.model import RETIRED, Fact
+from graymatter_tui.store.ids import new_id
+from graymatter_tui.store.tx import Tx
+from graymatter_tui.store.values import NewFact
+
+DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
+
+
+def put(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
+    stamp = clock.format_time(tx.now)
+    fact = Fact(
+        id=tx.new_id(),
+        agent_id=agent,
+        text=text,
+        created_at=stamp,
+        accessed_at=stamp,
+        pinned=pinned,
+        pinned_at=stamp if pinned else None,
+    )
+    tx.write_fact(fact, None)
+    return fact
+
+
+def put_many(tx: Tx, pending: list[NewFact], terms: list[dict[str, int]]) -> list[Fact]:
+    """Insert many facts; `terms` holds each one's `term_counts(text)`."""
+    out = []
+    fmt = clock.format_time
+    for item in pending:
+        created = item.created_at or tx.now
+        accessed = item.accessed_at or created
+        created_at = fmt(created)
+        out.append(
+            Fact(
+                id=item.fact_id or tx.new_id(created),
+                agent_id=item.agent_id,
+                text=item.text,
+                created_at=created_at,
+                accessed_at=created_at if accessed is created else fmt(accessed),
+                access_count=item.access_count,
+                weight=item.weight,
+                pinned=item.pinned,
+                pinned_at=created_at if item.pinned else None,
+            )
+        )
+    known = [f.id for f in out if tx.agent_of(f.id) is not None]
+    if known or len({f.id for f in out}) != len(out):
+        raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
+    tx.insert_many(out, terms)
+    return out
+
+
+def pin(tx: Tx, fact_id: str) -> Fact:
+    fact = tx.require(fact_id)
+    if fact.is_tombstone:
+        raise Conflict(f"fact {fact_id} is a tombstone (superseded); only live facts can be pinned")
+    if fact.pinned:
+        return fact
+    pinned = msgspec.structs.replace(fact, pinned=True, pinned_at=clock.format_time(tx.now))
+    tx.write_fact(pinned, fact)
+    return pinned
+
+
+def unpin(tx: Tx, fact_id: str) -> Fact:
+    fact = tx.require(fact_id)
+    if not fact.pinned:
+        return fact
+    unpinned = msgspec.structs.replace(fact, pinned=False, pinned_at=None)
+    tx.write_fact(unpinned, fact)
+    return unpinned
+
+
+def revise(tx: Tx, fact_id: str, text: str) -> tuple[Fact, Fact]:
+    """A new fact plus a tombstone pointing at it; a pin moves to the revision.
+    Returns (revision, tombstone)."""
+    old = tx.require(fact_id)
+    if old.is_tombstone:
+        raise Conflict(f"fact {fact_id} is already a tombstone; revise its replacement instead")
+    if old.text == text:
+        raise Conflict("text is unchanged; nothing revised")
+    stamp = clock.format_time(tx.now)
+    revision = Fact(
+        id=tx.new_id(),
+        agent_id=old.agent_id,
+        text=text,
+        created_at=stamp,
+        accessed_at=stamp,
+        pinned=old.pinned,
+        pinned_at=stamp if old.pinned else None,
+        confidence=old.confidence,
+    )
+    tomb = msgspec.structs.replace(old, superseded_by=revision.id, pinned=False, pinned_at=None)
+    tx.write_fact(revision, None)
+    tx.write_fact(tomb, old)
+    return revision, tomb
+
+
+def retire(tx: Tx, fact_id: str) -> Fact:
+    """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
+    old = tx.require(fact_id)
+    if old.is_tombstone:
+        raise Conflict(f"fact {fact_id} is already a tombstone")
+    if old.pinned:
+        raise Conflict(f"fact {fact_id} is pinned; unpin it before retiring it")
+    tomb = msgspec.structs.replace(old, superseded_by=RETIRED)
+    tx.write_fact(tomb, old)
+    return tomb
+
+
+def touch(tx: Tx, fact_ids: list[str]) -> int:
+    """Record an access to live facts; never resurrects a tombstone or recreates a fact."""
+    stamp = clock.format_time(tx.now)
+    touched = 0
+    for fact_id in fact_ids:
+        fact = tx.find(fact_id)
+        if fact is None or fact.is_tombstone:
+            continue
+        tx.write_fact(
+            msgspec.structs.replace(fact, access_count=fact.access_count + 1, accessed_at=stamp),
+            fact,
+        )
+        touched += 1
+    return touched
+
+
+def delete(tx: Tx, fact_ids: list[str]) -> list[Fact]:
+    """Remove facts and their extraction signatures (pruning only)."""
+    removed = []
+    for fact_id in fact_ids:
+        fact = tx.find(fact_id)
+        if fact is not None:
+            tx.delete_fact(fact)
+            removed.append(fact)
+    return removed
+
+
+def unused_id(tx: Tx, moment: datetime) -> str:
+    """A new id held by no fact or record now. See `Tx.new_id` for why this is checked."""
+    while True:
+        candidate = new_id(moment)
+        if not tx.id_in_use(candidate):
+            return candidate
+
+
+def claim_for_demo(tx: Tx, path: Path) -> None:
+    """Mark the store as the demo's; refused when it holds rows the demo did not put."""
+    if tx.meta_get(DEMO_KEY) is not None:
+        return
+    facts = tx.count_facts()
+    records = tx.count_records()
+    if facts or records:
+        count, noun = (facts, "fact") if facts else (records, "journal record")
+        held = f"{count} {noun}{'' if count == 1 else 's'}"
+        raise Conflict(
+            f"the store at {path} already holds {held} that the demo did not "
+            "put there; not adding demo facts to it (give --dir a new directory, "
+            "or run `graymatter-tui demo --into-existing` to mix them in)"
+        )
+    tx.meta_put(DEMO_KEY, clock.format_time(tx.now))

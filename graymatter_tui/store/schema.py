@@ -1,0 +1,108 @@
+"""Opening LMDB files and the store's schema: the tables, the meta rows a new store
+starts with, and the checks that refuse a file this program must not touch."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import lmdb
+
+from graymatter_tui import __version__, clock
+from graymatter_tui.errors import StoreError
+from graymatter_tui.store.files import DATA_FILE
+from graymatter_tui.store.tx import Dbs
+
+SCHEMA_VERSION = 1
+ENGINE = "lmdb-0.9"
+TABLES = tuple(Dbs.__dataclass_fields__)
+
+
+def lmdb_open(
+    directory: Path, map_size: int, *, read_only: bool, lock: bool, sync: bool = True
+) -> lmdb.Environment:
+    return lmdb.open(
+        str(directory),
+        map_size=map_size,
+        max_dbs=len(TABLES) + 2,
+        mode=0o600,
+        lib_version=0,
+        max_spare_txns=0,
+        sync=sync,
+        metasync=sync,
+        writemap=False,
+        readonly=read_only,
+        lock=lock,
+    )
+
+
+def lmdb_message(exc: lmdb.Error) -> str:
+    """What an LMDB error means for the user, in a few words."""
+    text = str(exc)
+    if isinstance(exc, lmdb.DiskError) or "Input/output" in text or "No space" in text:
+        return "the disk is full or failed while writing; nothing was written"
+    if isinstance(exc, lmdb.ReadonlyError):
+        return "the store is read-only"
+    if isinstance(exc, lmdb.CorruptedError | lmdb.PanicError | lmdb.InvalidError):
+        return f"the store is corrupt ({text})"
+    return text
+
+
+def open_tables(
+    env: lmdb.Environment, directory: Path, now: datetime, read_only: bool = False
+) -> Dbs | None:
+    """The store's tables, creating a new store in an empty file (unless `read_only`:
+    then None). Refuses a foreign LMDB file, a damaged one, or a newer schema."""
+    try:
+        with env.begin() as txn:
+            try:
+                meta = env.open_db(b"meta", txn=txn, create=False)
+            except lmdb.NotFoundError:
+                meta = None
+            entries = txn.stat()["entries"]
+            schema = txn.get(b"schema_version", db=meta) if meta is not None else None
+    except lmdb.Error as exc:
+        raise StoreError(f"cannot read store at {directory}: {lmdb_message(exc)}") from None
+    if meta is None:
+        if entries:
+            raise StoreError(
+                f"{directory / DATA_FILE} is an LMDB database but not a graymatter-tui store; "
+                "not touching it"
+            )
+        return None if read_only else initialise(env, now)
+    if schema is None:
+        raise StoreError(f"store at {directory} has no schema version; it is damaged")
+    try:
+        version = int(bytes(schema))
+    except ValueError:
+        raise StoreError(f"store at {directory} has a corrupt schema version") from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store at {directory} was written by a newer graymatter-tui (schema {version}; "
+            f"this program reads up to {SCHEMA_VERSION}); upgrade graymatter-tui to open it"
+        )
+    try:
+        return Dbs(**{name: env.open_db(name.encode(), create=False) for name in TABLES})
+    except lmdb.Error as exc:
+        raise StoreError(f"store at {directory} is missing a table ({exc})") from None
+
+
+def initialise(env: lmdb.Environment, now: datetime) -> Dbs:
+    """Create the tables and the meta rows of a new store."""
+    try:
+        with env.begin(write=True) as txn:
+            handles = {name: env.open_db(name.encode(), txn=txn) for name in TABLES}
+            meta = handles["meta"]
+            if txn.get(b"schema_version", db=meta) is not None:
+                # Another process created the store between our look and this write
+                # transaction; its meta (and any writes since) must stand.
+                return Dbs(**handles)
+            txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=meta)
+            txn.put(b"engine", ENGINE.encode(), db=meta)
+            txn.put(b"engine_version", ".".join(map(str, lmdb.version())).encode(), db=meta)
+            txn.put(b"created_by", f"graymatter-tui {__version__}".encode(), db=meta)
+            txn.put(b"created_at", clock.format_time(now).encode(), db=meta)
+            txn.put(b"generation", b"1", db=meta)
+    except lmdb.Error as exc:
+        raise StoreError(f"cannot create store: {lmdb_message(exc)}") from None
+    return Dbs(**handles)

@@ -1,0 +1,166 @@
+"""The values a store takes and returns, the same for every backend: requests (a new
+fact, an apply), outcomes of the cycle's store operations, and import results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from graymatter_tui.errors import Conflict, InvalidInput
+from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.textsafe import looks_like_id
+
+# Facts (and graph entries) that decay below this weight are pruned.
+PRUNE_BELOW = 0.01
+
+
+def validate_fact_id(value: str) -> str:
+    if not looks_like_id(value):
+        raise InvalidInput(f"not a fact id: {value!r} (expected a 26-character ULID)")
+    return value
+
+
+def decay_weight(weight: float, hours_stale: float, half_life_hours: float) -> float:
+    """`min(weight, 2^(-hours/half_life))`: recomputed from staleness, so idempotent."""
+    fresh = math.exp(-math.log(2) * max(hours_stale, 0.0) / half_life_hours)
+    return min(weight, fresh)
+
+
+# ---- facts -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NewFact:
+    """A fact to insert in bulk (demo data, benchmarks): times default to the store clock."""
+
+    agent_id: str
+    text: str
+    created_at: datetime | None = None
+    accessed_at: datetime | None = None
+    access_count: int = 0
+    weight: float = 1.0
+    pinned: bool = False
+    fact_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowResult:
+    fact: Fact
+    replaced_by: Fact | None
+    consumed: list[Fact]
+    cycle: CycleRecord | None
+
+
+# ---- the consolidation cycle ------------------------------------------------------------
+@dataclass(frozen=True)
+class WeightChange:
+    id: str
+    before: float
+    after: float
+
+
+@dataclass(frozen=True)
+class DecayOutcome:
+    examined: int
+    changed: int
+    largest_drops: list[WeightChange]
+
+
+@dataclass(frozen=True)
+class Selection:
+    live: int
+    candidates: list[tuple[float, str]]
+    batch: list[tuple[float, Fact]]
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """What review decided, plus the batch snapshot the decision was made on."""
+
+    cycle_id: str
+    agent_id: str
+    summary: str
+    consume: list[str]
+    snapshot: dict[str, str]  # id -> text as shown to the summariser
+
+
+@dataclass
+class ApplyOutcome:
+    applied: bool
+    reason: str = ""
+    summary: Fact | None = None
+    consumed: list[str] = field(default_factory=list)
+    record: CycleRecord | None = None  # the journal record as committed, when applied
+
+
+@dataclass(frozen=True)
+class PruneOutcome:
+    pruned: list[Fact]
+    record: CycleRecord  # the journal record as committed, with the pruned copies
+
+
+# ---- the knowledge graph ---------------------------------------------------------------
+class EntityLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExtractOutcome:
+    examined: int
+    extracted: int
+    skipped_unchanged: int
+    nodes_touched: int
+    edges_touched: int
+
+
+@dataclass(frozen=True)
+class GraphDecayOutcome:
+    nodes: int
+    edges: int
+    nodes_removed: int
+    edges_removed: int
+
+
+# ---- import ----------------------------------------------------------------------------
+OnConflict = Literal["refuse", "keep-store"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("refuse", "keep-store")
+MAX_NAMED = 5  # problems named in one message; the rest are counted
+
+
+@dataclass(frozen=True)
+class ImportIssue:
+    """One row of the file the store already holds differently."""
+
+    kind: Literal["fact", "cycle"]
+    id: str
+    where: str  # "line 7" (jsonl) or "item 3" (array)
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind} {self.id}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    facts_added: int
+    facts_skipped: int  # already present: identical, state kept, or in conflict
+    records_added: int
+    records_skipped: int
+    conflicts: list[ImportIssue] = field(default_factory=list)
+    kept_store_state: list[ImportIssue] = field(default_factory=list)
+
+
+class ImportConflicts(Conflict):
+    """The file holds ids the store holds differently; nothing was imported."""
+
+    def __init__(self, conflicts: list[ImportIssue]) -> None:
+        self.conflicts = conflicts
+        shown = "; ".join(map(str, conflicts[:MAX_NAMED]))
+        more = f"; and {len(conflicts) - MAX_NAMED} more" if len(conflicts) > MAX_NAMED else ""
+        noun = "row differs" if len(conflicts) == 1 else "rows differ"
+        super().__init__(f"{len(conflicts)} {noun} from the store's: {shown}{more}")
