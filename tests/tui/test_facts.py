@@ -373,7 +373,7 @@ async def test_e_on_text_with_control_characters_edits_what_is_shown(empty_store
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert empty_store.generation() == generation
-        assert empty_store.get(fact.id).is_live
+        assert empty_store.require(fact.id).is_live
 
         await pilot.press("e")
         await pilot.pause()
@@ -382,5 +382,5 @@ async def test_e_on_text_with_control_characters_edits_what_is_shown(empty_store
         await pilot.press(*" (rotated)")
         await pilot.press("ctrl+s")
         await settle(pilot)
-        revision = empty_store.get(empty_store.get(fact.id).superseded_by)
+        revision = empty_store.require(empty_store.require(fact.id).superseded_by)
         assert revision.text == "key ␛]52;c;aGk=␇ here\nsecond line (rotated)"

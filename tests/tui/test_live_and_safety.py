@@ -315,7 +315,7 @@ async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> No
         assert shown in screen_text(app)
         assert "sly<U+200F>agent<U+FEFF>" in screen_text(app)  # the top bar
         assert_no_raw_control(app, "facts")
-        assert "\x1b" in empty_store.get(cursor_fact_id(app)).text  # what e and x show
+        assert "\x1b" in empty_store.require(cursor_fact_id(app)).text  # what e and x show
 
         for key, where in (
             ("enter", "fact detail"),
