@@ -22,14 +22,40 @@ from graymatter_tui.textsafe import validate_agent
 )
 @click.option("--agent", default=None, help="Agent id for calls that give none.")
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
-def mcp(data_dir: Path | None, agent: str | None, read_only: bool) -> None:
-    """Serve upstream GrayMatter's memory tools over MCP on stdio (stdout is the protocol)."""
+@click.option(
+    "--http",
+    "bind",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (bearer token).",
+)
+@click.option("--allow-remote", is_flag=True, help="Let --http listen on a non-loopback address.")
+def mcp(
+    data_dir: Path | None, agent: str | None, read_only: bool, bind: str | None, allow_remote: bool
+) -> None:
+    """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
+    protocol), or with --http on HTTP, where every request needs the bearer token kept in
+    the data dir's mcp-token file."""
+    from graymatter_tui.mcp.http_guard import load_or_create_token, parse_bind
     from graymatter_tui.mcp.memory_tools import Session
-    from graymatter_tui.mcp.server import serve_stdio
+    from graymatter_tui.mcp.server import serve_http, serve_stdio
 
     if agent is not None:
         validate_agent(agent)
+    where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
-    note(f"serving {store.path} over MCP on stdio" + (" (read-only)" if read_only else ""))
+    mode = " (read-only)" if read_only else ""
     with store:
-        serve_stdio(Session(store, read_only=read_only, default_agent=agent))
+        session = Session(store, read_only=read_only, default_agent=agent)
+        if where is None:
+            note(f"serving {store.path} over MCP on stdio{mode}")
+            serve_stdio(session)
+            return
+        token = load_or_create_token(store.path)
+        host, port = where
+        shown = f"[{host}]" if ":" in host else host
+        note(
+            f"serving {store.path} over MCP at http://{shown}:{port}/mcp{mode}; "
+            f"the bearer token is in {store.path / 'mcp-token'}"
+        )
+        serve_http(session, host, port, token)

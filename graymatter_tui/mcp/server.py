@@ -18,6 +18,7 @@ from graymatter_tui import __version__
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
 from graymatter_tui.mcp.errors import ToolError
+from graymatter_tui.mcp.http_guard import MAX_BODY_BYTES, guarded
 from graymatter_tui.mcp.memory_tools import HANDLERS, Session
 from graymatter_tui.mcp.replies import Reply
 from graymatter_tui.mcp.tools import TOOLS
@@ -83,6 +84,24 @@ def build_server(session: Session) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def serve_http(session: Session, host: str, port: int, token: str) -> None:
+    """Serve the streamable HTTP transport at /mcp behind the bearer token, until stopped."""
+    import uvicorn  # only the HTTP transport needs it
+
+    server = build_server(session)
+    app = server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)
+    config = uvicorn.Config(
+        guarded(app, token),
+        host=host,
+        port=port,
+        # An access log line holds the URL, and a client may have put its token there.
+        access_log=False,
+        log_level="warning",
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
 
 
 def serve_stdio(session: Session) -> None:

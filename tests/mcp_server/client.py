@@ -10,9 +10,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,16 +44,35 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
+def server_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+@asynccontextmanager
+async def connected_http(
+    url: str, token: str, client_name: str = "http-client"
+) -> AsyncIterator[Agent]:
+    headers = {"Authorization": f"Bearer {token}"}
+    info = types.Implementation(name=client_name, version="1.0")
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, client_info=info) as session,
+    ):
+        await session.initialize()
+        yield Agent(session)
+
+
 @asynccontextmanager
 async def connected(
     data_dir: Path, *options: str, client_name: str = "test-client"
 ) -> AsyncIterator[Agent]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
-    env["PYTHONPATH"] = str(ROOT)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "graymatter_tui", "mcp", "--dir", str(data_dir), *options],
-        env=env,
+        env=server_env(),
         cwd=str(ROOT),
     )
     info = types.Implementation(name=client_name, version="1.0")
