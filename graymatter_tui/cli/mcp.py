@@ -8,6 +8,7 @@ import click
 
 from graymatter_tui.cli.common import settings_for
 from graymatter_tui.cli.output import note
+from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import validate_agent
 
@@ -30,8 +31,20 @@ from graymatter_tui.textsafe import validate_agent
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (bearer token).",
 )
 @click.option("--allow-remote", is_flag=True, help="Let --http listen on a non-loopback address.")
+@click.option(
+    "--print-config",
+    "client",
+    type=click.Choice(CLIENTS),
+    default=None,
+    help="Print the snippet that wires this server into CLIENT, and exit.",
+)
 def mcp(
-    data_dir: Path | None, agent: str | None, read_only: bool, bind: str | None, allow_remote: bool
+    data_dir: Path | None,
+    agent: str | None,
+    read_only: bool,
+    bind: str | None,
+    allow_remote: bool,
+    client: str | None,
 ) -> None:
     """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
     protocol), or with --http on HTTP, where every request needs the bearer token kept in
@@ -42,6 +55,10 @@ def mcp(
 
     if agent is not None:
         validate_agent(agent)
+    if client is not None:
+        note(f"paste this into {WHERE[client]}")
+        click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
+        return
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
     mode = " (read-only)" if read_only else ""
