@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__
-from graymatter_tui.cli import admin, cycles, facts
+from graymatter_tui.cli import admin, cycles, facts, mcp
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.summariser_names import SUMMARISERS
@@ -93,6 +93,7 @@ for command in (
     cycles.journal,
     cycles.revert,
     cycles.doctor,
+    mcp.mcp,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,78 @@
+"""`mcp`: serve the store to agents over the Model Context Protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from graymatter_tui.cli.common import settings_for
+from graymatter_tui.cli.output import note
+from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
+from graymatter_tui.store import Store
+from graymatter_tui.textsafe import validate_agent
+
+
+@click.command(name="mcp")
+@click.option(
+    "--dir",
+    "data_dir",
+    type=click.Path(path_type=Path, readable=False),
+    default=None,
+    help="Data directory (default: $GRAYMATTER_DIR, else the user data dir).",
+)
+@click.option("--agent", default=None, help="Agent id for calls that give none.")
+@click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
+@click.option(
+    "--http",
+    "bind",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (bearer token).",
+)
+@click.option("--allow-remote", is_flag=True, help="Let --http listen on a non-loopback address.")
+@click.option(
+    "--print-config",
+    "client",
+    type=click.Choice(CLIENTS),
+    default=None,
+    help="Print the snippet that wires this server into CLIENT, and exit.",
+)
+def mcp(
+    data_dir: Path | None,
+    agent: str | None,
+    read_only: bool,
+    bind: str | None,
+    allow_remote: bool,
+    client: str | None,
+) -> None:
+    """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
+    protocol), or with --http on HTTP, where every request needs the bearer token kept in
+    the data dir's mcp-token file."""
+    from graymatter_tui.mcp.http_guard import load_or_create_token, parse_bind
+    from graymatter_tui.mcp.memory_tools import Session
+    from graymatter_tui.mcp.server import serve_http, serve_stdio
+
+    if agent is not None:
+        validate_agent(agent)
+    if client is not None:
+        note(f"paste this into {WHERE[client]}")
+        click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
+        return
+    where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
+    store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
+    mode = " (read-only)" if read_only else ""
+    with store:
+        session = Session(store, read_only=read_only, default_agent=agent)
+        if where is None:
+            note(f"serving {store.path} over MCP on stdio{mode}")
+            serve_stdio(session)
+            return
+        token = load_or_create_token(store.path)
+        host, port = where
+        shown = f"[{host}]" if ":" in host else host
+        note(
+            f"serving {store.path} over MCP at http://{shown}:{port}/mcp{mode}; "
+            f"the bearer token is in {store.path / 'mcp-token'}"
+        )
+        serve_http(session, host, port, token)

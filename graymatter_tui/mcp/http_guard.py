@@ -1,0 +1,167 @@
+"""The HTTP transport's door: where it may listen, the bearer token it demands, and the
+ASGI wrapper that checks it before the MCP app sees a request.
+
+The token lives in a 0600 file in the data dir, made on first use. It is compared in
+constant time, accepted only in the Authorization header (a token in a URL ends up in
+logs and shell history), and never written to any log. `/healthz` is the one path that
+answers without it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+import stat
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from graymatter_tui.errors import InvalidInput, StoreError
+
+TOKEN_FILE = "mcp-token"
+MAX_BODY_BYTES = 1024 * 1024  # a 64 KiB fact, JSON-escaped, fits many times over
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def parse_bind(value: str, *, allow_remote: bool) -> tuple[str, int]:
+    """HOST:PORT (or [v6]:PORT). Anything but a loopback address needs `allow_remote`."""
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InvalidInput(f"--http wants HOST:PORT (for example 127.0.0.1:8765), got {value!r}")
+    if not allow_remote and not _is_loopback(host):
+        raise InvalidInput(
+            f"refusing to listen on {host}: it is not a loopback address, so other machines "
+            "could reach the store. Pass --allow-remote to mean it"
+        )
+    return host, int(port_text)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    """The server's token, made (0600, never replacing anything) on first use."""
+    path = data_dir / TOKEN_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return _read_token(path)
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from None
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+def _read_token(path: Path) -> str:
+    try:
+        # O_NONBLOCK: a FIFO put in its place must be refused, not waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd) as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{path} is not a regular file; not using it as the token")
+        if info.st_mode & 0o077:
+            raise StoreError(
+                f"{path} can be read by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                "make it 0600 or delete it to get a new token"
+            )
+        token = fh.read(256).strip()
+    if len(token) < 32:
+        raise StoreError(f"{path} holds no usable token; delete it to get a new one")
+    return token
+
+
+def guarded(app: ASGIApp, token: str, *, max_body: int = MAX_BODY_BYTES) -> ASGIApp:
+    """`app` behind the bearer token, with /healthz open and bodies capped at `max_body`."""
+    expected = f"Bearer {token}".encode()
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)  # lifespan: the MCP app's own start and stop
+            return
+        if scope.get("path") == "/healthz":
+            await _answer(send, 200, {"status": "ok"})
+            return
+        if _token_in_query(scope):
+            await _answer(send, 401, {"error": "send the token in the Authorization header"})
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if not hmac.compare_digest(given, expected):
+            await _answer(send, 401, {"error": "missing or wrong bearer token"})
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > max_body):
+            await _answer(send, 413, {"error": f"request body over {max_body} bytes"})
+            return
+        body = await _read_body(receive, max_body)
+        if body is None:
+            await _answer(send, 413, {"error": f"request body over {max_body} bytes"})
+            return
+        await app(scope, _replay(body, receive), send)
+
+    return guard
+
+
+def _token_in_query(scope: Scope) -> bool:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return any(key.lower() in ("token", "access_token", "auth") for key in query)
+
+
+async def _read_body(receive: Receive, max_body: int) -> bytes | None:
+    """The whole body, or None once it passes `max_body` (a body sent in chunks, with no
+    length, is counted as it arrives)."""
+    parts: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return b"".join(parts)  # the client left; the app sees an empty body
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > max_body:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the client's disconnect, when it comes
+
+    return replay
+
+
+async def _answer(send: Send, status: int, body: dict[str, str]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="graymatter-tui"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})

@@ -1,0 +1,51 @@
+"""What a tool answers: the text an agent reads and its structured twin. The wording of
+the texts is upstream's; clients and prompts match on it, so change it only together
+with `tools.py`'s output schemas and the contract tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    structured: dict[str, Any] = field(default_factory=dict)
+
+
+def _line(text: str) -> str:
+    # One fact a line: a newline inside a fact would read as the start of the next one.
+    return " ".join(text.splitlines())
+
+
+def numbered(facts: list[str]) -> str:
+    return "\n".join(f"{n}. {_line(text)}" for n, text in enumerate(facts, start=1))
+
+
+def search_reply(agent: str, query: str, facts: list[str]) -> Reply:
+    structured = {"agent_id": agent, "query": query, "count": len(facts), "facts": facts}
+    if not facts:
+        return Reply(f'No memories found for agent "{agent}".', structured)
+    head = f'Found {len(facts)} relevant memories for agent "{agent}":'
+    return Reply(f"{head}\n\n{numbered(facts)}", structured)
+
+
+def batch_reply(agent: str, per_query: list[tuple[str, list[str]]]) -> Reply:
+    merged = list(dict.fromkeys(text for _, facts in per_query for text in facts))
+    results = [{"query": q, "count": len(f), "facts": f} for q, f in per_query]
+    structured = {"agent_id": agent, "count": len(merged), "facts": merged, "results": results}
+    if not merged:
+        return Reply(f'No memories found for agent "{agent}".', structured)
+    blocks = [
+        f'Found {len(merged)} relevant memories for agent "{agent}" across '
+        f"{len(per_query)} queries:\n\n{numbered(merged)}"
+    ]
+    for query, facts in per_query:
+        listing = numbered(facts) if facts else "(none)"
+        blocks.append(f'Query "{_line(query)}": {len(facts)} found\n{listing}')
+    return Reply("\n\n".join(blocks), structured)
+
+
+def add_reply(agent: str) -> Reply:
+    return Reply(f'Memory stored for agent "{agent}".', {"agent_id": agent, "stored": True})

@@ -1,0 +1,109 @@
+"""The tools as an agent calls them: the SDK's client, our server in a subprocess, a real
+store. Texts and structured shapes are upstream's contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graymatter_tui.mcp.tools import MAX_DESCRIPTION, TOOLS
+from graymatter_tui.store import Store
+from tests.mcp_server.client import connected
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
+
+async def test_the_tools_are_listed_with_upstream_names_and_schemas(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        listed = {tool.name: tool for tool in (await agent.session.list_tools()).tools}
+    assert {"memory_search", "memory_search_batch", "memory_add"} <= set(listed)
+    search = listed["memory_search"]
+    assert search.input_schema["required"] == ["agent_id", "query"]
+    assert search.input_schema["properties"]["top_k"]["default"] == 8
+    assert search.output_schema is not None
+    assert set(search.output_schema["properties"]) == {"agent_id", "query", "count", "facts"}
+
+
+def test_every_description_opens_with_a_verb_names_a_sibling_and_fits() -> None:
+    names = {tool.name for tool in TOOLS}
+    for tool in TOOLS:
+        assert len(tool.description) <= MAX_DESCRIPTION, tool.name
+        first = tool.description.split()[0]
+        assert first[0].isupper() and not first.endswith("s"), (tool.name, first)
+        assert any(other in tool.description for other in names - {tool.name}), tool.name
+        assert "Fails" in tool.description and "Returns" in tool.description, tool.name
+
+
+async def test_add_then_search_finds_it_with_upstream_text(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        text, structured = await agent.ok(
+            "memory_add", agent_id="a", text="The deploy key rotates on Fridays"
+        )
+        assert text == 'Memory stored for agent "a".'
+        assert structured == {"agent_id": "a", "stored": True}
+        await agent.ok("memory_add", agent_id="a", text="Lunch is at noon")
+        text, structured = await agent.ok(
+            "memory_search", agent_id="a", query="when does the deploy key rotate"
+        )
+    assert (
+        text == 'Found 1 relevant memories for agent "a":\n\n1. The deploy key rotates on Fridays'
+    )
+    assert structured == {
+        "agent_id": "a",
+        "query": "when does the deploy key rotate",
+        "count": 1,
+        "facts": ["The deploy key rotates on Fridays"],
+    }
+    with Store.open(tmp_path / "store", read_only=True) as store:
+        facts = {f.text: f for f in store.list_facts("a")}
+    assert facts["The deploy key rotates on Fridays"].access_count == 1  # the search was recorded
+    assert facts["Lunch is at noon"].access_count == 0
+
+
+async def test_an_empty_search_says_so(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        text, structured = await agent.ok("memory_search", agent_id="nobody", query="anything")
+    assert text == 'No memories found for agent "nobody".'
+    assert structured == {"agent_id": "nobody", "query": "anything", "count": 0, "facts": []}
+
+
+async def test_batch_merges_and_lists_each_query(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        await agent.ok("memory_add", agent_id="a", text="Postgres runs on port 5433")
+        await agent.ok("memory_add", agent_id="a", text="Redis runs on port 6380")
+        text, structured = await agent.ok(
+            "memory_search_batch",
+            agent_id="a",
+            queries=["postgres port", "redis port", "port"],
+            top_k=2,
+        )
+    assert structured["count"] == 2
+    assert sorted(structured["facts"]) == ["Postgres runs on port 5433", "Redis runs on port 6380"]
+    assert [r["query"] for r in structured["results"]] == ["postgres port", "redis port", "port"]
+    assert structured["results"][0]["facts"][0] == "Postgres runs on port 5433"
+    assert structured["results"][2]["count"] == 2
+    assert text.startswith('Found 2 relevant memories for agent "a" across 3 queries:\n\n1. ')
+    assert 'Query "redis port": 1 found\n1. Redis runs on port 6380\n\nQuery "port"' in text
+
+
+async def test_a_multi_line_fact_is_one_line_of_the_list(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        await agent.ok("memory_add", agent_id="a", text="Release steps:\ntag\npush")
+        text, structured = await agent.ok("memory_search", agent_id="a", query="release steps")
+    assert text.endswith("1. Release steps: tag push")
+    assert structured["facts"] == ["Release steps:\ntag\npush"]
+
+
+async def test_default_agent_and_read_only(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "store") as store:
+        store.put("ops", "The pager rota changes on Monday")
+    async with connected(tmp_path / "store", "--agent", "ops", "--read-only") as agent:
+        _, structured = await agent.ok("memory_search", query="pager rota")
+        assert structured["agent_id"] == "ops" and structured["count"] == 1
+        error = await agent.error("memory_add", text="should not land")
+    assert "read-only" in error
+    with Store.open(tmp_path / "store", read_only=True) as store:
+        facts = store.list_facts("ops")
+    assert [f.text for f in facts] == ["The pager rota changes on Monday"]
+    assert facts[0].access_count == 0  # a read-only server records no access
