@@ -11,14 +11,14 @@ from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.replies import Reply, add_reply, batch_reply, search_reply
 from graymatter_tui.recall import check_query, rank, recall
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
 @dataclass(frozen=True)
 class Session:
     """What a call may use beyond its arguments: the store, and the server's options."""
 
-    store: Store
+    store: MemoryStore
     read_only: bool = False
     default_agent: str | None = None
 
