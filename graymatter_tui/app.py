@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -327,7 +328,22 @@ class GraymatterApp(App[None]):
         self._poll()
 
     def show_fact(self, fact_id: str) -> None:
-        self.push_screen(FactDetailScreen(self.store, fact_id))
+        if not self.closing:
+            self.push_screen(FactDetailScreen(self.store, fact_id))
+
+    # ---- closing -----------------------------------------------------------------------
+    # Keys typed in the same burst of input as `q` are read after the app began to close;
+    # a dialog opened then would mount without its children and crash the exit.
+    closing = False
+
+    def exit(
+        self, result: None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        self.closing = True
+        super().exit(result, return_code, message)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not self.closing
 
     # ---- actions ---------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:

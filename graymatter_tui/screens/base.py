@@ -36,6 +36,7 @@ class Host(Protocol):
     generation: int
     reach: Reach
     read_only: bool
+    closing: bool
 
     def run_write(
         self, label: str, fn: Callable[[], Any], then: Callable[[Any], None] | None = None
@@ -80,6 +81,10 @@ class Pane(Widget):
             if issubclass(klass, Pane) and "BINDINGS" in vars(klass):
                 return list(klass.BINDINGS)
         return []
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Nothing starts once the app is closing (a key typed right after `q`)."""
+        return not self.host.closing
 
     @property
     def host(self) -> Host:

@@ -3,6 +3,8 @@ palette (ctrl+p) and quit (q)."""
 
 from __future__ import annotations
 
+import pytest
+from textual import events
 from textual.command import CommandPalette
 from textual.widgets import Input, OptionList, TabbedContent
 
@@ -181,4 +183,20 @@ async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: Store) -
         assert app.is_running
         assert app.return_code is None
         app.exit()
+    assert app.return_code == 0
+
+
+@pytest.mark.parametrize("key", ["e", "a", "A", "R", "question_mark"])
+async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: Store, key: str) -> None:
+    """`q` then `e` in one burst of input: the second key arrives after the app began to
+    close. It must start nothing (a dialog mounted then crashed the exit with NoMatches)."""
+    app = make_app(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        # Both keys queued at once, as a terminal delivers a burst of input.
+        for typed in ("q", key):
+            char = "?" if typed == "question_mark" else typed
+            app.post_message(events.Key(typed, char))
+        await pilot.pause()
+        assert len(app.screen_stack) == 1
     assert app.return_code == 0
