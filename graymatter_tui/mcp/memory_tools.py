@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments
 from graymatter_tui.mcp.errors import ToolError
-from graymatter_tui.mcp.replies import Reply, add_reply, batch_reply, search_reply
+from graymatter_tui.mcp.replies import (
+    Reply,
+    add_reply,
+    batch_reply,
+    reflect_reply,
+    search_reply,
+)
+from graymatter_tui.mcp.tools import REFLECT_ACTIONS
 from graymatter_tui.recall import check_query, rank, recall
 from graymatter_tui.store import MemoryStore
 
@@ -77,8 +84,45 @@ def memory_add(session: Session, args: Arguments) -> Reply:
     return add_reply(agent)
 
 
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def memory_reflect(session: Session, args: Arguments) -> Reply:
+    action = args.choice("action", REFLECT_ACTIONS)
+    agent = _agent(session, args, "agent_id", "agent")
+    store = session.store
+    if action == "link":
+        # Upstream's own answer where it has no graph; clients are told to degrade
+        # gracefully. Here the graph is built from facts by consolidation's extract stage.
+        raise ToolError("knowledge graph not available: links are extracted from facts")
+    if action in ("add", "update"):
+        text = args.text("text")
+        assert text is not None
+        if action == "add":
+            _writable(session, "memory_reflect")
+            store.put(agent, text)
+            return reflect_reply(action, agent, "1 fact added")
+        target = args.text("target")
+        assert target is not None
+        _writable(session, "memory_reflect")
+        _, tombs = store.supersede_text(agent, target, text)
+        return reflect_reply(action, agent, f"{_plural(len(tombs), 'fact')} superseded")
+    # forget, pin, unpin: the fact is named in target or text; target wins.
+    named = args.text("target", required=False) or args.text("text", required=False)
+    if named is None:
+        raise ToolError(f"target (or text) is required for {action}")
+    _writable(session, "memory_reflect")
+    if action == "forget":
+        done = store.retire_text(agent, named)
+        return reflect_reply(action, agent, f"{_plural(len(done), 'fact')} forgotten")
+    done = store.pin_text(agent, named, pinned=action == "pin")
+    return reflect_reply(action, agent, f"{_plural(len(done), 'fact')} {action}ned")
+
+
 HANDLERS: Mapping[str, Handler] = {
     "memory_search": memory_search,
     "memory_search_batch": memory_search_batch,
     "memory_add": memory_add,
+    "memory_reflect": memory_reflect,
 }

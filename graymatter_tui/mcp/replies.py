@@ -49,3 +49,10 @@ def batch_reply(agent: str, per_query: list[tuple[str, list[str]]]) -> Reply:
 
 def add_reply(agent: str) -> Reply:
     return Reply(f'Memory stored for agent "{agent}".', {"agent_id": agent, "stored": True})
+
+
+def reflect_reply(action: str, agent: str, detail: str) -> Reply:
+    return Reply(
+        f'Reflected "{action}" for agent "{agent}": {detail}.',
+        {"action": action, "agent": agent, "ok": True},
+    )

@@ -10,11 +10,12 @@ from pathlib import Path
 import msgspec
 
 from graymatter_tui import clock
-from graymatter_tui.errors import Conflict, InvalidInput
+from graymatter_tui.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.model import RETIRED, Fact
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import NewFact
+from graymatter_tui.tokens import tokens
 
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
@@ -169,3 +170,60 @@ def claim_for_demo(tx: Tx, path: Path) -> None:
             "or run `graymatter-tui demo --into-existing` to mix them in)"
         )
     tx.meta_put(DEMO_KEY, clock.format_time(tx.now))
+
+
+# ---- curation by exact text (an agent names a fact by what it says, not by its id) ------
+
+
+def live_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
+    """Every live fact of `agent` whose text is exactly `text`, oldest first. Found through
+    the keyword index by the text's rarest term; a text with no keyword is looked for in
+    every live fact."""
+    terms = sorted(set(tokens(text)), key=lambda term: tx.document_frequency(agent, term))
+    if terms:
+        candidates = (tx.find(fact_id) for fact_id, _, _ in tx.iter_postings(agent, terms[0]))
+    else:
+        candidates = (f for f in tx.iter_facts(agent, "live"))
+    found = [f for f in candidates if f is not None and f.is_live and f.text == text]
+    return sorted(found, key=lambda f: f.id)
+
+
+def _require_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
+    found = live_matches(tx, agent, text)
+    if not found:
+        raise NotFound(f"no live fact of agent {agent!r} has exactly this text")
+    return found
+
+
+def supersede_text(tx: Tx, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+    """Write `text` as a new fact and make every live fact whose text is exactly `target`
+    a tombstone pointing at it, in this one transaction. A pin moves to the replacement.
+    Returns (replacement, tombstones)."""
+    if target == text:
+        raise Conflict("text is unchanged; nothing updated")
+    old = _require_matches(tx, agent, target)
+    replacement = put(tx, agent, text, pinned=any(f.pinned for f in old))
+    tombs = []
+    for fact in old:
+        tomb = msgspec.structs.replace(
+            fact, superseded_by=replacement.id, pinned=False, pinned_at=None
+        )
+        tx.write_fact(tomb, fact)
+        tombs.append(tomb)
+    return replacement, tombs
+
+
+def retire_text(tx: Tx, agent: str, target: str) -> list[Fact]:
+    """Tombstone every live fact whose text is exactly `target` (`superseded_by =
+    "agent"`); refused, changing nothing, when any of them is pinned."""
+    old = _require_matches(tx, agent, target)
+    pinned = [f.id for f in old if f.pinned]
+    if pinned:
+        raise Conflict(f"fact {pinned[0]} is pinned; unpin it before forgetting it")
+    return [retire(tx, fact.id) for fact in old]
+
+
+def pin_text(tx: Tx, agent: str, target: str, pinned: bool) -> list[Fact]:
+    """Pin (or unpin) every live fact whose text is exactly `target`."""
+    change = pin if pinned else unpin
+    return [change(tx, fact.id) for fact in _require_matches(tx, agent, target)]

@@ -304,6 +304,24 @@ class Store:
         """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
         return self._env.write(lambda tx: fact_ops.retire(tx, fact_id))
 
+    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+        """Write `text` and tombstone every live fact of `agent` whose text is exactly
+        `target`, pointing at it, in one transaction. Returns (replacement, tombstones)."""
+        validate_agent(agent)
+        validate_text(text)
+        return self._env.write(lambda tx: fact_ops.supersede_text(tx, agent, target, text))
+
+    def retire_text(self, agent: str, target: str) -> list[Fact]:
+        """Tombstone every live fact of `agent` whose text is exactly `target`, in one
+        transaction; refused when any is pinned."""
+        validate_agent(agent)
+        return self._env.write(lambda tx: fact_ops.retire_text(tx, agent, target))
+
+    def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]:
+        """Pin (or unpin) every live fact of `agent` whose text is exactly `target`."""
+        validate_agent(agent)
+        return self._env.write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
+
     def touch(self, fact_ids: Iterable[str]) -> int:
         """Record an access to live facts; never resurrects a tombstone or recreates a fact."""
         wanted = list(dict.fromkeys(fact_ids))
