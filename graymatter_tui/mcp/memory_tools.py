@@ -3,22 +3,30 @@ and returns a Reply. Store refusals become ToolErrors with the store's own wordi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments
+from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.replies import (
     Reply,
     add_reply,
+    alias_reply,
     batch_reply,
+    checkpoint_reply,
+    checkpoint_saved_reply,
+    no_checkpoint_reply,
     reflect_reply,
     search_reply,
 )
 from graymatter_tui.mcp.tools import REFLECT_ACTIONS
-from graymatter_tui.recall import check_query, rank, recall
+from graymatter_tui.recall import MAX_QUERY_BYTES, check_query, rank, recall
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.tokens import tokens
+
+MAX_EQUIVALENTS = 32
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,26 @@ def _query(args: Arguments, name: str, value: str | None = None) -> str:
     return query
 
 
+def widened(query: str, aliases: Mapping[str, list[str]]) -> str:
+    """The query with the equivalents of every alias whose words it holds (memory_alias)."""
+    words = set(tokens(query))
+    extra = [
+        equivalent
+        for term, equivalents in aliases.items()
+        if set(term.split()) <= words
+        for equivalent in equivalents
+    ]
+    return " ".join([query, *extra])
+
+
 def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
     # A search records the access of what it returns; a read-only server records nothing.
     search = rank if session.read_only else recall
-    return [hit.fact.text for hit in search(session.store, agent, query, k=top_k)]
+    aliases = session.store.aliases(agent)
+    wanted = widened(query, aliases) if aliases else query
+    if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
+        wanted = query  # the aliases would push it past the query limit: search as asked
+    return [hit.fact.text for hit in search(session.store, agent, wanted, k=top_k)]
 
 
 def memory_search(session: Session, args: Arguments) -> Reply:
@@ -82,6 +106,43 @@ def memory_add(session: Session, args: Arguments) -> Reply:
     _writable(session, "memory_add")
     session.store.put(agent, text)
     return add_reply(agent)
+
+
+def memory_alias(session: Session, args: Arguments) -> Reply:
+    agent = _agent(session, args, "agent_id")
+    term = args.text("term")
+    assert term is not None
+    equivalents = args.strings("equivalents", max_items=MAX_EQUIVALENTS)
+    for index, equivalent in enumerate(equivalents):
+        fact_text(equivalent, f"equivalents[{index}]")
+    key = " ".join(tokens(term))
+    if not key:
+        raise ToolError(f"term {term!r} has no searchable words (only stop-words or symbols)")
+    _writable(session, "memory_alias")
+    return alias_reply(agent, term, session.store.add_alias(agent, key, equivalents))
+
+
+def checkpoint_save(session: Session, args: Arguments) -> Reply:
+    agent = _agent(session, args, "agent_id")
+    state = args.json_object("state")
+    _writable(session, "checkpoint_save")
+    saved = session.store.save_checkpoint(agent, state)
+    return checkpoint_saved_reply(agent, saved.id, saved.created_at)
+
+
+def checkpoint_resume(session: Session, args: Arguments) -> Reply:
+    agent = _agent(session, args, "agent_id")
+    on_missing = args.choice("on_missing", ("error", "empty"), default="error")
+    found = session.store.latest_checkpoint(agent)
+    if found is None:
+        if on_missing == "empty":
+            return no_checkpoint_reply(agent)
+        raise ToolError(
+            f'no checkpoint saved for agent "{agent}" (pass on_missing: "empty" to get an '
+            "empty result instead of an error)"
+        )
+    state = json.loads(found.state) if found.state is not None else None
+    return checkpoint_reply(agent, found.id, found.created_at, state)
 
 
 def _plural(n: int, what: str) -> str:
@@ -125,4 +186,7 @@ HANDLERS: Mapping[str, Handler] = {
     "memory_search_batch": memory_search_batch,
     "memory_add": memory_add,
     "memory_reflect": memory_reflect,
+    "memory_alias": memory_alias,
+    "checkpoint_save": checkpoint_save,
+    "checkpoint_resume": checkpoint_resume,
 }

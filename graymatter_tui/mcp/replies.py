@@ -4,6 +4,7 @@ with `tools.py`'s output schemas and the contract tests."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,3 +57,40 @@ def reflect_reply(action: str, agent: str, detail: str) -> Reply:
         f'Reflected "{action}" for agent "{agent}": {detail}.',
         {"action": action, "agent": agent, "ok": True},
     )
+
+
+def alias_reply(agent: str, term: str, equivalents: list[str]) -> Reply:
+    listed = ", ".join(f'"{e}"' for e in equivalents)
+    return Reply(
+        f'Alias saved for agent "{agent}": "{term}" also means {listed}.',
+        {"agent_id": agent, "term": term, "equivalents": equivalents},
+    )
+
+
+def checkpoint_saved_reply(agent: str, checkpoint_id: str, created_at: str) -> Reply:
+    return Reply(
+        f'Checkpoint "{checkpoint_id}" saved for agent "{agent}".',
+        {"agent_id": agent, "checkpoint_id": checkpoint_id, "created_at": created_at},
+    )
+
+
+def checkpoint_reply(
+    agent: str, checkpoint_id: str, created_at: str, state: dict[str, Any] | None
+) -> Reply:
+    structured: dict[str, Any] = {"id": checkpoint_id, "created_at": created_at}
+    lines = [
+        f'Checkpoint "{checkpoint_id}" restored for agent "{agent}".',
+        f"Created: {created_at}",
+    ]
+    if state is not None:
+        structured["state"] = state
+        messages = state.get("messages")
+        if isinstance(messages, list):
+            structured["message_count"] = len(messages)
+        body = json.dumps(state, indent=2, ensure_ascii=False)
+        lines += ["State:", *("  " + line for line in body.splitlines())]
+    return Reply("\n".join(lines), structured)
+
+
+def no_checkpoint_reply(agent: str) -> Reply:
+    return Reply(f'No checkpoint saved for agent "{agent}".', {"found": False, "agent_id": agent})

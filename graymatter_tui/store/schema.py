@@ -13,9 +13,12 @@ from graymatter_tui.errors import StoreError
 from graymatter_tui.store.files import DATA_FILE
 from graymatter_tui.store.tx import Dbs
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ENGINE = "lmdb-0.9"
 TABLES = tuple(Dbs.__dataclass_fields__)
+# Tables each schema version added. A store of an older schema gets them (and its new
+# version number) in one write transaction the first time it is opened writable.
+ADDED_IN = {2: ("checkpoints", "aliases")}
 
 
 def lmdb_open(
@@ -81,10 +84,41 @@ def open_tables(
             f"store at {directory} was written by a newer graymatter-tui (schema {version}; "
             f"this program reads up to {SCHEMA_VERSION}); upgrade graymatter-tui to open it"
         )
+    if version < SCHEMA_VERSION and not read_only:
+        migrate(env, directory, version, now)
+        version = SCHEMA_VERSION
+    present = [name for name in TABLES if not _added_after(name, version)]
     try:
-        return Dbs(**{name: env.open_db(name.encode(), create=False) for name in TABLES})
+        return Dbs(**{name: env.open_db(name.encode(), create=False) for name in present})
     except lmdb.Error as exc:
         raise StoreError(f"store at {directory} is missing a table ({exc})") from None
+
+
+def _added_after(table: str, version: int) -> bool:
+    return any(table in names for added, names in ADDED_IN.items() if added > version)
+
+
+def migrate(env: lmdb.Environment, directory: Path, version: int, now: datetime) -> None:
+    """Bring a store of an older schema up to this one: create the tables added since, in
+    one write transaction that also records the new version. Another process may be
+    doing the same at the same moment; whoever commits second finds nothing to do."""
+    try:
+        with env.begin(write=True) as txn:
+            meta = env.open_db(b"meta", txn=txn, create=False)
+            current = int(bytes(txn.get(b"schema_version", db=meta) or b"0"))
+            if current >= SCHEMA_VERSION:
+                return
+            for added in range(current + 1, SCHEMA_VERSION + 1):
+                for name in ADDED_IN.get(added, ()):
+                    env.open_db(name.encode(), txn=txn, create=True)
+            txn.put(b"schema_version", str(SCHEMA_VERSION).encode(), db=meta)
+            stamp = f"{clock.format_time(now)} by graymatter-tui {__version__}"
+            txn.put(f"migrated_from_{current}".encode(), stamp.encode(), db=meta)
+    except lmdb.Error as exc:
+        raise StoreError(
+            f"cannot upgrade the store at {directory} from schema {version}: "
+            f"{lmdb_message(exc)}; nothing was changed"
+        ) from None
 
 
 def initialise(env: lmdb.Environment, now: datetime) -> Dbs:

@@ -26,6 +26,7 @@ from graymatter_tui.model import (
 )
 from graymatter_tui.progress import Report
 from graymatter_tui.store import (
+    checkpoint_ops,
     cycle_ops,
     fact_ops,
     graph_ops,
@@ -321,6 +322,25 @@ class Store:
         """Pin (or unpin) every live fact of `agent` whose text is exactly `target`."""
         validate_agent(agent)
         return self._env.write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
+
+    # ---- checkpoints and aliases ----------------------------------------------------------
+    def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint:
+        """Save an agent's working state (a JSON object as text, kept as given)."""
+        validate_agent(agent)
+        return self._env.write(lambda tx: checkpoint_ops.save_checkpoint(tx, agent, state))
+
+    def latest_checkpoint(self, agent: str) -> values.Checkpoint | None:
+        return self._env.read(lambda tx: checkpoint_ops.latest_checkpoint(tx, agent))
+
+    def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]:
+        """Declare `equivalents` the same as `term` for `agent`'s searches; returns every
+        equivalent `term` now has."""
+        validate_agent(agent)
+        wanted = list(equivalents)
+        return self._env.write(lambda tx: checkpoint_ops.add_alias(tx, agent, term, wanted))
+
+    def aliases(self, agent: str) -> dict[str, list[str]]:
+        return self._env.read(lambda tx: checkpoint_ops.aliases(tx, agent))
 
     def touch(self, fact_ids: Iterable[str]) -> int:
         """Record an access to live facts; never resurrects a tombstone or recreates a fact."""

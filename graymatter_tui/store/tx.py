@@ -127,6 +127,10 @@ class Dbs:
     vitals: Table
     postings: Table
     terms: Table
+    # Schema 2. None when a schema-1 store is opened read-only: nothing may be created
+    # then, and such a store holds no checkpoints or aliases.
+    checkpoints: Table | None = None
+    aliases: Table | None = None
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -582,5 +586,43 @@ class Tx:
     def raw_tables(self) -> Iterator[tuple[str, Iterator[Any]]]:
         """(table name, its raw values) of every table, for the deep integrity check."""
         for name in self.dbs.__dataclass_fields__:
-            cursor = self.txn.cursor(db=getattr(self.dbs, name))
-            yield name, cursor.iternext(keys=False, values=True)
+            table = getattr(self.dbs, name)
+            if table is not None:
+                yield name, self.txn.cursor(db=table).iternext(keys=False, values=True)
+
+    # ---- checkpoints and aliases (schema 2) --------------------------------------------
+    def put_checkpoint(self, agent: str, checkpoint_id: str, record: bytes) -> None:
+        self.txn.put(
+            agent.encode() + SEP + checkpoint_id.encode(), record, db=self._table("checkpoints")
+        )
+
+    def latest_checkpoint(self, agent: str) -> tuple[str, bytes] | None:
+        """(id, record) of the newest checkpoint of `agent` (ids are time-ordered)."""
+        table = self.dbs.checkpoints
+        if table is None:
+            return None
+        prefix = agent.encode() + SEP
+        cursor = self.txn.cursor(db=table)
+        found = cursor.prev() if cursor.set_range(prefix + b"\xff") else cursor.last()
+        key = bytes(cursor.key()) if found else b""
+        if key.startswith(prefix):
+            return key[len(prefix) :].decode(), bytes(cursor.value())
+        return None
+
+    def put_alias(self, agent: str, term: str, record: bytes) -> None:
+        self.txn.put(agent.encode() + SEP + term.encode(), record, db=self._table("aliases"))
+
+    def iter_aliases(self, agent: str) -> Iterator[tuple[str, bytes]]:
+        """(term, record) of every alias of `agent`, in term order."""
+        table = self.dbs.aliases
+        if table is None:
+            return
+        prefix = agent.encode() + SEP
+        for key, value in scan_prefix(self.txn.cursor(db=table), prefix):
+            yield bytes(key)[len(prefix) :].decode(), bytes(value)
+
+    def _table(self, name: Literal["checkpoints", "aliases"]) -> Table:
+        table = self.dbs.checkpoints if name == "checkpoints" else self.dbs.aliases
+        if table is None:  # only a read-only open of a schema-1 store lacks them
+            raise NotFound(f"this store has no {name} table yet (open it writable once)")
+        return table

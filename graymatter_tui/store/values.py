@@ -164,3 +164,13 @@ class ImportConflicts(Conflict):
         more = f"; and {len(conflicts) - MAX_NAMED} more" if len(conflicts) > MAX_NAMED else ""
         noun = "row differs" if len(conflicts) == 1 else "rows differ"
         super().__init__(f"{len(conflicts)} {noun} from the store's: {shown}{more}")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An agent's saved working state: `state` is the JSON object it sent, as sent."""
+
+    id: str
+    agent_id: str
+    created_at: str
+    state: str | None

@@ -13,7 +13,7 @@ import pytest
 from ulid import ULID
 
 from graymatter_tui.model import fact_to_dict
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store import SCHEMA_VERSION, NewFact, Store
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -294,7 +294,7 @@ def test_status_json(run_cli: RunCli, seeded: dict[str, str], cli_dir: Path) -> 
     status = as_json(run_cli("status", "--json"))
     assert set(status) >= STATUS_KEYS
     assert status["data_dir"] == str(cli_dir)
-    assert status["schema_version"] == 1
+    assert status["schema_version"] == SCHEMA_VERSION == 2
     assert (status["live_facts"], status["tombstones"], status["pinned"]) == (4, 2, 1)
     for key in ("consolidations", "facts_consumed", "reverts", "cycles"):
         assert status[key] == 0

@@ -1,0 +1,103 @@
+"""Schema 2 adds the checkpoint and alias tables. A store of an older schema (every
+committed release fixture is schema 1) is upgraded in one write transaction the first
+time it is opened writable; a read-only open changes nothing and sees none of either."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.store import SCHEMA_VERSION, Store
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+RELEASES = sorted(p for p in FIXTURES.glob("store-*") if (p / "store" / "data.mdb").exists())
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _copy(release: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "store"
+    shutil.copytree(release / "store", target)
+    return target
+
+
+def _meta(path: Path) -> dict[bytes, bytes]:
+    env = lmdb.open(str(path), max_dbs=32, readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            meta = env.open_db(b"meta", txn=txn, create=False)
+            return {bytes(k): bytes(v) for k, v in txn.cursor(db=meta)}
+    finally:
+        env.close()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256((path / "data.mdb").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=lambda p: p.name)
+def test_a_released_store_is_upgraded_on_its_first_writable_open(
+    release: Path, tmp_path: Path
+) -> None:
+    path = _copy(release, tmp_path)
+    assert _meta(path)[b"schema_version"] == b"1"
+    with Store.open(path) as store:
+        facts = store.list_facts(None, "all")
+        assert facts  # nothing lost on the way
+        saved = store.save_checkpoint("ops-agent", '{"step": 3}')
+        store.add_alias("ops-agent", "db", ["database"])
+    meta = _meta(path)
+    assert meta[b"schema_version"] == str(SCHEMA_VERSION).encode() == b"2"
+    assert b"graymatter-tui" in meta[b"migrated_from_1"]
+    with Store.open(path, read_only=True) as store:
+        assert store.latest_checkpoint("ops-agent") == saved
+        assert store.aliases("ops-agent") == {"db": ["database"]}
+        assert len(store.list_facts(None, "all")) == len(facts)
+
+
+@pytest.mark.parametrize("release", RELEASES, ids=lambda p: p.name)
+def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_path: Path) -> None:
+    path = _copy(release, tmp_path)
+    before = _digest(path)
+    with Store.open(path, read_only=True) as store:
+        assert store.latest_checkpoint("ops-agent") is None
+        assert store.aliases("ops-agent") == {}
+        assert store.info().schema_version == 1
+        with pytest.raises(GraymatterError):
+            store.save_checkpoint("ops-agent", None)
+    assert _digest(path) == before
+
+
+_OPEN = """
+import sys
+from graymatter_tui.store import Store
+with Store.open(sys.argv[1]) as store:
+    store.save_checkpoint(sys.argv[2], None)
+print("ok")
+"""
+
+
+def test_two_processes_upgrading_at_once_both_succeed(tmp_path: Path) -> None:
+    path = _copy(RELEASES[0], tmp_path)
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN, str(path), f"agent-{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0 and out.strip() == "ok", err
+    with Store.open(path, read_only=True) as store:
+        assert store.info().schema_version == 2
+        assert all(store.latest_checkpoint(f"agent-{n}") is not None for n in range(4))
