@@ -137,6 +137,20 @@ def _nothing(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return ()
 
 
+TWIN = "Staging database restarts nightly, twice noted."
+
+
+def _twins(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    store.put(AGENT, TWIN, pinned=True)
+    store.put(AGENT, TWIN)
+    return (TWIN,)
+
+
+def _aliased(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    store.add_alias(AGENT, "db", ["database"])
+    return ("db",)
+
+
 CASES: dict[str, Case] = {
     "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
@@ -144,6 +158,11 @@ CASES: dict[str, Case] = {
     "unpin": Case(_pinned, lambda s, i: s.unpin(i)),
     "revise": Case(_pinned, lambda s, i: s.revise(i, "pinned note, revised")),
     "retire": Case(_one, lambda s, i: s.retire(i)),
+    "supersede_text": Case(_twins, lambda s, t: s.supersede_text(AGENT, t, "Restarts weekly.")),
+    "retire_text": Case(lambda s, c: (_facts(s, 2)[0].text,), lambda s, t: s.retire_text(AGENT, t)),
+    "pin_text": Case(_twins, lambda s, t: s.pin_text(AGENT, t, pinned=False)),
+    "save_checkpoint": Case(_nothing, lambda s: s.save_checkpoint(AGENT, '{"step": 1}')),
+    "add_alias": Case(_aliased, lambda s, t: s.add_alias(AGENT, t, ["postgres", "database"])),
     "touch": Case(lambda s, c: ([f.id for f in _facts(s, 3)],), lambda s, ids: s.touch(ids)),
     "delete": Case(lambda s, c: ([f.id for f in _facts(s, 3)],), lambda s, ids: s.delete(ids)),
     "import_all": Case(_import_args, lambda s, f, r: s.import_all(f, r)),
