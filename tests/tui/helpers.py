@@ -4,7 +4,6 @@ shows, and waiting (with a deadline, never a fixed sleep) for the app to catch u
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from graymatter_tui.app import GraymatterApp
 from graymatter_tui.config import Settings
 from graymatter_tui.store import Store
 from graymatter_tui.widgets.fact_rows import FactRows
+from tests.conftest import clean_env
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 FIXED_TEXT = "2026-11-30T12:00:00Z"
@@ -197,17 +197,7 @@ async def wait_until(
 
 # ---- the real CLI in a subprocess --------------------------------------------------------
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
-    }
-    env["GRAYMATTER_NOW"] = FIXED_TEXT
-    env["PYTHONIOENCODING"] = "utf-8"
-    env["COLUMNS"] = "400"
-    if extra:
-        env.update(extra)
-    return env
+    return clean_env({"GRAYMATTER_NOW": FIXED_TEXT, **(extra or {})})
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
