@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from graymatter_tui.app import GraymatterApp
 from graymatter_tui.config import Settings
@@ -223,3 +223,16 @@ def start_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Po
         encoding="utf-8",
         env=cli_env(env),
     )
+
+
+async def export_via_palette(store: Store, target: Path) -> list[tuple[str, str]]:
+    """Export from the running app to `target`; the notifications it left."""
+    app = make_app(store)
+    async with running(app) as pilot:
+        app.action_export()
+        await pilot.pause()
+        app.screen.query_one("#line-text", Input).value = str(target)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.is_running
+        return notifications(app)

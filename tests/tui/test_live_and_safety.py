@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 from textual.widgets._toast import Toast
 
@@ -22,6 +23,7 @@ from tests.tui.helpers import (
     OPS,
     cli_env,
     cursor_fact_id,
+    export_via_palette,
     fact_rows,
     make_app,
     notifications,
@@ -247,15 +249,9 @@ async def test_scrolling_while_the_store_is_unreadable_keeps_the_app_alive(
 
 async def test_export_to_an_unwritable_path_says_so(demo_store: Store, tmp_path: Path) -> None:
     target = tmp_path / "no-such-dir" / "export.jsonl"
-    app = make_app(demo_store)
-    async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
-        assert not target.exists()
-        assert any(severity == "error" for severity, _ in notifications(app))
+    notes = await export_via_palette(demo_store, target)
+    assert not target.exists()
+    assert any(severity == "error" for severity, _ in notes)
 
 
 async def test_export_notification_names_the_file_literally(
@@ -295,6 +291,13 @@ def assert_no_raw_control(app: Any, where: str) -> None:
     assert not RAW_CONTROL.search(svg), (where, RAW_CONTROL.findall(svg))
 
 
+async def press_and_check(pilot: Pilot[Any], key: str, where: str) -> None:
+    """Press `key`, let the app settle, and check that no screen draws a raw control."""
+    await pilot.press(key)
+    await settle(pilot)
+    assert_no_raw_control(pilot.app, where)
+
+
 async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> None:
     """A fact whose text holds ESC, BEL, C1 and bidi controls, of an agent whose name
     holds invisible marks, shown on every pane, dialog, detail screen and journal entry:
@@ -324,10 +327,8 @@ async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> No
             ("x", "retire dialog"),
             ("A", "agent chooser"),
         ):
-            await pilot.press(key)
-            await settle(pilot)
+            await press_and_check(pilot, key, where)
             assert app.screen is not app.screen_stack[0], where
-            assert_no_raw_control(app, where)
             await pilot.press("escape")
             await settle(pilot)
 
@@ -349,29 +350,20 @@ async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> No
         await wait_until(pilot, lambda: "Outcome: applied" in screen_text(app), what="apply")
         assert_no_raw_control(app, "consolidate applied")
 
-        await pilot.press("2")
-        await settle(pilot)
+        await press_and_check(pilot, "2", "tombstones")
         assert shown in screen_text(app)
-        assert_no_raw_control(app, "tombstones")
-        await pilot.press("enter")  # the summary that replaced it, with its receipt chain
-        await settle(pilot)
+        # the summary that replaced it, with its receipt chain
+        await press_and_check(pilot, "enter", "summary detail")
         assert isinstance(app.screen, FactDetailScreen)
-        assert_no_raw_control(app, "summary detail")
         await pilot.press("escape")
         await settle(pilot)
 
-        await pilot.press("4")
-        await settle(pilot)
-        assert_no_raw_control(app, "journal")
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_and_check(pilot, "4", "journal")
+        await press_and_check(pilot, "enter", "journal replay")
         assert shown in screen_text(app)
-        assert_no_raw_control(app, "journal replay")
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("u")
-        await settle(pilot)
-        assert_no_raw_control(app, "revert dialog")
+        await press_and_check(pilot, "u", "revert dialog")
         await pilot.press("escape")
 
         await pilot.press("5")
