@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
@@ -182,6 +183,13 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def press_each(pilot: Pilot[Any], *keys: str) -> None:
+    """Press each key in turn and let the app settle after each one."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
 async def wait_until(
     pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 5.0, what: str = ""
 ) -> None:
@@ -225,14 +233,28 @@ def start_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Po
     )
 
 
+async def export_to(pilot: Pilot[Any], target: Path) -> None:
+    """In the running app, export to `target` through the Export dialog."""
+    pilot.app.action_export()  # type: ignore[attr-defined]
+    await pilot.pause()
+    pilot.app.screen.query_one("#line-text", Input).value = str(target)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
 async def export_via_palette(store: Store, target: Path) -> list[tuple[str, str]]:
-    """Export from the running app to `target`; the notifications it left."""
+    """Export from a new app to `target`; the notifications it left."""
     app = make_app(store)
     async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_to(pilot, target)
         assert app.is_running
         return notifications(app)
+
+
+async def type_in_palette(pilot: Pilot[Any], command: str, shows: str) -> None:
+    """Open the command palette, type `command`, and wait until the screen shows `shows`."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, CommandPalette)
+    await pilot.press(*command)
+    await wait_until(pilot, lambda: shows in screen_text(pilot.app))  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent
+from textual.widgets import TabbedContent
 from textual.widgets._toast import Toast
 
 from graymatter_tui.consolidation.cycle import Cycle
@@ -23,6 +23,7 @@ from tests.tui.helpers import (
     OPS,
     cli_env,
     cursor_fact_id,
+    export_to,
     export_via_palette,
     fact_rows,
     make_app,
@@ -260,11 +261,7 @@ async def test_export_notification_names_the_file_literally(
     target = tmp_path / "exp[bold]ort.jsonl"
     app = make_app(demo_store)
     async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_to(pilot, target)
         assert target.exists()
         await wait_until(pilot, lambda: bool(toasts(app)), what="the toast")
         (toast,) = toasts(app)
