@@ -94,6 +94,12 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
 
 
+def holds_export(path: Path, expected: bytes, mode: int) -> None:
+    """`path` holds exactly the export and has permission bits `mode`."""
+    assert path.read_bytes() == expected
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
 def make_device(path: Path, major: int, minor: int, kind: int = stat.S_IFCHR) -> Path:
     try:
         os.mknod(path, kind | 0o666, os.makedev(major, minor))
@@ -113,8 +119,7 @@ def test_a_new_file_gets_mode_0600(store_dir: Path, expected: bytes, tmp_path: P
     finally:
         os.umask(old_umask)
     succeeded(done, target)
-    assert target.read_bytes() == expected
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    holds_export(target, expected, 0o600)
     assert leftovers(tmp_path) == []
 
 
@@ -125,8 +130,7 @@ def test_an_existing_file_is_replaced_keeping_its_mode(
     target.write_bytes(b"old contents that are longer than nothing\n" * 10)
     target.chmod(0o640)
     succeeded(export_to(store_dir, target), target)
-    assert target.read_bytes() == expected
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    holds_export(target, expected, 0o640)
     assert leftovers(tmp_path) == []
 
 
@@ -151,8 +155,7 @@ def test_a_symlink_to_a_file_writes_the_file_and_keeps_the_link(
     link.symlink_to(real)
     succeeded(export_to(store_dir, link), link)
     assert link.is_symlink() and os.readlink(link) == str(real)
-    assert real.read_bytes() == expected
-    assert stat.S_IMODE(real.stat().st_mode) == 0o644
+    holds_export(real, expected, 0o644)
 
 
 def test_a_dangling_symlink_creates_its_target(
@@ -164,8 +167,7 @@ def test_a_dangling_symlink_creates_its_target(
     link.symlink_to(real)
     succeeded(export_to(store_dir, link), link)
     assert link.is_symlink() and os.readlink(link) == str(real)
-    assert real.read_bytes() == expected
-    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    holds_export(real, expected, 0o600)
 
 
 def test_a_symlink_loop_is_refused(store_dir: Path, tmp_path: Path) -> None:

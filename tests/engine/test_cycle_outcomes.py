@@ -95,6 +95,19 @@ def assert_untouched_by_failure(store: Store, before: dict[str, Any], record: Cy
     assert not any(f.cycle_id == record.cycle_id for f in store.all_facts())
 
 
+def run_to_no_change(
+    store: Store, server: FakeOllama, outcome: str, reason: str, **options: Any
+) -> CycleRecord:
+    """Run a cycle that must end `outcome` with `reason` in its reason, and leave the
+    store exactly as it found it (see assert_untouched_by_failure)."""
+    before = snapshot(store)
+    record = run(store, server, **options)
+    assert record.outcome == outcome
+    assert reason in record.reason
+    assert_untouched_by_failure(store, before, record)
+    return record
+
+
 # ---------------------------------------------------------------- no summariser
 
 
@@ -249,50 +262,35 @@ def test_unusable_answers_are_discarded(
     gm: Store, ollama: FakeOllama, reply: Reply, reason: str
 ) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama.script(reply)
-    record = run(gm, ollama)
-    assert record.outcome == "discarded"
-    assert reason in record.reason
+    run_to_no_change(gm, ollama, "discarded", reason)
     assert len(ollama.generate_requests) == 1
-    assert_untouched_by_failure(gm, before, record)
 
 
 def test_done_reason_length_is_discarded_even_when_the_json_parses(
     gm: Store, ollama: FakeOllama
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
-    before = snapshot(gm)
     ollama.script(Reply.text(json.dumps({"summary": "s", "consumes": batch}), done_reason="length"))
-    record = run(gm, ollama)
-    assert record.outcome == "discarded"
-    assert "length" in record.reason
-    assert_untouched_by_failure(gm, before, record)
+    run_to_no_change(gm, ollama, "discarded", "length")
 
 
 def test_all_hallucinated_ids_write_no_summary(gm: Store, ollama: FakeOllama) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     made_up = ["01JZZZZZZZZZZZZZZZZZZZZZZ1", "01JZZZZZZZZZZZZZZZZZZZZZZ2", "not-an-id"]
     ollama.script(Reply.proposal("A summary that would be an orphan", made_up))
-    record = run(gm, ollama)
-    assert record.outcome == "discarded"
+    record = run_to_no_change(gm, ollama, "discarded", "nothing to consume")
     assert record.reason.startswith("nothing to consume")
     assert [i.id for i in record.ignored] == made_up
-    assert_untouched_by_failure(gm, before, record)
     assert all(f.text != "A summary that would be an orphan" for f in gm.all_facts())
 
 
 def test_guard_keeping_everything_discards(gm: Store, ollama: FakeOllama) -> None:
     texts = [f"ticket SUP-{1000 + i} needs a reply" for i in range(30)]
     batch = [f.id for f in seed_weighted(gm, texts=texts)[:15]]
-    before = snapshot(gm)
     ollama.script(Reply.proposal("tickets need replies", batch))
-    record = run(gm, ollama, guard="keys")
-    assert record.outcome == "discarded"
-    assert "coverage guard" in record.reason
+    record = run_to_no_change(gm, ollama, "discarded", "coverage guard", guard="keys")
     assert len(record.verdicts) == 15
-    assert_untouched_by_failure(gm, before, record)
 
 
 # ---------------------------------------------------------------- HTTP failures and retries
@@ -313,26 +311,18 @@ def test_transient_status_then_success_is_applied(
 
 def test_two_server_errors_fail(gm: Store, ollama: FakeOllama) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama.script(Reply.error(500, "boom"), Reply.error(503, "still down"))
-    record = run(gm, ollama)
-    assert record.outcome == "failed"
-    assert "503" in record.reason
+    run_to_no_change(gm, ollama, "failed", "503")
     assert len(ollama.generate_requests) == 2
-    assert_untouched_by_failure(gm, before, record)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 413, 422])
 def test_client_error_fails_without_retry(gm: Store, ollama: FakeOllama, status: int) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama.script(Reply.error(status, "invalid request"), Reply.proposal("never", ["x"]))
-    record = run(gm, ollama)
-    assert record.outcome == "failed"
-    assert str(status) in record.reason
+    record = run_to_no_change(gm, ollama, "failed", str(status))
     assert "invalid request" in record.reason
     assert len(ollama.generate_requests) == 1
-    assert_untouched_by_failure(gm, before, record)
 
 
 @pytest.mark.parametrize(
@@ -361,13 +351,9 @@ def test_failure_leaves_the_store_as_decay_left_it(
 
 def test_model_not_found_fails_with_a_hint(gm: Store, ollama: FakeOllama) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama.script(Reply.model_not_found(""))
-    record = run(gm, ollama)
-    assert record.outcome == "failed"
-    assert f"ollama pull {MODEL}" in record.reason
+    run_to_no_change(gm, ollama, "failed", f"ollama pull {MODEL}")
     assert len(ollama.generate_requests) == 1
-    assert_untouched_by_failure(gm, before, record)
 
 
 def test_unknown_model_on_the_server_fails_with_a_hint(gm: Store) -> None:
@@ -420,12 +406,9 @@ def test_dropped_connections_fail_after_two_attempts(
     gm: Store, ollama_socket: OllamaOverSocket, reply: Reply
 ) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama_socket.script(reply, reply)
-    record = run(gm, ollama_socket)
-    assert record.outcome == "failed"
+    run_to_no_change(gm, ollama_socket, "failed", "")
     assert len(ollama_socket.generate_requests) == 2
-    assert_untouched_by_failure(gm, before, record)
 
 
 def test_drop_then_success_is_applied(gm: Store, ollama_socket: OllamaOverSocket) -> None:
@@ -438,13 +421,9 @@ def test_drop_then_success_is_applied(gm: Store, ollama_socket: OllamaOverSocket
 
 def test_huge_answer_is_refused(gm: Store, ollama_socket: OllamaOverSocket) -> None:
     seed_weighted(gm)
-    before = snapshot(gm)
     ollama_socket.script(Reply.huge(6_000_000), Reply.huge(6_000_000))
-    record = run(gm, ollama_socket)
-    assert record.outcome == "failed"
-    assert "MiB" in record.reason
+    record = run_to_no_change(gm, ollama_socket, "failed", "MiB")
     assert len(record.raw_response) == 0
-    assert_untouched_by_failure(gm, before, record)
 
 
 def test_unreachable_server_fails(gm: Store) -> None:

@@ -4,6 +4,7 @@ server in a subprocess over stdio."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -48,6 +49,19 @@ def server_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
     env["PYTHONPATH"] = str(ROOT)
     return env
+
+
+def run_mcp(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m graymatter_tui mcp ARGS` from the checkout, run to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "graymatter_tui", "mcp", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=server_env(),
+        timeout=60,
+        check=False,
+    )
 
 
 @asynccontextmanager

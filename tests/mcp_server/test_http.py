@@ -22,7 +22,7 @@ from graymatter_tui.mcp.http_guard import (
     parse_bind,
 )
 from graymatter_tui.store import Store
-from tests.mcp_server.client import ROOT, connected_http, server_env
+from tests.mcp_server.client import ROOT, connected_http, run_mcp, server_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -136,24 +136,7 @@ def test_a_body_over_the_limit_is_413(http_server: Running) -> None:
 
 
 def test_a_non_loopback_bind_is_refused_at_start(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "graymatter_tui",
-            "mcp",
-            "--dir",
-            str(tmp_path / "s"),
-            "--http",
-            "0.0.0.0:8765",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=server_env(),
-        timeout=60,
-        check=False,
-    )
+    done = run_mcp("--dir", str(tmp_path / "s"), "--http", "0.0.0.0:8765")
     assert done.returncode == 1
     assert "not a loopback address" in done.stderr and "--allow-remote" in done.stderr
     assert not (tmp_path / "s").exists()  # refused before anything was created

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -16,31 +15,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from graymatter_tui.mcp.client_config import CLIENTS
 from graymatter_tui.store import Store
-from tests.mcp_server.client import ROOT, server_env
+from tests.mcp_server.client import ROOT, run_mcp, server_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
 def _print_config(client: str, data_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "graymatter_tui",
-            "mcp",
-            "--print-config",
-            client,
-            "--dir",
-            str(data_dir),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=server_env(),
-        timeout=60,
-        check=False,
-    )
+    return run_mcp("--print-config", client, "--dir", str(data_dir), *extra)
 
 
 def _server_entry(client: str, stdout: str) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FIXED_NOW, clean_env
+
 NOBODY = 65534
-FIXED_NOW = "2026-03-01T12:00:00Z"
 
 # Everything the child may import later is imported while it is still root: the checkout,
 # the virtual environment and the interpreter may all lie in directories `nobody` cannot
@@ -76,17 +77,7 @@ def public_tmp() -> Iterator[Path]:
 
 
 def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
-    }
-    env["GRAYMATTER_NOW"] = FIXED_NOW
-    env["COLUMNS"] = "400"
-    env["PYTHONIOENCODING"] = "utf-8"
-    if extra:
-        env.update(extra)
-    return env
+    return clean_env({"GRAYMATTER_NOW": FIXED_NOW, **(extra or {})})
 
 
 def _run(

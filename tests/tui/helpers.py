@@ -4,7 +4,6 @@ shows, and waiting (with a deadline, never a fixed sleep) for the app to catch u
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
@@ -16,13 +15,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.command import CommandPalette
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from graymatter_tui.app import GraymatterApp
 from graymatter_tui.config import Settings
 from graymatter_tui.store import Store
 from graymatter_tui.widgets.fact_rows import FactRows
+from tests.conftest import clean_env
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 FIXED_TEXT = "2026-11-30T12:00:00Z"
@@ -182,6 +183,13 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def press_each(pilot: Pilot[Any], *keys: str) -> None:
+    """Press each key in turn and let the app settle after each one."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
 async def wait_until(
     pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 5.0, what: str = ""
 ) -> None:
@@ -197,17 +205,7 @@ async def wait_until(
 
 # ---- the real CLI in a subprocess --------------------------------------------------------
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
-    }
-    env["GRAYMATTER_NOW"] = FIXED_TEXT
-    env["PYTHONIOENCODING"] = "utf-8"
-    env["COLUMNS"] = "400"
-    if extra:
-        env.update(extra)
-    return env
+    return clean_env({"GRAYMATTER_NOW": FIXED_TEXT, **(extra or {})})
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -233,3 +231,30 @@ def start_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Po
         encoding="utf-8",
         env=cli_env(env),
     )
+
+
+async def export_to(pilot: Pilot[Any], target: Path) -> None:
+    """In the running app, export to `target` through the Export dialog."""
+    pilot.app.action_export()  # type: ignore[attr-defined]
+    await pilot.pause()
+    pilot.app.screen.query_one("#line-text", Input).value = str(target)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def export_via_palette(store: Store, target: Path) -> list[tuple[str, str]]:
+    """Export from a new app to `target`; the notifications it left."""
+    app = make_app(store)
+    async with running(app) as pilot:
+        await export_to(pilot, target)
+        assert app.is_running
+        return notifications(app)
+
+
+async def type_in_palette(pilot: Pilot[Any], command: str, shows: str) -> None:
+    """Open the command palette, type `command`, and wait until the screen shows `shows`."""
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, CommandPalette)
+    await pilot.press(*command)
+    await wait_until(pilot, lambda: shows in screen_text(pilot.app))  # type: ignore[arg-type]

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.command import CommandPalette
 from textual.widgets import TabbedContent
 
 import graymatter_tui
@@ -25,10 +24,10 @@ from tests.tui.helpers import (
     make_app,
     modal_text,
     running,
-    screen_text,
     settings_for,
     settle,
     static_text,
+    type_in_palette,
     wait_until,
 )
 
@@ -98,11 +97,7 @@ async def test_a_binding_added_to_a_pane_is_in_the_palette_and_the_help(
         assert "z Note the fact" in help_rows(app)
         await pilot.press("escape", "4")  # from another tab: the palette shows Facts first
         await pilot.pause()
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"Note the fact")
-        await wait_until(pilot, lambda: "Note the fact" in screen_text(app))
+        await type_in_palette(pilot, "Note the fact", shows="Note the fact")
         await pilot.press("enter")
         await settle(pilot)
         assert app.query_one("#tabs", TabbedContent).active == "facts"
@@ -112,10 +107,7 @@ async def test_a_binding_added_to_a_pane_is_in_the_palette_and_the_help(
 async def test_a_pane_command_from_the_palette_runs_in_its_pane(demo_store: Store) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"Step cycle")
-        await wait_until(pilot, lambda: "Run the next stage of the cycle" in screen_text(app))
+        await type_in_palette(pilot, "Step cycle", shows="Run the next stage of the cycle")
         await pilot.press("enter")
         await settle(pilot)
         assert app.query_one("#tabs", TabbedContent).active == "consolidate"

@@ -30,6 +30,12 @@ PROMPT_ROW = re.compile(r"^- ([0-9A-Z]{26}): (.*)$", re.MULTILINE)
 MERGED = "Staging DB: port 5432 (listens there); reach it over the VPN."
 
 
+def merge_the_staging_pair(request: RecordedRequest) -> Reply:
+    """The scripted Ollama's answer: merge the two staging facts, found by their prompt rows."""
+    rows = dict((text, fact_id) for fact_id, text in PROMPT_ROW.findall(request.prompt))
+    return Reply.proposal(MERGED, [rows[STAGING_A], rows[STAGING_B]])
+
+
 def done_stages(stepper: str) -> list[str]:
     """Titles of the stages the stepper marks with ✓, in order."""
     out = []
@@ -151,12 +157,7 @@ async def test_ollama_step_through_applies_the_servers_proposal(
     demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
-
-    def respond(request: RecordedRequest) -> Reply:
-        rows = dict((text, fact_id) for fact_id, text in PROMPT_ROW.findall(request.prompt))
-        return Reply.proposal(MERGED, [rows[STAGING_A], rows[STAGING_B]])
-
-    ollama.set_responder(respond)
+    ollama.set_responder(merge_the_staging_pair)
     app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
     async with running(app) as pilot:
         await pilot.press("3")
@@ -345,12 +346,7 @@ async def test_after_esc_the_hint_names_the_key_that_asks_again(
     demo_store: Store, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.hang(30))
-
-    def respond(request: RecordedRequest) -> Reply:
-        rows = dict((text, fact_id) for fact_id, text in PROMPT_ROW.findall(request.prompt))
-        return Reply.proposal(MERGED, [rows[STAGING_A], rows[STAGING_B]])
-
-    ollama.set_responder(respond)
+    ollama.set_responder(merge_the_staging_pair)
     app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=20.0)
     async with running(app) as pilot:
         await pilot.press("3")

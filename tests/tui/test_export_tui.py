@@ -8,26 +8,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from graymatter_tui import exchange
 from graymatter_tui.store import Store
-from tests.tui.helpers import make_app, notifications, running, settle
+from tests.tui.helpers import export_via_palette
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
-
-
-async def export_via_palette(store: Store, target: Path) -> list[tuple[str, str]]:
-    """Export from the running app to `target`; the notifications it left."""
-    app = make_app(store)
-    async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
-        assert app.is_running
-        return notifications(app)
 
 
 def succeeded(notes: list[tuple[str, str]], target: Path) -> None:

@@ -24,6 +24,7 @@ from tests.tui.helpers import (
     STAGING_B,
     make_app,
     notifications,
+    press_each,
     running,
     screen_lines,
     settle,
@@ -131,10 +132,7 @@ async def test_u_on_a_cycle_that_applied_nothing_warns_before_asking(demo_store:
     assert skipped.outcome == "skipped"
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
-        await pilot.press("4")
-        await settle(pilot)
-        await pilot.press("u")
-        await settle(pilot)
+        await press_each(pilot, "4", "u")
         assert app.screen is app.screen_stack[0]  # no confirmation asked
         assert any(
             severity == "warning" and "nothing was applied" in message
@@ -147,10 +145,7 @@ async def test_replay_at_80x24_shows_the_diff(demo_store: Store) -> None:
     await applied(demo_store)
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
-        await pilot.press("4")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_each(pilot, "4", "enter")
         assert isinstance(app.screen, CycleDiffScreen)
         lines = screen_lines(app)
         assert any(f"− {STAGING_A}" in line for line in lines)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from textual.widgets import Input, TabbedContent
+from textual.pilot import Pilot
+from textual.widgets import TabbedContent
 from textual.widgets._toast import Toast
 
 from graymatter_tui.consolidation.cycle import Cycle
@@ -22,6 +23,8 @@ from tests.tui.helpers import (
     OPS,
     cli_env,
     cursor_fact_id,
+    export_to,
+    export_via_palette,
     fact_rows,
     make_app,
     notifications,
@@ -156,6 +159,9 @@ async def test_read_only_mode_changes_nothing(demo_store: Store) -> None:
     await Cycle(demo_store, OPS, LocalSummariser()).run()  # something for u to try to revert
     before = everything(demo_store)
     app = make_app(demo_store, read_only=True)
+    # Every refusal's warning is counted at the end: on a busy machine the seven keys can
+    # take longer than a warning's usual 5 s on screen.
+    app.NOTIFICATION_TIMEOUT = 120
     async with running(app) as pilot:
         topbar = static_text(app, "#topbar")
         assert "[READ-ONLY]" in topbar
@@ -247,15 +253,9 @@ async def test_scrolling_while_the_store_is_unreadable_keeps_the_app_alive(
 
 async def test_export_to_an_unwritable_path_says_so(demo_store: Store, tmp_path: Path) -> None:
     target = tmp_path / "no-such-dir" / "export.jsonl"
-    app = make_app(demo_store)
-    async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
-        assert not target.exists()
-        assert any(severity == "error" for severity, _ in notifications(app))
+    notes = await export_via_palette(demo_store, target)
+    assert not target.exists()
+    assert any(severity == "error" for severity, _ in notes)
 
 
 async def test_export_notification_names_the_file_literally(
@@ -264,11 +264,7 @@ async def test_export_notification_names_the_file_literally(
     target = tmp_path / "exp[bold]ort.jsonl"
     app = make_app(demo_store)
     async with running(app) as pilot:
-        app.action_export()
-        await pilot.pause()
-        app.screen.query_one("#line-text", Input).value = str(target)
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_to(pilot, target)
         assert target.exists()
         await wait_until(pilot, lambda: bool(toasts(app)), what="the toast")
         (toast,) = toasts(app)
@@ -293,6 +289,13 @@ def assert_no_raw_control(app: Any, where: str) -> None:
     assert not RAW_CONTROL.search(drawn), (where, RAW_CONTROL.findall(drawn))
     svg = svg_text(app.export_screenshot())
     assert not RAW_CONTROL.search(svg), (where, RAW_CONTROL.findall(svg))
+
+
+async def press_and_check(pilot: Pilot[Any], key: str, where: str) -> None:
+    """Press `key`, let the app settle, and check that no screen draws a raw control."""
+    await pilot.press(key)
+    await settle(pilot)
+    assert_no_raw_control(pilot.app, where)
 
 
 async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> None:
@@ -324,10 +327,8 @@ async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> No
             ("x", "retire dialog"),
             ("A", "agent chooser"),
         ):
-            await pilot.press(key)
-            await settle(pilot)
+            await press_and_check(pilot, key, where)
             assert app.screen is not app.screen_stack[0], where
-            assert_no_raw_control(app, where)
             await pilot.press("escape")
             await settle(pilot)
 
@@ -349,29 +350,20 @@ async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> No
         await wait_until(pilot, lambda: "Outcome: applied" in screen_text(app), what="apply")
         assert_no_raw_control(app, "consolidate applied")
 
-        await pilot.press("2")
-        await settle(pilot)
+        await press_and_check(pilot, "2", "tombstones")
         assert shown in screen_text(app)
-        assert_no_raw_control(app, "tombstones")
-        await pilot.press("enter")  # the summary that replaced it, with its receipt chain
-        await settle(pilot)
+        # the summary that replaced it, with its receipt chain
+        await press_and_check(pilot, "enter", "summary detail")
         assert isinstance(app.screen, FactDetailScreen)
-        assert_no_raw_control(app, "summary detail")
         await pilot.press("escape")
         await settle(pilot)
 
-        await pilot.press("4")
-        await settle(pilot)
-        assert_no_raw_control(app, "journal")
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_and_check(pilot, "4", "journal")
+        await press_and_check(pilot, "enter", "journal replay")
         assert shown in screen_text(app)
-        assert_no_raw_control(app, "journal replay")
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("u")
-        await settle(pilot)
-        assert_no_raw_control(app, "revert dialog")
+        await press_and_check(pilot, "u", "revert dialog")
         await pilot.press("escape")
 
         await pilot.press("5")

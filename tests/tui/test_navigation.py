@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from textual import events
-from textual.command import CommandPalette
 from textual.widgets import Input, OptionList, TabbedContent
 
 from graymatter_tui.screens.dialogs import ChooseScreen
@@ -20,6 +19,7 @@ from tests.tui.helpers import (
     screen_text,
     settle,
     static_text,
+    type_in_palette,
     visible_texts,
     wait_until,
 )
@@ -144,11 +144,7 @@ async def test_palette_switch_agent_opens_the_chooser(demo_store: Store) -> None
             "Export",
         ):
             assert title in titles
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"Switch agent")
-        await wait_until(pilot, lambda: "Choose the agent to show" in screen_text(app))
+        await type_in_palette(pilot, "Switch agent", shows="Choose the agent to show")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen), what="chooser")
         assert "research-agent  (100 live, 0 tombstones)" in screen_text(app)

@@ -19,6 +19,7 @@ from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
     OPS,
     make_app,
+    press_each,
     run_cli,
     running,
     screen_text,
@@ -88,10 +89,7 @@ async def test_another_process_write_reloads_the_shown_pane_and_not_a_hidden_one
 ) -> None:
     app = counting_app(demo_store)
     async with running(app) as pilot:
-        await pilot.press("2")
-        await settle(pilot)
-        await pilot.press("1")
-        await settle(pilot)
+        await press_each(pilot, "2", "1")
         await polls(pilot, app)
         # Shown once each; polls with nothing written read nothing again.
         assert CountingFacts.reloads == [OPS]
