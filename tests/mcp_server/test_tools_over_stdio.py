@@ -17,12 +17,28 @@ pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 async def test_the_tools_are_listed_with_upstream_names_and_schemas(tmp_path: Path) -> None:
     async with connected(tmp_path / "store") as agent:
         listed = {tool.name: tool for tool in (await agent.session.list_tools()).tools}
-    assert {"memory_search", "memory_search_batch", "memory_add"} <= set(listed)
+    assert set(listed) == {tool.name for tool in TOOLS}  # all seven of upstream's
     search = listed["memory_search"]
     assert search.input_schema["required"] == ["agent_id", "query"]
     assert search.input_schema["properties"]["top_k"]["default"] == 8
     assert search.output_schema is not None
     assert set(search.output_schema["properties"]) == {"agent_id", "query", "count", "facts"}
+    reflect = listed["memory_reflect"].input_schema
+    assert reflect["anyOf"] == [{"required": ["agent_id"]}, {"required": ["agent"]}]
+    assert reflect["properties"]["action"]["enum"] == [
+        "add",
+        "update",
+        "forget",
+        "link",
+        "pin",
+        "unpin",
+    ]
+    assert listed["checkpoint_resume"].input_schema["properties"]["on_missing"]["enum"] == [
+        "error",
+        "empty",
+    ]
+    assert listed["memory_search_batch"].input_schema["required"] == ["agent_id", "queries"]
+    assert listed["memory_alias"].input_schema["required"] == ["agent_id", "term", "equivalents"]
 
 
 def test_every_description_opens_with_a_verb_names_a_sibling_and_fits() -> None:
