@@ -11,6 +11,7 @@ import click
 
 from graymatter_tui import __version__
 from graymatter_tui.cli import admin, cycles, facts, mcp
+from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.summariser_names import SUMMARISERS
@@ -41,13 +42,7 @@ class _Group(click.Group):
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--dir",
-    "data_dir",
-    type=click.Path(path_type=Path, readable=False),
-    default=None,
-    help="Data directory.",
-)
+@dir_option(help_text="Data directory.")
 @click.option("--demo", is_flag=True, help="Create (or reuse) a demo store and open it.")
 @click.option("--read-only", is_flag=True, help="Open the TUI with every mutation disabled.")
 @click.option("--agent", default=None, help="Agent to show first.")
