@@ -54,21 +54,15 @@ class _Group(click.Group):
 )
 @click.version_option(__version__, prog_name="graymatter-tui")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    data_dir: Path | None,
-    demo: bool,
-    read_only: bool,
-    agent: str | None,
-    llm: str | None,
-) -> None:
+def cli(ctx: click.Context, /, data_dir: Path | None, **tui_options: Any) -> None:
     """graymatter-tui: browse, audit and consolidate AI-agent memory."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
     if ctx.invoked_subcommand is None:
         from graymatter_tui.launch import launch_tui
 
-        launch_tui(data_dir=data_dir, demo=demo, read_only=read_only, agent=agent, llm=llm)
+        # --demo, --read-only, --agent and --llm go to the TUI as they are.
+        launch_tui(data_dir=data_dir, **tui_options)
 
 
 for command in (
