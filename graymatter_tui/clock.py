@@ -40,3 +40,13 @@ def now() -> datetime:
         except InvalidInput:
             raise InvalidInput(f"GRAYMATTER_NOW is not an RFC 3339 timestamp: {pinned!r}") from None
     return datetime.now(UTC)
+
+
+def short_age(now: datetime, stamp: str) -> str:
+    """How long before `now` the timestamp `stamp` was, in its largest whole unit
+    (`3d`, `2mo`; minutes below an hour): the age column of `list` and of the TUI."""
+    seconds = max((now - parse_time(stamp)).total_seconds(), 0.0)
+    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds // 60)}m"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
@@ -30,6 +32,8 @@ DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_TIMEOUT = 120.0
 
+_N = TypeVar("_N", int, float)
+
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
@@ -44,27 +48,32 @@ def _env_text(name: str, default: str) -> str:
     return os.environ.get(name, "").strip() or default
 
 
-def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+def _env_number(name: str, parse: Callable[[str], _N], kind: str) -> tuple[str, _N] | None:
+    """Environment variable `name` as (its text, its number); None when unset or blank."""
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return default
+        return None
     try:
-        value = int(raw)
+        return raw, parse(raw)
     except ValueError:
-        raise InvalidInput(f"{name} must be a whole number, got {raw!r}") from None
+        raise InvalidInput(f"{name} must be {kind}, got {raw!r}") from None
+
+
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    found = _env_number(name, int, "a whole number")
+    if found is None:
+        return default
+    value = found[1]
     if value < minimum:
         raise InvalidInput(f"{name} must be at least {minimum}, got {value}")
     return value
 
 
 def _env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
+    found = _env_number(name, float, "a number")
+    if found is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a number, got {raw!r}") from None
+    raw, value = found
     if not value > minimum:
         raise InvalidInput(f"{name} must be greater than {minimum}, got {raw}")
     return value

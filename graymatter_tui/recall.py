@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import Fact
@@ -144,16 +145,16 @@ def rank(
     return store.read_index(run)
 
 
-def recall(
-    store: MemoryStore,
-    agent: str,
-    query: str,
-    *,
-    k: int = 8,
-    weights: RecallWeights | None = None,
-) -> list[Hit]:
+class RankOptions(TypedDict, total=False):
+    """`rank`'s keyword arguments (defaults there), which `recall` passes on."""
+
+    k: int
+    weights: RecallWeights | None
+
+
+def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOptions]) -> list[Hit]:
     """`rank`, then record the access of every returned fact in one transaction."""
-    hits = rank(store, agent, query, k=k, weights=weights)
+    hits = rank(store, agent, query, **options)
     if hits:
         store.touch([h.fact.id for h in hits])
     return hits

@@ -56,23 +56,24 @@ def _utf8_length(value: str, what: str) -> int:
         ) from None
 
 
+def _check_filled_and_within(value: str, what: str, limit: int, limit_text: str) -> None:
+    """`value` must be valid UTF-8, not blank, and at most `limit` bytes long."""
+    size = _utf8_length(value, what)
+    if not value.strip():
+        raise InvalidInput(f"{what} is empty")
+    if size > limit:
+        raise InvalidInput(f"{what} is {size} bytes; the limit is {limit_text}")
+
+
 def validate_text(text: str) -> str:
     """A fact's text: non-blank, valid UTF-8, at most 64 KiB. Returned unchanged."""
-    size = _utf8_length(text, "text")
-    if not text.strip():
-        raise InvalidInput("text is empty")
-    if size > MAX_TEXT_BYTES:
-        raise InvalidInput(f"text is {size} bytes; the limit is {MAX_TEXT_BYTES} bytes (64 KiB)")
+    _check_filled_and_within(text, "text", MAX_TEXT_BYTES, f"{MAX_TEXT_BYTES} bytes (64 KiB)")
     return text
 
 
 def validate_agent(agent: str) -> str:
     """An agent name: non-blank, at most 256 bytes, no control or bidi characters."""
-    size = _utf8_length(agent, "agent name")
-    if not agent.strip():
-        raise InvalidInput("agent name is empty")
-    if size > MAX_AGENT_BYTES:
-        raise InvalidInput(f"agent name is {size} bytes; the limit is {MAX_AGENT_BYTES}")
+    _check_filled_and_within(agent, "agent name", MAX_AGENT_BYTES, str(MAX_AGENT_BYTES))
     bad = _AGENT_FORBIDDEN.search(agent)
     if bad:
         raise InvalidInput(

@@ -11,6 +11,7 @@ import click
 
 from graymatter_tui import __version__
 from graymatter_tui.cli import admin, cycles, facts, mcp
+from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.summariser_names import SUMMARISERS
@@ -41,13 +42,7 @@ class _Group(click.Group):
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--dir",
-    "data_dir",
-    type=click.Path(path_type=Path, readable=False),
-    default=None,
-    help="Data directory.",
-)
+@dir_option(help_text="Data directory.")
 @click.option("--demo", is_flag=True, help="Create (or reuse) a demo store and open it.")
 @click.option("--read-only", is_flag=True, help="Open the TUI with every mutation disabled.")
 @click.option("--agent", default=None, help="Agent to show first.")
@@ -59,21 +54,15 @@ class _Group(click.Group):
 )
 @click.version_option(__version__, prog_name="graymatter-tui")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    data_dir: Path | None,
-    demo: bool,
-    read_only: bool,
-    agent: str | None,
-    llm: str | None,
-) -> None:
+def cli(ctx: click.Context, /, data_dir: Path | None, **tui_options: Any) -> None:
     """graymatter-tui: browse, audit and consolidate AI-agent memory."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
     if ctx.invoked_subcommand is None:
         from graymatter_tui.launch import launch_tui
 
-        launch_tui(data_dir=data_dir, demo=demo, read_only=read_only, agent=agent, llm=llm)
+        # --demo, --read-only, --agent and --llm go to the TUI as they are.
+        launch_tui(data_dir=data_dir, **tui_options)
 
 
 for command in (

@@ -15,18 +15,25 @@ from graymatter_tui.store import Store
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def common_options(fn: F) -> F:
-    fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(
-        fn
-    )
-    fn = click.option(
+DIR_HELP = "Data directory (default: $GRAYMATTER_DIR, else the user data dir)."
+
+
+def dir_option(help_text: str = DIR_HELP) -> Callable[[F], F]:
+    """`--dir`, passed to the command as `data_dir` (None when not given)."""
+    return click.option(
         "--dir",
         "data_dir",
         type=click.Path(path_type=Path, readable=False),
         default=None,
-        help="Data directory (default: $GRAYMATTER_DIR, else the user data dir).",
-    )(fn)
-    return fn
+        help=help_text,
+    )
+
+
+def common_options(fn: F) -> F:
+    fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(
+        fn
+    )
+    return dir_option()(fn)
 
 
 def settings_for(data_dir: Path | None) -> Settings:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graymatter_tui.cli.common import settings_for
+from graymatter_tui.cli.common import dir_option, settings_for
 from graymatter_tui.cli.output import note
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
 from graymatter_tui.store import Store
@@ -14,13 +14,7 @@ from graymatter_tui.textsafe import validate_agent
 
 
 @click.command(name="mcp")
-@click.option(
-    "--dir",
-    "data_dir",
-    type=click.Path(path_type=Path, readable=False),
-    default=None,
-    help="Data directory (default: $GRAYMATTER_DIR, else the user data dir).",
-)
+@dir_option()
 @click.option("--agent", default=None, help="Agent id for calls that give none.")
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
 @click.option(

@@ -55,18 +55,10 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def age(now: datetime, stamp: str) -> str:
-    seconds = max((now - clock.parse_time(stamp)).total_seconds(), 0.0)
-    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds // 60)}m"
-
-
 def fact_line(fact: Fact, now: datetime, *, with_agent: bool) -> str:
     width = shutil.get_terminal_size((120, 24)).columns
     star = "★" if fact.pinned else ("†" if fact.is_tombstone else " ")
-    when = age(now, fact.created_at)
+    when = clock.short_age(now, fact.created_at)
     head = f"{fact.id} {star} {fact.weight:5.3f} {when:>4} {fact.access_count:>4}  "
     if with_agent:
         head += f"{one_line(fact.agent_id)}: "

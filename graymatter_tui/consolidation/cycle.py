@@ -28,7 +28,7 @@ from graymatter_tui.config import (
     Settings,
     SummariserName,
 )
-from graymatter_tui.consolidation.review import Review, review_json, review_text
+from graymatter_tui.consolidation.review import Review, review
 from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
 from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
@@ -328,18 +328,18 @@ class Cycle:
     def _stage_review(self) -> StageResult:
         if self.decided or self.reply is None:
             return self._finish_stage("review", f"{NOT_RUN}: no answer to review")
-        reviewer = review_json if self.reply.structured else review_text
-        review = reviewer(
+        reviewed = review(
             self.reply.raw,
             self.batch,
+            structured=self.reply.structured,
             agent=self.agent,
             guard_mode=self.options.guard,
             lookup=self.store.find,
         )
-        self.review = review
-        plan = review.plan
-        if review.proposal is not None:
-            self.record.proposal = msgspec.to_builtins(review.proposal)
+        self.review = reviewed
+        plan = reviewed.plan
+        if reviewed.proposal is not None:
+            self.record.proposal = msgspec.to_builtins(reviewed.proposal)
         self.record.summary_text = plan.summary
         self.record.ignored = list(plan.ignored)
         self.record.verdicts = list(plan.verdicts)

@@ -133,36 +133,20 @@ def plan(
     )
 
 
-def review_json(
+def review(
     raw: str,
     batch: list[BatchItem],
     *,
+    structured: bool,
     agent: str,
     guard_mode: str,
     lookup: Callable[[str], Fact | None],
 ) -> Review:
-    """A structured (JSON) answer: parse, clamp, guard."""
+    """Parse, clamp and guard the summariser's answer. A structured answer is JSON; a
+    plain-text summary (the Anthropic path) consumes the whole batch: that path predates
+    structured proposals, and upstream GrayMatter keeps its meaning the same way."""
     try:
-        proposal = parse_proposal(raw)
-    except InvalidProposal as exc:
-        return Review(None, _discarded(str(exc), guard_mode))
-    return Review(
-        proposal, plan(proposal, batch, agent=agent, guard_mode=guard_mode, lookup=lookup)
-    )
-
-
-def review_text(
-    raw: str,
-    batch: list[BatchItem],
-    *,
-    agent: str,
-    guard_mode: str,
-    lookup: Callable[[str], Fact | None],
-) -> Review:
-    """A plain-text summary (the Anthropic path): it consumes the whole batch. That path
-    predates structured proposals, and upstream GrayMatter keeps its meaning the same way."""
-    try:
-        proposal = _text_proposal(raw, batch)
+        proposal = parse_proposal(raw) if structured else _text_proposal(raw, batch)
     except InvalidProposal as exc:
         return Review(None, _discarded(str(exc), guard_mode))
     return Review(

@@ -42,16 +42,21 @@ def prepare_directory(path: Path) -> None:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create data dir {path}: {exc.strerror or exc}") from None
-    if not path.is_dir():
-        raise StoreError(f"data dir {path} exists but is not a directory")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise StoreError(f"data dir {path} is not readable and writable by this user")
+    _require_directory(path, "readable and writable")
     for name in (DATA_FILE, LOCK_FILE):
         if (path / name).exists() and not os.access(path / name, os.R_OK):
             raise StoreError(f"cannot read {path / name}: permission denied for this user")
     problem = write_problem(path)
     if problem is not None:
         raise ReadOnlyStore(read_only_message(path, problem))
+
+
+def _require_directory(path: Path, needed: str) -> None:
+    """`path`, which exists, must be a directory this user can list and enter."""
+    if not path.is_dir():
+        raise StoreError(f"data dir {path} exists but is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise StoreError(f"data dir {path} is not {needed} by this user")
 
 
 def read_only_message(path: Path, why: str) -> str:
@@ -68,10 +73,7 @@ def prepare_reading(path: Path) -> bool:
             return False
     except OSError as exc:
         raise StoreError(f"cannot reach data dir {path}: {exc.strerror or exc}") from None
-    if not path.is_dir():
-        raise StoreError(f"data dir {path} exists but is not a directory")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise StoreError(f"data dir {path} is not readable by this user")
+    _require_directory(path, "readable")
     try:
         return (path / DATA_FILE).stat() is not None
     except FileNotFoundError:

@@ -413,21 +413,17 @@ class Tx:
         if newest_first:
             upper = prefix + (before.encode() if before else b"\xff")
             found = cursor.prev() if cursor.set_range(upper) else cursor.last()
-            while found:
-                key = cursor.key()
-                if not key.startswith(prefix):
-                    break
-                yield bytes(key[start:]).decode()
-                found = cursor.prev()
+            step = cursor.prev
         else:
             lower = prefix + (before.encode() + b"\x00" if before else b"")
             found = cursor.set_range(lower)
-            while found:
-                key = cursor.key()
-                if not key.startswith(prefix):
-                    break
-                yield bytes(key[start:]).decode()
-                found = cursor.next()
+            step = cursor.next
+        while found:
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            yield bytes(key[start:]).decode()
+            found = step()
 
     def iter_facts(
         self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True

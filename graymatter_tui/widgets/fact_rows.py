@@ -109,14 +109,6 @@ def weight_style(weight: float, styles: RowStyles) -> Style:
     return styles.weight_low if weight < 0.1 else styles.weight
 
 
-def age_text(now: datetime, stamp: str) -> str:
-    seconds = max((now - clock.parse_time(stamp)).total_seconds(), 0.0)
-    for unit, size in (("y", 31_536_000), ("mo", 2_592_000), ("d", 86_400), ("h", 3_600)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds // 60)}m"
-
-
 def days_until_prune(fact: Fact, now: datetime, half_life_hours: float) -> float:
     """Days until decay takes the weight below 0.01 (0 when it already is)."""
     if fact.pinned:
@@ -170,7 +162,7 @@ class FactRows:
             return [Segment("  (unavailable)", DIM)]
         star = Segment((" ★ " if fact.pinned else "").ljust(PIN_CELLS), styles.pinned)
         bar_style = weight_style(fact.weight, styles)
-        age = age_text(self.now, fact.created_at)
+        age = clock.short_age(self.now, fact.created_at)
         row = [
             star,
             Segment(weight_bar(fact.weight), bar_style),

@@ -28,7 +28,33 @@ def encode_ids(ids: Sequence[str], width: int) -> bytes:
     return b"".join(i.encode().ljust(width, PAD) for i in ids)
 
 
-class IdList(Sequence[str]):
+class _Ids(Sequence[str]):
+    """Indexing shared by `IdList` and `Picked`: an int (negative counts from the end) or
+    a slice, each id read through `_at`."""
+
+    __slots__ = ()
+
+    def _at(self, index: int) -> str:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        count = len(self)
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(count))]
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("id index out of range")
+        return self._at(index)
+
+
+class IdList(_Ids):
     """An immutable sequence of ids, newest first, in one buffer."""
 
     __slots__ = ("_count", "_packed", "_width")
@@ -76,21 +102,6 @@ class IdList(Sequence[str]):
     def __len__(self) -> int:
         return self._count
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self._at(i) for i in range(*index.indices(self._count))]
-        if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
-            raise IndexError("id index out of range")
-        return self._at(index)
-
     def _at(self, index: int) -> str:
         width = self._width
         raw = self._packed[index * width : (index + 1) * width]
@@ -137,7 +148,7 @@ class IdList(Sequence[str]):
         return f"IdList({len(self)} ids)"
 
 
-class Picked(Sequence[str]):
+class Picked(_Ids):
     """The ids at some positions of an `IdList` (a filter's matches), in their order:
     one 4-byte position per id, not a new list of strings."""
 
@@ -150,15 +161,7 @@ class Picked(Sequence[str]):
     def __len__(self) -> int:
         return len(self.positions)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self.ids[p] for p in self.positions[index]]
+    def _at(self, index: int) -> str:
         return self.ids[self.positions[index]]
 
     def __iter__(self) -> Iterator[str]:

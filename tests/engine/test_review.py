@@ -22,9 +22,10 @@ from graymatter_tui.consolidation.review import (
     Review,
     parse_proposal,
     plan,
-    review_json,
-    review_text,
     strip_code_fence,
+)
+from graymatter_tui.consolidation.review import (
+    review as review_answer,
 )
 from graymatter_tui.model import BatchItem, Fact, Proposal
 from graymatter_tui.store import Store
@@ -50,8 +51,13 @@ class World:
         return [item.id for item in self.batch]
 
     def review(self, raw: str, *, guard_mode: str = "off") -> Review:
-        return review_json(
-            raw, self.batch, agent=AGENT, guard_mode=guard_mode, lookup=self.store.find
+        return review_answer(
+            raw,
+            self.batch,
+            structured=True,
+            agent=AGENT,
+            guard_mode=guard_mode,
+            lookup=self.store.find,
         )
 
     def propose(self, consumes: list[str], summary: str = "merged summary") -> Review:
@@ -358,8 +364,13 @@ def test_plan_is_pure(world: World) -> None:
 
 def test_review_text_consumes_the_whole_batch(world: World) -> None:
     summary = "  Batch facts one, two and six; ticket SUP-1234 went to Maria Lopez.  \n"
-    review = review_text(
-        summary, world.batch, agent=AGENT, guard_mode="off", lookup=world.store.find
+    review = review_answer(
+        summary,
+        world.batch,
+        structured=False,
+        agent=AGENT,
+        guard_mode="off",
+        lookup=world.store.find,
     )
     assert review.proposal is not None
     assert review.proposal.consumes == world.ids
@@ -369,9 +380,10 @@ def test_review_text_consumes_the_whole_batch(world: World) -> None:
 
 
 def test_review_text_applies_the_guard(world: World) -> None:
-    review = review_text(
+    review = review_answer(
         "batch facts one two six",
         world.batch,
+        structured=False,
         agent=AGENT,
         guard_mode="keys",
         lookup=world.store.find,
@@ -383,7 +395,9 @@ def test_review_text_applies_the_guard(world: World) -> None:
 
 @pytest.mark.parametrize("raw", ["", "   ", "\n\n\t"])
 def test_review_text_empty_is_discarded(world: World, raw: str) -> None:
-    review = review_text(raw, world.batch, agent=AGENT, guard_mode="off", lookup=world.store.find)
+    review = review_answer(
+        raw, world.batch, structured=False, agent=AGENT, guard_mode="off", lookup=world.store.find
+    )
     assert review.proposal is None
     assert review.plan.consume == []
     assert "empty" in review.plan.discard_reason
@@ -391,8 +405,13 @@ def test_review_text_empty_is_discarded(world: World, raw: str) -> None:
 
 
 def test_review_text_oversized_is_discarded(world: World) -> None:
-    review = review_text(
-        "z" * (KIB64 + 10), world.batch, agent=AGENT, guard_mode="off", lookup=world.store.find
+    review = review_answer(
+        "z" * (KIB64 + 10),
+        world.batch,
+        structured=False,
+        agent=AGENT,
+        guard_mode="off",
+        lookup=world.store.find,
     )
     assert not review.plan.applicable
     assert "64 KiB" in review.plan.discard_reason
@@ -499,7 +518,9 @@ def test_review_json_with_a_pure_lookup_never_raises(
 ) -> None:
     known = {f.id: f for f in world.store.all_facts()}
     raw = data.draw(answers(_ids_of(world)))
-    review = review_json(raw, world.batch, agent=AGENT, guard_mode=guard_mode, lookup=known.get)
+    review = review_answer(
+        raw, world.batch, structured=True, agent=AGENT, guard_mode=guard_mode, lookup=known.get
+    )
     _check_review(world, review)
 
 
@@ -524,7 +545,9 @@ def _check_review(world: World, review: Review) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=st.text(max_size=300))
 def test_review_text_never_raises(world: World, raw: str) -> None:
-    review = review_text(raw, world.batch, agent=AGENT, guard_mode="keys", lookup=world.store.find)
+    review = review_answer(
+        raw, world.batch, structured=False, agent=AGENT, guard_mode="keys", lookup=world.store.find
+    )
     assert review.plan.consume == [v.id for v in review.plan.verdicts if v.consumed]
     assert set(review.plan.consume) <= set(world.ids)
     if not raw.strip():
