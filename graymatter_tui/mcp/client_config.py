@@ -23,7 +23,10 @@ WHERE = {
 
 def server_command() -> list[str]:
     """The installed `graymatter-tui` by absolute path; else this Python running the module."""
-    found = shutil.which("graymatter-tui")
+    # The script beside this Python first: the venv this server runs from, even when
+    # that venv is not on PATH.
+    beside = Path(sys.executable).parent / "graymatter-tui"
+    found = str(beside) if beside.is_file() else shutil.which("graymatter-tui")
     if found:
         return [str(Path(found).absolute())]
     return [str(Path(sys.executable).absolute()), "-m", "graymatter_tui"]

@@ -17,12 +17,13 @@ from graymatter_tui.mcp.replies import (
     batch_reply,
     checkpoint_reply,
     checkpoint_saved_reply,
+    explained_reply,
     no_checkpoint_reply,
     reflect_reply,
     search_reply,
 )
 from graymatter_tui.mcp.tools import REFLECT_ACTIONS
-from graymatter_tui.recall import MAX_QUERY_BYTES, check_query, rank, recall
+from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, rank, recall
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.tokens import tokens
 
@@ -73,22 +74,44 @@ def widened(query: str, aliases: Mapping[str, list[str]]) -> str:
     return " ".join([query, *extra])
 
 
-def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
+def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
     # A search records the access of what it returns; a read-only server records nothing.
     search = rank if session.read_only else recall
     aliases = session.store.aliases(agent)
     wanted = widened(query, aliases) if aliases else query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
-    return [hit.fact.text for hit in search(session.store, agent, wanted, k=top_k)]
+    return search(session.store, agent, wanted, k=top_k)
+
+
+def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
+    return [hit.fact.text for hit in _hits(session, agent, query, top_k)]
+
+
+def _explained(hit: Hit) -> dict[str, object]:
+    """Why a fact ranked where it did: each signal's rank, the fused score, its weight
+    and when it was written."""
+    return {
+        "fact_id": hit.fact.id,
+        "written_at": hit.fact.created_at,
+        "keyword_rank": hit.keyword_rank,
+        "recency_rank": hit.recency_rank,
+        "score": round(hit.score, 6),
+        "weight": hit.fact.weight,
+        "pinned": hit.fact.pinned,
+    }
 
 
 def memory_search(session: Session, args: Arguments) -> Reply:
     agent = _agent(session, args, "agent_id")
     query = _query(args, "query")
     top_k = args.top_k()
-    args.flag("explain")
-    return search_reply(agent, query, _found(session, agent, query, top_k))
+    explain = args.flag("explain")
+    hits = _hits(session, agent, query, top_k)
+    reply = search_reply(agent, query, [hit.fact.text for hit in hits])
+    if not explain:
+        return reply
+    return explained_reply(reply, [_explained(hit) for hit in hits])
 
 
 def memory_search_batch(session: Session, args: Arguments) -> Reply:

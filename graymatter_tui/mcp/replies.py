@@ -94,3 +94,15 @@ def checkpoint_reply(
 
 def no_checkpoint_reply(agent: str) -> Reply:
     return Reply(f'No checkpoint saved for agent "{agent}".', {"found": False, "agent_id": agent})
+
+
+def explained_reply(reply: Reply, why: list[dict[str, Any]]) -> Reply:
+    """A search reply with, per fact, why it ranked where it did (`explain: true`)."""
+    lines = [
+        f"{n}. id {w['fact_id']} · keyword rank {w['keyword_rank']} · recency rank "
+        f"{w['recency_rank']} · score {w['score']} · weight {w['weight']:.3f} · "
+        f"written {w['written_at']}"
+        for n, w in enumerate(why, start=1)
+    ]
+    text = reply.text + ("\n\nWhy:\n" + "\n".join(lines) if lines else "")
+    return Reply(text, {**reply.structured, "explain": why})

@@ -56,7 +56,13 @@ MEMORY_SEARCH = ToolSpec(
         ["agent_id", "query"],
     ),
     _obj(
-        {"agent_id": _STR, "query": _STR, "count": {"type": "integer"}, "facts": _TEXTS},
+        {
+            "agent_id": _STR,
+            "query": _STR,
+            "count": {"type": "integer"},
+            "facts": _TEXTS,
+            "explain": {"type": "array", "items": {"type": "object"}},
+        },
         ["agent_id", "query", "count", "facts"],
     ),
 )

@@ -22,7 +22,7 @@ async def test_the_tools_are_listed_with_upstream_names_and_schemas(tmp_path: Pa
     assert search.input_schema["required"] == ["agent_id", "query"]
     assert search.input_schema["properties"]["top_k"]["default"] == 8
     assert search.output_schema is not None
-    assert set(search.output_schema["properties"]) == {"agent_id", "query", "count", "facts"}
+    assert set(search.output_schema["required"]) == {"agent_id", "query", "count", "facts"}
     reflect = listed["memory_reflect"].input_schema
     assert reflect["anyOf"] == [{"required": ["agent_id"]}, {"required": ["agent"]}]
     assert reflect["properties"]["action"]["enum"] == [
@@ -123,3 +123,30 @@ async def test_default_agent_and_read_only(tmp_path: Path) -> None:
         facts = store.list_facts("ops")
     assert [f.text for f in facts] == ["The pager rota changes on Monday"]
     assert facts[0].access_count == 0  # a read-only server records no access
+
+
+async def test_explain_says_why_each_fact_ranked(tmp_path: Path) -> None:
+    async with connected(tmp_path / "store") as agent:
+        await agent.ok("memory_add", agent_id="a", text="The deploy key rotates on Fridays")
+        await agent.ok("memory_add", agent_id="a", text="The deploy runs on Mondays")
+        for other in ("Lunch is at noon", "Backups run nightly"):  # "deploy" stays rare
+            await agent.ok("memory_add", agent_id="a", text=other)
+        plain_text, plain = await agent.ok("memory_search", agent_id="a", query="deploy key")
+        text, structured = await agent.ok(
+            "memory_search", agent_id="a", query="deploy key", explain=True
+        )
+    assert "explain" not in plain
+    assert {k: v for k, v in structured.items() if k != "explain"} == plain
+    why = structured["explain"]
+    assert [w["keyword_rank"] for w in why] == [1, 2]
+    assert why[0]["score"] > why[1]["score"]
+    assert set(why[0]) == {
+        "fact_id",
+        "written_at",
+        "keyword_rank",
+        "recency_rank",
+        "score",
+        "weight",
+        "pinned",
+    }
+    assert text.startswith(plain_text + "\n\nWhy:\n1. id " + why[0]["fact_id"])
