@@ -18,6 +18,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Static, TabbedContent, TabPane
 
+from graymatter_tui import provenance
 from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
@@ -124,6 +125,7 @@ class GraymatterApp(App[None]):
         super().__init__()
         self.store = store
         self.read_only = read_only
+        provenance.name_process(provenance.TUI)  # what the store records as our writes
         # Set without watchers: nothing is mounted yet to follow them.
         self.set_reactive(GraymatterApp.settings, settings)
         self.set_reactive(GraymatterApp.agent, agent or "")

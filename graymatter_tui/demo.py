@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from ulid import ULID
 
+from graymatter_tui import provenance
 from graymatter_tui.store import MemoryStore, NewFact
 
 AGENTS = ("support-bot", "research-agent", "ops-agent")
@@ -169,4 +170,5 @@ def create_demo(store: MemoryStore, *, into_existing: bool = False) -> int:
         return 0
     if not into_existing and not store.is_demo():
         store.claim_for_demo()  # refuses a store holding anything else
-    return len(store.put_many(demo_facts(store.now())))
+    with provenance.writing_as(provenance.DEMO):
+        return len(store.put_many(demo_facts(store.now())))

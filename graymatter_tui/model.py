@@ -5,7 +5,7 @@ Field names of `Fact` are upstream GrayMatter's JSON names so exports interopera
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -34,6 +34,9 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     # Pass-through fields from upstream stores, kept on import and export.
     confidence: str | None = None
     kind: str | None = None
+    # Who wrote the fact (`graymatter_tui.provenance`): cli, tui, import, consolidation,
+    # demo, mcp:<client>. None for facts written before stores recorded it (schema 3).
+    source: str | None = None
 
     @property
     def is_live(self) -> bool:
@@ -50,12 +53,45 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 def fact_to_dict(fact: Fact) -> dict[str, Any]:
     """The CLI/JSON shape of a fact: every field under upstream GrayMatter's JSON name, the
-    pass-through fields (`confidence`, `kind`) only when set."""
+    pass-through fields (`confidence`, `kind`) and our `source` only when set."""
     out: dict[str, Any] = msgspec.structs.asdict(fact)
-    for key in ("confidence", "kind"):
+    for key in ("confidence", "kind", "source"):
         if out[key] is None:
             del out[key]
     return out
+
+
+ActivityAction = Literal[
+    "add",
+    "update",
+    "forget",
+    "pin",
+    "unpin",
+    "link",
+    "consolidation",
+    "revert",
+    "import",
+    "prune",
+    "checkpoint",
+    "alias",
+    "review",
+]
+ACTIVITY_ACTIONS: tuple[ActivityAction, ...] = get_args(ActivityAction)
+
+
+class ActivityEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One write, as the Activity feed shows it: written in the same transaction as the
+    write itself, by whichever process made it."""
+
+    seq: int  # the store's write order, across every process
+    at: str
+    source: str
+    agent_id: str
+    action: ActivityAction
+    text: str = ""  # the fact's text (clipped), or what the write did
+    fact_id: str = ""
+    cycle_id: str = ""
+    count: int = 1  # facts the write touched
 
 
 class AgentSummary(msgspec.Struct, frozen=True, kw_only=True):

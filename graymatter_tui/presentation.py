@@ -4,6 +4,7 @@ where they are shown."""
 
 from __future__ import annotations
 
+from graymatter_tui import provenance
 from graymatter_tui.model import Fact
 from graymatter_tui.store import Store
 
@@ -27,6 +28,7 @@ def fact_fields(fact: Fact) -> list[tuple[str, str]]:
         ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
         ("pinned at", fact.pinned_at or "—"),
         ("cycle", fact.cycle_id or "—"),
+        ("source", provenance.describe(fact.source)),
     ]
 
 

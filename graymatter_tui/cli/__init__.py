@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from graymatter_tui import __version__
+from graymatter_tui import __version__, provenance
 from graymatter_tui.cli import admin, cycles, facts, mcp
 from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
@@ -58,6 +58,7 @@ def cli(ctx: click.Context, /, data_dir: Path | None, **tui_options: Any) -> Non
     """graymatter-tui: browse, audit and consolidate AI-agent memory."""
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
+    provenance.name_process(provenance.CLI)  # the TUI and the MCP server rename it
     if ctx.invoked_subcommand is None:
         from graymatter_tui.launch import launch_tui
 

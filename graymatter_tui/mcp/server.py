@@ -14,7 +14,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from graymatter_tui import __version__
+from graymatter_tui import __version__, provenance
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
 from graymatter_tui.mcp.errors import ToolError
@@ -56,6 +56,13 @@ def call(session: Session, name: str, arguments: dict[str, Any] | None) -> types
         return _error(f"{name} failed with an internal error; nothing was written")
 
 
+def _client_name(ctx: Any) -> object:
+    """The name the client gave in its initialize handshake (None when it gave none)."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    return getattr(info, "name", None)
+
+
 def build_server(session: Session) -> Server[Any]:
     async def list_tools(
         _ctx: Any, _params: types.PaginatedRequestParams | None
@@ -73,10 +80,12 @@ def build_server(session: Session) -> Server[Any]:
             ]
         )
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         # Store calls take milliseconds and LMDB transactions belong to one thread, so
-        # calls run one after another on the loop's thread.
-        return call(session, params.name, dict(params.arguments or {}))
+        # calls run one after another on the loop's thread. Each write records the
+        # client that asked for it, by the name it gave when it connected.
+        with provenance.writing_as(provenance.mcp_source(_client_name(ctx))):
+            return call(session, params.name, dict(params.arguments or {}))
 
     return Server(
         SERVER_NAME,

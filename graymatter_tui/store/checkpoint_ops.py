@@ -24,6 +24,8 @@ def save_checkpoint(tx: Tx, agent: str, state: str | None) -> Checkpoint:
     created_at = clock.format_time(tx.now)
     record = _CheckpointRecord(created_at=created_at, state=state)
     tx.put_checkpoint(agent, checkpoint_id, msgspec.json.encode(record))
+    size = "no state" if state is None else f"{len(state.encode())} bytes of state"
+    tx.log("checkpoint", agent, text=f"checkpoint {checkpoint_id} saved ({size})")
     return Checkpoint(id=checkpoint_id, agent_id=agent, created_at=created_at, state=state)
 
 
@@ -43,6 +45,7 @@ def add_alias(tx: Tx, agent: str, term: str, equivalents: list[str]) -> list[str
     known = aliases(tx, agent).get(term, [])
     joined = list(dict.fromkeys([*known, *equivalents]))
     tx.put_alias(agent, term, msgspec.json.encode(_AliasRecord(joined)))
+    tx.log("alias", agent, text=f"{term} = {', '.join(joined)}")
     return joined
 
 

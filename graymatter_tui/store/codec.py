@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import msgspec
 
-from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.model import ActivityEntry, CycleRecord, Fact
 
 encode = msgspec.json.Encoder().encode
 decode_fact = msgspec.json.Decoder(Fact).decode
 decode_record = msgspec.json.Decoder(CycleRecord).decode
 decode_ids = msgspec.json.Decoder(list[str]).decode
+decode_activity = msgspec.json.Decoder(ActivityEntry).decode
 
 
 class TextOnly(msgspec.Struct):

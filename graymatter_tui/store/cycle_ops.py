@@ -13,7 +13,7 @@ import math
 
 import msgspec
 
-from graymatter_tui import clock
+from graymatter_tui import clock, provenance
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Tx
@@ -131,6 +131,7 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
         created_at=stamp,
         accessed_at=stamp,
         cycle_id=request.cycle_id,
+        source=provenance.CONSOLIDATION,
     )
     tx.write_fact(summary, None)
     for fact in current:
@@ -144,6 +145,14 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
         record, outcome="applied", reason="", summary_id=summary.id, consumed=consumed
     )
     save_record(tx, applied)
+    tx.log(
+        "consolidation",
+        request.agent_id,
+        text=request.summary,
+        fact_id=summary.id,
+        cycle_id=request.cycle_id,
+        count=len(consumed),
+    )
     return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
 
 
@@ -160,6 +169,10 @@ def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
         tx.delete_fact(fact)
     saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
     save_record(tx, saved)
+    if doomed:
+        noun = "fact" if len(doomed) == 1 else "facts"
+        text = f"pruned {len(doomed)} {noun} below weight {PRUNE_BELOW}"
+        tx.log("prune", agent, text=text, cycle_id=record.cycle_id, count=len(doomed))
     return PruneOutcome(pruned=doomed, record=saved)
 
 
@@ -199,6 +212,14 @@ def revert(tx: Tx, cycle_id: str) -> CycleRecord:
     tx.put_record(msgspec.structs.replace(original, reverted_by=reverted.cycle_id))
     save_record(tx, reverted)
     tx.bump("reverts")
+    tx.log(
+        "revert",
+        original.agent_id,
+        text=f"revert of cycle {cycle_id}: {len(restored)} restored, summary retired",
+        fact_id=summary.id,
+        cycle_id=reverted.cycle_id,
+        count=len(restored),
+    )
     return reverted
 
 

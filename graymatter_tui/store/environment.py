@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import lmdb
 
-from graymatter_tui import clock
+from graymatter_tui import clock, provenance
 from graymatter_tui.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
 from graymatter_tui.store.files import (
     DATA_FILE,
@@ -222,12 +222,13 @@ class Environment:
         """
         self.check_writable()
         now = self.clock()
+        source = provenance.current()  # read here: the loop below may run on retry
         ids = IdReplay()
         for _ in range(64):
             try:
                 with self.resize.shared(), self.lmdb_env.begin(write=True) as txn:
                     self.check_files()  # under the writer lock, before anything is put
-                    tx = Tx(txn, self.dbs, now, write=True, mint=ids.attempt())
+                    tx = Tx(txn, self.dbs, now, write=True, mint=ids.attempt(), source=source)
                     result = fn(tx)
                     tx.flush_counts()
                     tx.bump("generation")

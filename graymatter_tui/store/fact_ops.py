@@ -11,7 +11,7 @@ import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, InvalidInput, NotFound
-from graymatter_tui.model import RETIRED, Fact
+from graymatter_tui.model import RETIRED, ActivityAction, Fact
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import NewFact
@@ -21,6 +21,14 @@ DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
 
 def put(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
+    fact = _new_fact(tx, agent, text, pinned)
+    tx.log("add", agent, text=text, fact_id=fact.id)
+    if pinned:
+        tx.log("pin", agent, text=text, fact_id=fact.id)
+    return fact
+
+
+def _new_fact(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
     stamp = clock.format_time(tx.now)
     fact = Fact(
         id=tx.new_id(),
@@ -30,6 +38,7 @@ def put(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
         accessed_at=stamp,
         pinned=pinned,
         pinned_at=stamp if pinned else None,
+        source=tx.source,
     )
     tx.write_fact(fact, None)
     return fact
@@ -54,13 +63,27 @@ def put_many(tx: Tx, pending: list[NewFact], terms: list[dict[str, int]]) -> lis
                 weight=item.weight,
                 pinned=item.pinned,
                 pinned_at=created_at if item.pinned else None,
+                source=tx.source,
             )
         )
     known = [f.id for f in out if tx.agent_of(f.id) is not None]
     if known or len({f.id for f in out}) != len(out):
         raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
     tx.insert_many(out, terms)
+    log_added(tx, "add", out)
     return out
+
+
+def log_added(tx: Tx, action: ActivityAction, facts: list[Fact]) -> None:
+    """One activity entry per agent for facts written in bulk (one fact: its text)."""
+    by_agent: dict[str, list[Fact]] = {}
+    for fact in facts:
+        by_agent.setdefault(fact.agent_id, []).append(fact)
+    for agent, written in by_agent.items():
+        if len(written) == 1:
+            tx.log(action, agent, text=written[0].text, fact_id=written[0].id)
+        else:
+            tx.log(action, agent, text=f"{len(written)} facts", count=len(written))
 
 
 def pin(tx: Tx, fact_id: str) -> Fact:
@@ -71,6 +94,7 @@ def pin(tx: Tx, fact_id: str) -> Fact:
         return fact
     pinned = msgspec.structs.replace(fact, pinned=True, pinned_at=clock.format_time(tx.now))
     tx.write_fact(pinned, fact)
+    tx.log("pin", fact.agent_id, text=fact.text, fact_id=fact.id)
     return pinned
 
 
@@ -80,6 +104,7 @@ def unpin(tx: Tx, fact_id: str) -> Fact:
         return fact
     unpinned = msgspec.structs.replace(fact, pinned=False, pinned_at=None)
     tx.write_fact(unpinned, fact)
+    tx.log("unpin", fact.agent_id, text=fact.text, fact_id=fact.id)
     return unpinned
 
 
@@ -101,10 +126,12 @@ def revise(tx: Tx, fact_id: str, text: str) -> tuple[Fact, Fact]:
         pinned=old.pinned,
         pinned_at=stamp if old.pinned else None,
         confidence=old.confidence,
+        source=tx.source,
     )
     tomb = msgspec.structs.replace(old, superseded_by=revision.id, pinned=False, pinned_at=None)
     tx.write_fact(revision, None)
     tx.write_fact(tomb, old)
+    tx.log("update", old.agent_id, text=text, fact_id=revision.id)
     return revision, tomb
 
 
@@ -117,6 +144,7 @@ def retire(tx: Tx, fact_id: str) -> Fact:
         raise Conflict(f"fact {fact_id} is pinned; unpin it before retiring it")
     tomb = msgspec.structs.replace(old, superseded_by=RETIRED)
     tx.write_fact(tomb, old)
+    tx.log("forget", old.agent_id, text=old.text, fact_id=old.id)
     return tomb
 
 
@@ -202,7 +230,8 @@ def supersede_text(tx: Tx, agent: str, target: str, text: str) -> tuple[Fact, li
     if target == text:
         raise Conflict("text is unchanged; nothing updated")
     old = _require_matches(tx, agent, target)
-    replacement = put(tx, agent, text, pinned=any(f.pinned for f in old))
+    replacement = _new_fact(tx, agent, text, pinned=any(f.pinned for f in old))
+    tx.log("update", agent, text=text, fact_id=replacement.id, count=len(old))
     tombs = []
     for fact in old:
         tomb = msgspec.structs.replace(

@@ -18,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+
+from graymatter_tui import provenance
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import CycleRecord, Fact
 from graymatter_tui.progress import Report
 from graymatter_tui.receipts import ChainProblem, chain_problems
 from graymatter_tui.store.codec import encode
+from graymatter_tui.store.fact_ops import log_added
 from graymatter_tui.store.tx import PAGE, Tx, bulk_reservation
 from graymatter_tui.store.values import (
     MAX_NAMED,
@@ -37,7 +41,16 @@ _CHUNK = 20_000
 # A fact's fields by what a difference in them means.
 _IDENTITY = ("agent_id", "text", "created_at")
 _RECEIPT = ("superseded_by", "cycle_id")
-_STATE = ("accessed_at", "access_count", "weight", "pinned", "pinned_at", "confidence", "kind")
+_STATE = (
+    "accessed_at",
+    "access_count",
+    "weight",
+    "pinned",
+    "pinned_at",
+    "confidence",
+    "kind",
+    "source",
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,12 @@ def import_all(
     tx: Tx, batch: ImportBatch, on_conflict: OnConflict, progress: Report | None
 ) -> ImportResult:
     """Insert facts and journal records keeping their ids (see the module docstring)."""
-    facts, records, terms = batch.facts, batch.records, batch.terms
+    records, terms = batch.records, batch.terms
+    # A fact keeps the source its file names (a round trip changes nothing); one from a
+    # file that names none (upstream's, older exports) was written here by the import.
+    facts = [
+        f if f.source else msgspec.structs.replace(f, source=provenance.IMPORT) for f in batch.facts
+    ]
     plan = _Plan(tx, facts, batch.places, records, batch.record_places)
     if plan.conflicts and on_conflict == "refuse":
         raise ImportConflicts(plan.conflicts)
@@ -106,6 +124,7 @@ def import_all(
             progress("writing", start + len(chunk), len(added))
     for index in plan.added_records:
         _add_record(tx, records[index])
+    log_added(tx, "import", [facts[i] for i in added])
     return ImportResult(
         facts_added=len(added),
         facts_skipped=len(facts) - len(added),

@@ -13,7 +13,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from graymatter_tui.model import AgentSummary, Counters, CycleRecord, Fact, FactState, StoreInfo
+from graymatter_tui.model import (
+    ActivityEntry,
+    AgentSummary,
+    Counters,
+    CycleRecord,
+    Fact,
+    FactState,
+    StoreInfo,
+)
 from graymatter_tui.progress import Report
 from graymatter_tui.store import values
 
@@ -106,6 +114,10 @@ class MemoryStore(Protocol):
     def latest_checkpoint(self, agent: str) -> values.Checkpoint | None: ...
     def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]: ...
     def aliases(self, agent: str) -> dict[str, list[str]]: ...
+    def activity(
+        self, *, after: int = 0, before: int | None = None, limit: int | None = None
+    ) -> list[ActivityEntry]: ...
+    def last_activity(self) -> int: ...
     def touch(self, fact_ids: Iterable[str]) -> int: ...
     def delete(self, fact_ids: Iterable[str]) -> list[Fact]: ...
     def is_demo(self) -> bool: ...

@@ -13,12 +13,12 @@ from graymatter_tui.errors import StoreError
 from graymatter_tui.store.files import DATA_FILE
 from graymatter_tui.store.tx import Dbs
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ENGINE = "lmdb-0.9"
 TABLES = tuple(Dbs.__dataclass_fields__)
 # Tables each schema version added. A store of an older schema gets them (and its new
 # version number) in one write transaction the first time it is opened writable.
-ADDED_IN = {2: ("checkpoints", "aliases")}
+ADDED_IN = {2: ("checkpoints", "aliases"), 3: ("activity", "proposals")}
 
 
 def lmdb_open(

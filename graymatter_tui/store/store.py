@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import (
+    ActivityEntry,
     AgentSummary,
     Counters,
     CycleRecord,
@@ -341,6 +343,19 @@ class Store:
 
     def aliases(self, agent: str) -> dict[str, list[str]]:
         return self._env.read(lambda tx: checkpoint_ops.aliases(tx, agent))
+
+    # ---- activity ------------------------------------------------------------------------
+    def activity(
+        self, *, after: int = 0, before: int | None = None, limit: int | None = None
+    ) -> list[ActivityEntry]:
+        """Writes newest first, every process's, with write numbers in (after, before)."""
+        return self._env.read(
+            lambda tx: list(islice(tx.iter_activity(after=after, before=before), limit))
+        )
+
+    def last_activity(self) -> int:
+        """The newest write number (0: none yet); a reader polls it to see new writes."""
+        return self._env.read(lambda tx: tx.last_activity())
 
     def touch(self, fact_ids: Iterable[str]) -> int:
         """Record an access to live facts; never resurrects a tombstone or recreates a fact."""

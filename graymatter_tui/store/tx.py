@@ -12,16 +12,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 import lmdb
 import msgspec
 
-from graymatter_tui import clock
+from graymatter_tui import clock, provenance
 from graymatter_tui.errors import NotFound
-from graymatter_tui.model import CycleRecord, Fact, FactState
+from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
 from graymatter_tui.store.codec import (
     AgentCounts,
+    decode_activity,
     decode_counts,
     decode_fact,
     decode_ids,
@@ -105,6 +106,11 @@ def bulk_reservation(texts: list[tuple[str, str]], terms: list[dict[str, int]]) 
     return size, entries * PAGE
 
 
+# The activity feed keeps this many newest entries; an entry keeps this much of its text.
+ACTIVITY_KEEP = 100_000
+ACTIVITY_TEXT = 500
+ACTIVITY_KEY = struct.Struct(">Q")
+
 # An open LMDB table: only ever passed back to LMDB calls.
 Table: TypeAlias = lmdb._Database
 GraphTable = Literal["graph_nodes", "graph_edges"]
@@ -131,6 +137,10 @@ class Dbs:
     # then, and such a store holds no checkpoints or aliases.
     checkpoints: Table | None = None
     aliases: Table | None = None
+    # Schema 3: the feed of every write (key: 8-byte big-endian write number) and the
+    # review queue of agents' held changes (key: proposal id). None as above.
+    activity: Table | None = None
+    proposals: Table | None = None
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -169,11 +179,13 @@ class Tx:
         *,
         write: bool,
         mint: Callable[[datetime], str] = new_id,
+        source: str = provenance.LIBRARY,
     ) -> None:
         self.txn = txn
         self.dbs = dbs
         self.now = now
         self.write = write
+        self.source = source  # who this write is for (provenance), read once per call
         self._mint = mint
         self._counts: dict[str, AgentCounts] = {}
         # Document-frequency changes of this transaction, written once each at its end:
@@ -617,8 +629,84 @@ class Tx:
         for key, value in scan_prefix(self.txn.cursor(db=table), prefix):
             yield bytes(key)[len(prefix) :].decode(), bytes(value)
 
-    def _table(self, name: Literal["checkpoints", "aliases"]) -> Table:
-        table = self.dbs.checkpoints if name == "checkpoints" else self.dbs.aliases
-        if table is None:  # only a read-only open of a schema-1 store lacks them
+    def _table(self, name: Literal["checkpoints", "aliases", "proposals"]) -> Table:
+        table = getattr(self.dbs, name)
+        if table is None:  # only a read-only open of an older store lacks them
             raise NotFound(f"this store has no {name} table yet (open it writable once)")
-        return table
+        return cast(Table, table)
+
+    # ---- activity (schema 3) -------------------------------------------------------------
+    def log(
+        self,
+        action: ActivityAction,
+        agent: str,
+        *,
+        text: str = "",
+        fact_id: str = "",
+        cycle_id: str = "",
+        count: int = 1,
+    ) -> None:
+        """Add this write to the activity feed, under the next write number; the oldest
+        entry beyond `ACTIVITY_KEEP` goes in the same transaction, so the feed stays
+        bounded however long agents write."""
+        table = self.dbs.activity
+        if table is None:
+            return
+        seq = self.bump("activity_seq")
+        entry = ActivityEntry(
+            seq=seq,
+            at=clock.format_time(self.now),
+            source=self.source,
+            agent_id=agent,
+            action=action,
+            text=text[:ACTIVITY_TEXT],
+            fact_id=fact_id,
+            cycle_id=cycle_id,
+            count=count,
+        )
+        self.txn.put(ACTIVITY_KEY.pack(seq), encode(entry), db=table)
+        if seq > ACTIVITY_KEEP:
+            self.txn.delete(ACTIVITY_KEY.pack(seq - ACTIVITY_KEEP), db=table)
+
+    def iter_activity(
+        self, *, after: int = 0, before: int | None = None
+    ) -> Iterator[ActivityEntry]:
+        """Activity entries newest first, with write numbers in (after, before)."""
+        table = self.dbs.activity
+        if table is None:
+            return
+        cursor = self.txn.cursor(db=table)
+        upper = ACTIVITY_KEY.pack(before) if before is not None else b"\xff" * ACTIVITY_KEY.size
+        found = cursor.prev() if cursor.set_range(upper) else cursor.last()
+        low = ACTIVITY_KEY.pack(after)
+        while found:
+            key = bytes(cursor.key())
+            if key <= low:
+                return
+            yield decode_activity(cursor.value())
+            found = cursor.prev()
+
+    def last_activity(self) -> int:
+        """The write number of the newest activity entry (0: none yet)."""
+        return self.meta_int("activity_seq")
+
+    # ---- the review queue (schema 3) -----------------------------------------------------
+    def put_proposal(self, proposal_id: str, record: bytes) -> None:
+        self.txn.put(proposal_id.encode(), record, db=self._table("proposals"))
+
+    def proposal(self, proposal_id: str) -> bytes | None:
+        table = self.dbs.proposals
+        if table is None or not proposal_id or len(proposal_id) > 64:
+            return None
+        raw = self.txn.get(proposal_id.encode("utf-8", errors="replace"), db=table)
+        return None if raw is None else bytes(raw)
+
+    def iter_proposals(self, *, newest_first: bool = True) -> Iterator[bytes]:
+        """Every proposal's record (ids are ULIDs: key order is time order)."""
+        table = self.dbs.proposals
+        if table is None:
+            return
+        cursor = self.txn.cursor(db=table)
+        rows = cursor.iterprev(keys=False) if newest_first else cursor.iternext(keys=False)
+        for raw in rows:
+            yield bytes(raw)

@@ -1,6 +1,7 @@
-"""Schema 2 adds the checkpoint and alias tables. A store of an older schema (every
-committed release fixture is schema 1) is upgraded in one write transaction the first
-time it is opened writable; a read-only open changes nothing and sees none of either."""
+"""Schema 2 adds the checkpoint and alias tables, schema 3 the activity feed and the
+review queue. A store of an older schema (every committed release fixture: 0.1.0 and
+0.2.0 are schema 1, 0.3.0 is schema 2) is upgraded in one write transaction the first time
+it is opened writable; a read-only open changes nothing and sees none of what is new."""
 
 from __future__ import annotations
 
@@ -46,29 +47,54 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
     release: Path, tmp_path: Path
 ) -> None:
     path = _copy(release, tmp_path)
-    assert _meta(path)[b"schema_version"] == b"1"
+    old = int(_meta(path)[b"schema_version"])
+    assert old < SCHEMA_VERSION == 3
+    with Store.open(path, read_only=True) as store:
+        aliases_before = store.aliases("ops-agent")
     with Store.open(path) as store:
         facts = store.list_facts(None, "all")
         assert facts  # nothing lost on the way
+        assert store.activity() == []  # the feed starts with the upgrade
         saved = store.save_checkpoint("ops-agent", '{"step": 3}')
         store.add_alias("ops-agent", "db", ["database"])
+        added = store.put("ops-agent", "Written after the upgrade.")
     meta = _meta(path)
-    assert meta[b"schema_version"] == str(SCHEMA_VERSION).encode() == b"2"
-    assert b"graymatter-tui" in meta[b"migrated_from_1"]
+    assert meta[b"schema_version"] == str(SCHEMA_VERSION).encode()
+    assert b"graymatter-tui" in meta[f"migrated_from_{old}".encode()]
     with Store.open(path, read_only=True) as store:
         assert store.latest_checkpoint("ops-agent") == saved
-        assert store.aliases("ops-agent") == {"db": ["database"]}
-        assert len(store.list_facts(None, "all")) == len(facts)
+        assert store.aliases("ops-agent") == {**aliases_before, "db": ["database"]}
+        assert len(store.list_facts(None, "all")) == len(facts) + 1
+        feed = store.activity()
+        assert [(e.action, e.agent_id) for e in feed] == [
+            ("add", "ops-agent"),
+            ("alias", "ops-agent"),
+            ("checkpoint", "ops-agent"),
+        ]
+        assert feed[0].fact_id == added.id and store.require(added.id).source == "api"
+
+
+def test_the_0_3_0_store_keeps_what_agents_wrote_over_mcp(tmp_path: Path) -> None:
+    path = _copy(FIXTURES / "store-0.3.0", tmp_path)
+    with Store.open(path) as store:
+        checkpoint = store.latest_checkpoint("ops-agent")
+        assert checkpoint is not None and checkpoint.state == '{"step": 3, "todo": ["x"]}'
+        assert store.aliases("ops-agent") == {"pd": ["PagerDuty"]}  # terms are folded
+        written = [f for f in store.list_facts("ops-agent") if "over MCP" in f.text]
+        assert len(written) == 1 and written[0].source is None  # before sources were kept
 
 
 @pytest.mark.parametrize("release", RELEASES, ids=lambda p: p.name)
 def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_path: Path) -> None:
     path = _copy(release, tmp_path)
     before = _digest(path)
+    old = int(_meta(path)[b"schema_version"])
     with Store.open(path, read_only=True) as store:
-        assert store.latest_checkpoint("ops-agent") is None
-        assert store.aliases("ops-agent") == {}
-        assert store.info().schema_version == 1
+        assert store.info().schema_version == old
+        assert store.activity() == [] and store.last_activity() == 0
+        if old < 2:
+            assert store.latest_checkpoint("ops-agent") is None
+            assert store.aliases("ops-agent") == {}
         with pytest.raises(GraymatterError):
             store.save_checkpoint("ops-agent", None)
     assert _digest(path) == before
@@ -99,5 +125,5 @@ def test_two_processes_upgrading_at_once_both_succeed(tmp_path: Path) -> None:
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0 and out.strip() == "ok", err
     with Store.open(path, read_only=True) as store:
-        assert store.info().schema_version == 2
+        assert store.info().schema_version == SCHEMA_VERSION
         assert all(store.latest_checkpoint(f"agent-{n}") is not None for n in range(4))

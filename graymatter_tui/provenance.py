@@ -1,0 +1,69 @@
+"""Who is writing: every fact records the source that wrote it, and every write leaves an
+activity entry naming it. A process names itself once (`cli`, `tui`, …); an MCP server
+names each call after the client that made it (`mcp:<client name>`), so one HTTP server
+shared by two clients still tells them apart.
+
+The current source is read at the start of each store write, in the writing thread: a
+context variable for the per-call name, falling back to the process's own name (worker
+threads start with an empty context, so a context variable alone would lose it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+CLI = "cli"
+TUI = "tui"
+IMPORT = "import"
+CONSOLIDATION = "consolidation"
+DEMO = "demo"
+LIBRARY = "api"  # code that uses the package without naming itself
+MCP_PREFIX = "mcp:"
+# Shown for facts written before the store recorded sources (schema 3).
+UNRECORDED = "not recorded"
+
+MAX_CLIENT_NAME = 48
+_CLIENT_UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]+")
+
+_process_source = LIBRARY
+_call_source: ContextVar[str | None] = ContextVar("graymatter_source", default=None)
+
+
+def name_process(source: str) -> None:
+    """Name what this process writes as (`cli`, `tui`, `mcp:…`), once, at start."""
+    global _process_source
+    _process_source = source
+
+
+def current() -> str:
+    return _call_source.get() or _process_source
+
+
+@contextmanager
+def writing_as(source: str) -> Iterator[None]:
+    """Writes in this block (this thread or task) are recorded as `source`."""
+    token = _call_source.set(source)
+    try:
+        yield
+    finally:
+        _call_source.reset(token)
+
+
+def mcp_source(client_name: object) -> str:
+    """`mcp:<client name>` from what the client said in its initialize handshake, made
+    safe to store and show: a client may send any string, or none."""
+    name = client_name if isinstance(client_name, str) else ""
+    cleaned = _CLIENT_UNSAFE.sub("-", name).strip("-")[:MAX_CLIENT_NAME]
+    return MCP_PREFIX + (cleaned or "unnamed-client")
+
+
+def describe(source: str | None, cycle_id: str = "") -> str:
+    """One line for people: the source, with the cycle of a consolidation's summary."""
+    if not source:
+        return UNRECORDED
+    if source == CONSOLIDATION and cycle_id:
+        return f"{source} (cycle {cycle_id})"
+    return source
