@@ -67,8 +67,10 @@ def export_jsonl(
 
 
 def upstream_fact(fact: Fact) -> dict[str, Any]:
-    """A fact shaped as upstream GrayMatter writes it: empty optional fields omitted."""
+    """A fact shaped as upstream GrayMatter writes it: empty optional fields omitted, and
+    our provenance left out (upstream has no such field; ADR 0032)."""
     out = fact_to_dict(fact)
+    out.pop("source", None)
     if not out["superseded_by"]:
         del out["superseded_by"]
     if not out["pinned"]:

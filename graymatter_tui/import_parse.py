@@ -19,7 +19,7 @@ from typing import Any, get_args
 
 import msgspec
 
-from graymatter_tui import clock
+from graymatter_tui import clock, provenance
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, Outcome
 from graymatter_tui.progress import Report
@@ -63,6 +63,7 @@ class _Incoming(msgspec.Struct):
     cycle_id: str | None = None
     confidence: str | None = None
     kind: str | None = None
+    source: str | None = None
 
 
 class _FactLine(msgspec.Struct, tag_field="type", tag="fact"):
@@ -88,6 +89,8 @@ _WHAT = {
     "accessed_at": "'accessed_at' must be an RFC 3339 timestamp",
     "superseded_by": "'superseded_by' must be empty, \"agent\" or a fact id",
     "cycle_id": "'cycle_id' must be empty or a cycle id (ULID)",
+    "source": "'source' must name who wrote the fact (cli, tui, import, consolidation, demo, "
+    "api or mcp:<client name>)",
 }
 _MISSING = re.compile(r"missing required field `(\w+)`")
 _AT_FIELD = re.compile(r"at `\$\.(\w+)`")
@@ -163,6 +166,8 @@ class _Checker:
         cycle_id = item.cycle_id or ""
         if cycle_id and not looks_like_id(cycle_id):
             raise _EntryError(_WHAT["cycle_id"])
+        if item.source and not provenance.is_valid(item.source):
+            raise _EntryError(_WHAT["source"])
         return Fact(
             id=fact_id,
             agent_id=item.agent_id,
@@ -177,6 +182,7 @@ class _Checker:
             cycle_id=cycle_id,
             confidence=item.confidence or None,
             kind=item.kind or None,
+            source=item.source or None,
         )
 
     def from_object(self, obj: Any) -> Fact:
@@ -212,6 +218,8 @@ def _checked_record(record: CycleRecord) -> CycleRecord:
     for ref in (record.summary_id, record.reverted_by, record.reverted_cycle_id):
         if ref and not looks_like_id(ref):
             raise _EntryError(_WHAT["cycle_id"])
+    if any(f.source and not provenance.is_valid(f.source) for f in record.pruned):
+        raise _EntryError(f"cycle record: a pruned fact's {_WHAT['source']}")
     return record
 
 

@@ -60,6 +60,18 @@ def mcp_source(client_name: object) -> str:
     return MCP_PREFIX + (cleaned or "unnamed-client")
 
 
+KNOWN = frozenset({CLI, TUI, IMPORT, CONSOLIDATION, DEMO, LIBRARY})
+_SAFE_NAME = re.compile(rf"[A-Za-z0-9._@+-]{{1,{MAX_CLIENT_NAME}}}")
+
+
+def is_valid(source: str) -> bool:
+    """Whether `source` is one this program writes: a file to import may claim any."""
+    if source in KNOWN:
+        return True
+    name = source.removeprefix(MCP_PREFIX)
+    return name != source and _SAFE_NAME.fullmatch(name) is not None
+
+
 def describe(source: str | None, cycle_id: str = "") -> str:
     """One line for people: the source, with the cycle of a consolidation's summary."""
     if not source:

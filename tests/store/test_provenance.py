@@ -114,3 +114,12 @@ def test_a_client_name_is_made_safe_to_store_and_show() -> None:
     assert provenance.mcp_source("\x1b[31mevil\u202e name") == "mcp:31mevil-name"
     assert provenance.mcp_source(None) == "mcp:unnamed-client"
     assert provenance.mcp_source("x" * 500) == "mcp:" + "x" * provenance.MAX_CLIENT_NAME
+
+
+def test_only_sources_this_program_writes_are_accepted_from_a_file() -> None:
+    for good in ("cli", "tui", "import", "consolidation", "demo", "api", "mcp:claude-code"):
+        assert provenance.is_valid(good), good
+    made = provenance.mcp_source("\x1b]0;title\x07 Cursor IDE")
+    assert provenance.is_valid(made)
+    for bad in ("", "mcp:", "root", "mcp:\x1b[31m", "mcp:" + "x" * 49, "cli\n", "MCP:x"):
+        assert not provenance.is_valid(bad), bad
