@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from graymatter_tui.deferred_accesses import DeferredAccesses
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
 from graymatter_tui.mcp.errors import ToolError
@@ -37,6 +38,9 @@ class Session:
     store: MemoryStore
     read_only: bool = False
     default_agent: str | None = None
+    # A long-running server records searches' accesses in the background; without one
+    # (a single call in-process) the search records them itself before answering.
+    accesses: DeferredAccesses | None = None
 
 
 Handler = Callable[[Session, Arguments], Reply]
@@ -76,12 +80,17 @@ def widened(query: str, aliases: Mapping[str, list[str]]) -> str:
 
 def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
     # A search records the access of what it returns; a read-only server records nothing.
-    search = rank if session.read_only else recall
     aliases = session.store.aliases(agent)
     wanted = widened(query, aliases) if aliases else query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
-    return search(session.store, agent, wanted, k=top_k)
+    if session.read_only:
+        return rank(session.store, agent, wanted, k=top_k)
+    if session.accesses is None:
+        return recall(session.store, agent, wanted, k=top_k)
+    hits = rank(session.store, agent, wanted, k=top_k)
+    session.accesses.record(hit.fact.id for hit in hits)
+    return hits
 
 
 def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -15,6 +18,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from graymatter_tui import __version__, provenance
+from graymatter_tui.deferred_accesses import DeferredAccesses
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
 from graymatter_tui.mcp.errors import ToolError
@@ -99,8 +103,13 @@ def serve_http(session: Session, host: str, port: int, token: str) -> None:
     """Serve the streamable HTTP transport at /mcp behind the bearer token, until stopped."""
     import uvicorn  # only the HTTP transport needs it
 
-    server = build_server(session)
-    app = server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)
+    with _recording_accesses(session) as serving:
+        server = build_server(serving)
+        app = server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)
+        _run_uvicorn(uvicorn, app, host, port, token)
+
+
+def _run_uvicorn(uvicorn: Any, app: Any, host: str, port: int, token: str) -> None:
     config = uvicorn.Config(
         guarded(app, token),
         host=host,
@@ -116,9 +125,24 @@ def serve_http(session: Session, host: str, port: int, token: str) -> None:
 def serve_stdio(session: Session) -> None:
     """Serve until the client closes our stdin."""
 
-    async def run() -> None:
-        server = build_server(session)
+    async def run(serving: Session) -> None:
+        server = build_server(serving)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(run)
+    with _recording_accesses(session) as serving:
+        anyio.run(run, serving)
+
+
+@contextmanager
+def _recording_accesses(session: Session) -> Iterator[Session]:
+    """The session with searches' accesses written in the background (not when the
+    server is read-only: it records none), and written out when serving stops."""
+    if session.read_only or session.accesses is not None:
+        yield session
+        return
+    accesses = DeferredAccesses(session.store)
+    try:
+        yield replace(session, accesses=accesses)
+    finally:
+        accesses.close()

@@ -148,18 +148,17 @@ def retire(tx: Tx, fact_id: str) -> Fact:
     return tomb
 
 
-def touch(tx: Tx, fact_ids: list[str]) -> int:
-    """Record an access to live facts; never resurrects a tombstone or recreates a fact."""
+def touch(tx: Tx, accesses: dict[str, int]) -> int:
+    """Record `accesses[id]` accesses of each live fact; never resurrects a tombstone or
+    recreates a fact."""
     stamp = clock.format_time(tx.now)
     touched = 0
-    for fact_id in fact_ids:
+    for fact_id, times in accesses.items():
         fact = tx.find(fact_id)
         if fact is None or fact.is_tombstone:
             continue
-        tx.write_fact(
-            msgspec.structs.replace(fact, access_count=fact.access_count + 1, accessed_at=stamp),
-            fact,
-        )
+        count = fact.access_count + times
+        tx.write_fact(msgspec.structs.replace(fact, access_count=count, accessed_at=stamp), fact)
         touched += 1
     return touched
 
