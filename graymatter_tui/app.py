@@ -275,7 +275,9 @@ class GraymatterApp(App[None]):
         except NoMatches:  # typed ahead before the pane mounted: try again after a frame
             self.call_after_refresh(self._focus_tab_later, tab)
             return
-        target.focus()
+        # Now, not via `focus()`: that defers to a callback queued behind any keys typed in
+        # the same burst ("3n"), which would then go to the pane being left.
+        self.screen.set_focus(target)
 
     def _focus_tab_later(self, tab: str) -> None:
         if not self.is_running:

@@ -196,3 +196,17 @@ async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: Store, key
         await pilot.pause()
         assert len(app.screen_stack) == 1
     assert app.return_code == 0
+
+
+async def test_a_pane_key_typed_in_the_same_burst_as_its_tab_reaches_the_pane(
+    demo_store: Store,
+) -> None:
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        # Both keys queued before either is handled, as a terminal delivers "3n" typed fast.
+        for key in ("3", "n"):
+            app.post_message(events.Key(key, key))
+        await wait_until(
+            pilot, lambda: "cycle " in screen_text(app) and "Decay" in screen_text(app)
+        )
+        assert app.query_one("#tabs", TabbedContent).active == "consolidate"
