@@ -113,15 +113,15 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
     for fact_id in request.consume:
         fact = tx.find(fact_id)
         if fact is None:
-            return ApplyOutcome(False, f"stale: fact {fact_id} no longer exists")
+            return _refused(tx, f"stale: fact {fact_id} no longer exists")
         if fact.is_tombstone:
-            return ApplyOutcome(False, f"stale: fact {fact_id} was superseded meanwhile")
+            return _refused(tx, f"stale: fact {fact_id} was superseded meanwhile")
         if fact.pinned:
-            return ApplyOutcome(False, f"stale: fact {fact_id} was pinned meanwhile")
+            return _refused(tx, f"stale: fact {fact_id} was pinned meanwhile")
         if fact.text != request.snapshot.get(fact_id):
-            return ApplyOutcome(False, f"stale: fact {fact_id} changed meanwhile")
+            return _refused(tx, f"stale: fact {fact_id} changed meanwhile")
         if fact.agent_id != request.agent_id:
-            return ApplyOutcome(False, f"fact {fact_id} belongs to another agent")
+            return _refused(tx, f"fact {fact_id} belongs to another agent")
         current.append(fact)
     stamp = clock.format_time(tx.now)
     summary = Fact(
@@ -154,6 +154,10 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
         count=len(consumed),
     )
     return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
+
+
+def _refused(tx: Tx, reason: str) -> ApplyOutcome:
+    return tx.unchanged(ApplyOutcome(False, reason))
 
 
 def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:

@@ -230,6 +230,9 @@ class Environment:
                     self.check_files()  # under the writer lock, before anything is put
                     tx = Tx(txn, self.dbs, now, write=True, mint=ids.attempt(), source=source)
                     result = fn(tx)
+                    if tx.discard:
+                        txn.abort()
+                        return result
                     tx.flush_counts()
                     tx.bump("generation")
                     if self.simulate_map_full:

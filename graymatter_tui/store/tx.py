@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import lmdb
 import msgspec
@@ -111,6 +111,8 @@ ACTIVITY_KEEP = 100_000
 ACTIVITY_TEXT = 500
 ACTIVITY_KEY = struct.Struct(">Q")
 
+T = TypeVar("T")
+
 # An open LMDB table: only ever passed back to LMDB calls.
 Table: TypeAlias = lmdb._Database
 GraphTable = Literal["graph_nodes", "graph_edges"]
@@ -186,11 +188,19 @@ class Tx:
         self.now = now
         self.write = write
         self.source = source  # who this write is for (provenance), read once per call
+        self.discard = False  # set by `unchanged`: abort instead of commit
         self._mint = mint
         self._counts: dict[str, AgentCounts] = {}
         # Document-frequency changes of this transaction, written once each at its end:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
+
+    def unchanged(self, result: T) -> T:
+        """Return `result` from a write that decided to change nothing: its transaction is
+        then aborted rather than committed, so the store's generation stays put and other
+        processes see no write. Only for a decision made before anything was put."""
+        self.discard = True
+        return result
 
     def new_id(self, moment: datetime | None = None) -> str:
         """A new ULID for `moment` (default: the transaction's time), held by no fact and

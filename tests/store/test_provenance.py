@@ -123,3 +123,21 @@ def test_only_sources_this_program_writes_are_accepted_from_a_file() -> None:
     assert provenance.is_valid(made)
     for bad in ("", "mcp:", "root", "mcp:\x1b[31m", "mcp:" + "x" * 49, "cli\n", "MCP:x"):
         assert not provenance.is_valid(bad), bad
+
+
+def test_a_refused_apply_commits_nothing_and_moves_no_generation(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        fact = store.put("ops", "Alpha runs on rack 3.")
+        cycle = store.unused_id(store.now())
+        request = ApplyRequest(
+            cycle_id=cycle,
+            agent_id="ops",
+            summary="Alpha is on rack 3.",
+            consume=[fact.id],
+            snapshot={fact.id: "what the summariser saw, since changed"},
+        )
+        generation, feed = store.generation(), store.last_activity()
+        outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
+        assert not outcome.applied and "changed meanwhile" in outcome.reason
+        assert store.generation() == generation and store.last_activity() == feed
+        assert store.find_record(cycle) is None
