@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from graymatter_tui.store import NewFact, Store
@@ -126,7 +127,13 @@ def test_memories_json_round_trip_carries_every_fact(
     result = as_json(run_cli("import", str(out), "--json", env={"GRAYMATTER_DIR": str(target)}))
     assert result["records_added"] == 0  # upstream's format has no journal
 
-    assert contents(target)["facts"] == contents(source)["facts"]
+    # Upstream's shape has no provenance: every copy was written here by the import.
+    copied = contents(target)["facts"]
+    assert {f.source for f in copied.values()} == {"import"}
+    originals = {
+        i: msgspec.structs.replace(f, source="import") for i, f in contents(source)["facts"].items()
+    }
+    assert copied == originals
     assert contents(target)["agents"] == contents(source)["agents"]
     assert failures(doctor(run_cli, target)) == []
 
