@@ -131,10 +131,14 @@ class ActivityPane(Vertical, Pane):
             self._unseen += len(matching)
             self._update_info()
             return
-        # The cursor stays on its entry, which moves down by the rows added above it.
-        cursor = self.feed_list.cursor + len(matching) if self.entries else 0
+        # On the newest row with the view at the top, the cursor follows the feed (stays
+        # on the newest); anywhere else it stays on its entry, which moves down by the
+        # rows added above it.
+        feed_list = self.feed_list
+        following = feed_list.cursor == 0 and feed_list.scroll_offset.y == 0
+        cursor = 0 if following or not self.entries else feed_list.cursor + len(matching)
         self.entries[:0] = matching
-        if self.feed_list.scroll_offset.y > 0:
+        if feed_list.scroll_offset.y > 0:
             self._unseen += len(matching)
         self._show(cursor=self._trim_bottom(cursor))
 

@@ -50,9 +50,10 @@ def short_time(stamp: str, layout: Layout) -> str:
 def activity_header(width: int) -> str:
     """Column titles over `ActivityRows.row` at the same width."""
     lay = layout_for(width)
+    title = "time (UTC)" if lay.time_cells >= len("time (UTC)") else "UTC"
     return (
         " "
-        + "time (UTC)"[: lay.time_cells].ljust(lay.time_cells + 1)
+        + title.ljust(lay.time_cells + 1)
         + "source".ljust(lay.source_cells + 1)
         + "agent".ljust(lay.agent_cells + 1)
         + "action".ljust(ACTION_CELLS + 1)

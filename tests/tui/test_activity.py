@@ -167,13 +167,20 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
     app = make_app(empty_store)
     async with running(app) as pilot:
         await show_activity(pilot)
+        # On the newest row at the top, the cursor follows the feed.
+        empty_store.put(OPS, "newest while following")
+        await wait_until(pilot, lambda: len(shown(app)) == 81, what="a new row")
+        await settle(pilot)
+        assert pane(app).feed_list.cursor == 0
+        assert cursor_entry(app).text == "newest while following"
+        # Moved off it, the cursor stays on its entry.
         await pilot.press(*["down"] * 5)
         await settle(pilot)
         reading = cursor_entry(app)
-        assert reading.text == "note 74"
+        assert reading.text == "note 75"
         empty_store.put(OPS, "arrived while reading 1")
         empty_store.put(OPS, "arrived while reading 2")
-        await wait_until(pilot, lambda: len(shown(app)) == 82, what="two new rows")
+        await wait_until(pilot, lambda: len(shown(app)) == 83, what="two new rows")
         await settle(pilot)
         assert cursor_entry(app) == reading
         assert pane(app).feed_list.cursor == 7
@@ -186,7 +193,7 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
         assert pane(app).feed_list.scroll_offset.y > 0
         for n in range(3):
             empty_store.put(OPS, f"arrived below the fold {n}")
-        await wait_until(pilot, lambda: len(shown(app)) == 85, what="three new rows")
+        await wait_until(pilot, lambda: len(shown(app)) == 86, what="three new rows")
         await settle(pilot)
         assert cursor_entry(app) == reading
         feed_list = pane(app).feed_list
