@@ -26,7 +26,9 @@ from graymatter_tui.widgets.virtual_list import VirtualList
 HELD_MAX = 10_000  # entries held (~6 MB); older ones are read again when scrolled to
 PAGE = 500  # entries read at a time
 NEAR_END = 200  # rows left below the cursor that make the pane read older entries
-SCAN_STEP = 20_000  # entries a filtered read looks through per step on the UI thread
+SCAN_STEP = (
+    5_000  # entries a filtered read looks through per step on the UI thread (~20-35 ms here)
+)
 # Writes that open a cycle rather than a fact.
 CYCLE_ACTIONS = frozenset({"consolidation", "revert", "prune"})
 EVERY_SOURCE = "*"  # the chooser's value for no source filter (an option id cannot be "")
@@ -185,7 +187,11 @@ class ActivityPane(Vertical, Pane):
             self.entries.extend(page.entries)
             self._show(cursor=self._trim_top(self.feed_list.cursor))
         elif self._older is None:
-            self._update_info()  # the search ended: say that nothing matched
+            # The search ended: the count loses its "+", an empty list says nothing matched.
+            if self.entries:
+                self._update_info()
+            else:
+                self._show(cursor=0)
         if self._older is not None:
             # A long filtered scan goes on a step at a time, between frames.
             self.call_after_refresh(self._read_older_if_near_end)

@@ -16,7 +16,7 @@ from graymatter_tui.app import GraymatterApp
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.model import ActivityEntry
-from graymatter_tui.screens.activity import HELD_MAX, PAGE, ActivityPane
+from graymatter_tui.screens.activity import HELD_MAX, PAGE, SCAN_STEP, ActivityPane
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.screens.journal import JournalPane
@@ -358,3 +358,26 @@ async def test_a_long_feed_is_held_in_a_bounded_window_read_a_page_at_a_time(
         assert shown(app)[0].text == "while at the bottom 2"
         assert consecutive(shown(app))
         assert "new" not in static_text(app, "#activity-info")
+
+
+async def test_a_filter_looks_through_a_long_feed_a_step_at_a_time(empty_store: Store) -> None:
+    total = 4 * SCAN_STEP + 10
+
+    def many(tx: Any) -> None:
+        for n in range(total):
+            tx.log("add", OPS, text=f"logged {n}")
+
+    empty_store.write(many)
+    with provenance.writing_as("mcp:claude"):
+        empty_store.put(DEV, "the only write for dev, the oldest but one")  # newest
+    app = make_app(empty_store, agent="nobody-agent")
+    async with running(app) as pilot:
+        await show_activity(pilot)
+        await pilot.press("a")  # only nobody-agent's writes: there are none
+        await wait_until(
+            pilot,
+            lambda: "No write matches agent nobody-agent" in screen_text(app),
+            what="the end of the search",
+        )
+        assert shown(app) == []
+        assert app.is_running
