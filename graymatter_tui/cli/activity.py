@@ -4,6 +4,7 @@ new writes as they come, until interrupted."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -37,11 +38,17 @@ def _print(entry: ActivityEntry, as_json: bool) -> None:
         say(entry_line(entry))
 
 
-def _follow(store: Store, wanted: FeedFilter, newest: int, as_json: bool) -> None:
-    """Print each new matching write, oldest first, until interrupted (exit 0)."""
+def _follow(
+    store: Store, reopen: Callable[[], Store], wanted: FeedFilter, newest: int, as_json: bool
+) -> None:
+    """Print each new matching write, oldest first, until interrupted (exit 0). A store
+    that did not exist yet is opened once another process has created it."""
     try:
         while True:
             time.sleep(FOLLOW_SECONDS)
+            if store.absent:
+                store.close()
+                store = reopen()
             if store.last_activity() <= newest:
                 continue
             fresh = store.activity(after=newest)
@@ -94,7 +101,8 @@ def activity(
         newest = page.newest
         for entry in reversed(page.entries):
             _print(entry, as_json)
-        _follow(store, wanted, newest, as_json)
+        path = store.path
+        _follow(store, lambda: Store.open(path, read_only=True), wanted, newest, as_json)
         return
     if as_json:
         emit_json([msgspec.to_builtins(e) for e in page.entries])

@@ -4,7 +4,6 @@ narrows (the highlighted entry's whole stamp is on the pane's detail line)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,12 +81,6 @@ class ActivityRows:
 
     def entry(self, index: int) -> ActivityEntry | None:
         return self.entries[index] if 0 <= index < len(self.entries) else None
-
-    def index_of(self, seq: int) -> int | None:
-        """The row of write number `seq` (a binary search: write numbers descend)."""
-        count = len(self.entries)
-        at = bisect_left(range(count), -seq, key=lambda i: -self.entries[i].seq)
-        return at if at < count and self.entries[at].seq == seq else None
 
     def row(self, index: int, width: int, styles: RowStyles = NO_COLOUR) -> list[Segment]:
         entry = self.entry(index)

@@ -163,6 +163,34 @@ def test_follow_prints_new_writes_until_interrupted(run_cli: RunCli, cli_dir: Pa
     assert "Traceback" not in err
 
 
+def _follow(cli_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graymatter_tui", "activity", "--follow", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        env=clean_env({"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}),
+    )
+
+
+def test_follow_sees_a_store_created_after_it_started(run_cli: RunCli, cli_dir: Path) -> None:
+    assert not cli_dir.exists()
+    follower = _follow(cli_dir)
+    lines = Lines(follower)
+    try:
+        remember(run_cli, "ops", "the store's first write")
+        assert "the store's first write" in lines.next()
+        follower.send_signal(signal.SIGINT)
+        follower.wait(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0
+
+
 def test_follow_with_json_prints_one_entry_a_line(run_cli: RunCli, cli_dir: Path) -> None:
     remember(run_cli, "ops", "first")
     follower = subprocess.Popen(
