@@ -271,24 +271,40 @@ async def test_enter_opens_the_fact_or_says_it_was_pruned(empty_store: Store) ->
         assert "a fact that stays" in screen_text(app)
 
 
-async def test_enter_on_a_consolidation_selects_its_cycle_in_the_journal(
+async def test_enter_on_a_consolidation_or_revert_selects_its_cycle_in_the_journal(
     demo_store: Store,
 ) -> None:
     record = await Cycle(demo_store, OPS, LocalSummariser()).run()
     assert record.outcome == "applied"
+    revert = demo_store.revert(record.cycle_id)
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        journal = app.query_one("#journal-pane", JournalPane)
+        for action, cycle_id in (
+            ("revert", revert.cycle_id),
+            ("consolidation", record.cycle_id),
+        ):
+            await show_activity(pilot)
+            index = next(i for i, e in enumerate(shown(app)) if e.action == action)
+            assert shown(app)[index].cycle_id == cycle_id
+            pane(app).feed_list.cursor = index
+            await pilot.press("enter")
+            await settle(pilot)
+            assert app.query_one("#tabs", TabbedContent).active == "journal"
+            selected = journal.selected()
+            assert selected is not None and selected.cycle_id == cycle_id, action
+            assert app.focused is app.query_one("#journal-table", DataTable)
+
+
+async def test_enter_on_a_bulk_write_says_it_names_no_single_fact(demo_store: Store) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await show_activity(pilot)
-        index = next(i for i, e in enumerate(shown(app)) if e.action == "consolidation")
-        assert shown(app)[index].cycle_id == record.cycle_id
-        pane(app).feed_list.cursor = index
+        assert cursor_entry(app).text == "100 facts" and not cursor_entry(app).fact_id
         await pilot.press("enter")
         await settle(pilot)
-        assert app.query_one("#tabs", TabbedContent).active == "journal"
-        journal = app.query_one("#journal-pane", JournalPane)
-        selected = journal.selected()
-        assert selected is not None and selected.cycle_id == record.cycle_id
-        assert app.focused is app.query_one("#journal-table", DataTable)
+        assert len(app.screen_stack) == 1
+        assert any("names no single fact" in m for _s, m in notifications(app))
 
 
 async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
