@@ -32,6 +32,7 @@ SCAN_STEP = (
 # Writes that open a cycle rather than a fact.
 CYCLE_ACTIONS = frozenset({"consolidation", "revert", "prune"})
 EVERY_SOURCE = "*"  # the chooser's value for no source filter (an option id cannot be "")
+SEARCHING = "Searching older writes…"
 NO_WRITES = "No writes yet: the feed shows every write to the store, from every process."
 
 
@@ -226,15 +227,10 @@ class ActivityPane(Vertical, Pane):
     def _show(self, *, cursor: int) -> None:
         self.redraws += 1
         feed_list = self.feed_list
-        if self.entries:
-            feed_list.empty_text = NO_WRITES
-        elif self._loaded is not None and self._loaded.active:
+        feed_list.empty_text = NO_WRITES
+        if self._loaded is not None and self._loaded.active:
             searching = self._older is not None
-            feed_list.empty_text = (
-                "Searching older writes…" if searching else no_match_text(self._loaded)
-            )
-        else:
-            feed_list.empty_text = NO_WRITES
+            feed_list.empty_text = SEARCHING if searching else no_match_text(self._loaded)
         feed_list.set_source(ActivityRows(self.entries), cursor=cursor)
         self._update_info()
         self._show_selected()
@@ -252,8 +248,6 @@ class ActivityPane(Vertical, Pane):
         self.query_one("#activity-filter", Static).update(
             literal(f" Showing {wanted.describe()} · s source · a agent · enter opens")
         )
-        if not wanted.active and not self.entries:
-            self.feed_list.empty_text = NO_WRITES
 
     def _show_selected(self) -> None:
         """The highlighted entry whole: a narrow list cuts its columns."""
