@@ -25,13 +25,14 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.presentation import store_badges
 from graymatter_tui.screens.actions import Action, described, help_rows, palette_help, palette_title
+from graymatter_tui.screens.activity import ActivityPane
 from graymatter_tui.screens.base import CHECKING, Pane, Reach
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.detail import FactDetailScreen
 from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.help import HelpScreen
-from graymatter_tui.screens.journal import JournalPane
+from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
 from graymatter_tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
 from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.status import StatusPane
@@ -49,6 +50,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("consolidate", ConsolidatePane),
     ("journal", JournalPane),
     ("status", StatusPane),
+    ("activity", ActivityPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")
@@ -65,7 +67,7 @@ class GraymatterApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_COLUMNS, "-wide")]
     PANES: ClassVar[tuple[tuple[str, type[Pane]], ...]] = PANES
     BINDINGS: ClassVar[list[BindingType]] = [
-        # The tab labels already show 1-5, so the footer keeps its room for other keys.
+        # The tab labels already show 1-6, so the footer keeps its room for other keys.
         *(
             Action(
                 str(number),
@@ -334,6 +336,25 @@ class GraymatterApp(App[None]):
     def show_fact(self, fact_id: str) -> None:
         if not self.closing:
             self.push_screen(FactDetailScreen(self.store, fact_id))
+
+    def show_cycle(self, cycle_id: str) -> None:
+        """The cycle's record selected in the Journal tab; one older than the Journal
+        lists is replayed on its own."""
+        if self.closing:
+            return
+        self.action_tab("journal")
+        journal = self._pane_or_none("journal")
+        try:
+            if isinstance(journal, JournalPane) and journal.select_cycle(cycle_id):
+                return
+            record = self.store.find_record(cycle_id)
+        except GraymatterError as exc:
+            self.show_error(str(exc))
+            return
+        if record is None:
+            self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
+            return
+        self.push_screen(CycleDiffScreen(record))
 
     # ---- closing -----------------------------------------------------------------------
     # Keys typed in the same burst of input as `q` are read after the app began to close;

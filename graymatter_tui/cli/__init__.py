@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__, provenance
-from graymatter_tui.cli import admin, cycles, facts, mcp
+from graymatter_tui.cli import activity, admin, cycles, facts, mcp
 from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
@@ -83,6 +83,7 @@ for command in (
     cycles.journal,
     cycles.revert,
     cycles.doctor,
+    activity.activity,
     mcp.mcp,
 ):
     cli.add_command(command)

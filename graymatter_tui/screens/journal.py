@@ -260,6 +260,18 @@ class JournalPane(Vertical, Pane):
             table.move_cursor(row=index)
         self._show_selected()
 
+    def select_cycle(self, cycle_id: str) -> bool:
+        """Read the journal again and put the cursor on `cycle_id` (False: it is not
+        among the newest `JOURNAL_ROWS` records)."""
+        self.reload(keep=False)
+        self.stale = False
+        index = next((i for i, r in enumerate(self.records) if r.cycle_id == cycle_id), None)
+        if index is None:
+            return False
+        self.query_one("#journal-table", DataTable).move_cursor(row=index)
+        self._show_selected()
+        return True
+
     def on_resize(self) -> None:
         if self.records and fitting_columns(self.records, self.size.width) != self.columns:
             current = self.selected()

@@ -33,6 +33,7 @@ TAB_KEYS = [
     ("3", "consolidate", "consolidate-pane", "No cycle yet."),
     ("4", "journal", "journal-table", "0 records, newest first"),
     ("5", "status", "status-pane", "300 live · 0 tombstones · 3 pinned"),
+    ("6", "activity", "activity-list", "Showing everything"),
     ("1", "facts", "fact-list", "100 live · sorted by recency"),
 ]
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from graymatter_tui import provenance
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.demo import create_demo
@@ -97,6 +98,19 @@ def test_consolidate_at_review(snap_compare: Compare, snapshot_store: Store) -> 
 def test_journal(snap_compare: Compare, snapshot_store: Store) -> None:
     applied_cycle(snapshot_store)
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["4"])
+
+
+def test_activity(snap_compare: Compare, snapshot_store: Store) -> None:
+    # Every write names its source: a write without one would take the process's name,
+    # which an app made by an earlier test sets to "tui".
+    with provenance.writing_as(provenance.TUI):
+        applied_cycle(snapshot_store)
+    with provenance.writing_as("mcp:claude-code"):
+        fact = snapshot_store.put(OPS, "The on-call rota moved to PagerDuty in November.")
+        snapshot_store.pin(fact.id)
+    with provenance.writing_as(provenance.CLI):
+        snapshot_store.put("research-agent", "Benchmarks run on the c6i.2xlarge runners.")
+    assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["6"])
 
 
 # One light and one dark theme (the default is textual-dark): the rows' star and weight

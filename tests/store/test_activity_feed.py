@@ -1,0 +1,85 @@
+"""Reading the activity feed through a filter, a page at a time (activity_feed.read_page):
+pages continue where the last ended, with no entry twice and none missed, and a scan
+limit bounds how much one read looks through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graymatter_tui import provenance
+from graymatter_tui.activity_feed import FeedFilter, read_page
+from graymatter_tui.store import Store
+from graymatter_tui.store.tx import Tx
+
+
+def _feed(store: Store, count: int) -> None:
+    """`count` entries: every third one from mcp:claude for agent ops, the rest from cli
+    for agent dev."""
+
+    def write(tx: Tx) -> None:
+        for n in range(count):
+            if n % 3 == 0:
+                tx.source = "mcp:claude"
+                tx.log("add", "ops", text=f"entry {n}")
+            else:
+                tx.source = "cli"
+                tx.log("add", "dev", text=f"entry {n}")
+
+    store.write(write)
+
+
+def _all_pages(store: Store, wanted: FeedFilter, want: int, scan: int | None) -> list[int]:
+    seqs: list[int] = []
+    before = None
+    for _ in range(10_000):
+        page = read_page(store, wanted, want=want, before=before, scan_limit=scan)
+        seqs += [e.seq for e in page.entries]
+        if page.next_before is None:
+            return seqs
+        before = page.next_before
+    raise AssertionError("the pages never ended")
+
+
+def test_pages_of_a_filter_cover_every_match_once(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        _feed(store, 5000)
+        everything = [e.seq for e in store.activity()]
+        from_ops = [s for s in everything if (s - 1) % 3 == 0]  # entry n has write n + 1
+        from_cli = [s for s in everything if (s - 1) % 3 != 0]
+        cases = (
+            (FeedFilter(), everything),
+            (FeedFilter(agent="ops"), from_ops),
+            (FeedFilter(source="mcp:claude"), from_ops),
+            (FeedFilter(source="cli", agent="dev"), from_cli),
+        )
+        for wanted, expected in cases:
+            for want, scan in ((7, None), (500, None), (500, 100), (1, 1)):
+                assert _all_pages(store, wanted, want, scan) == expected, (wanted, want, scan)
+
+
+def test_a_scan_limit_bounds_one_read_and_says_where_to_go_on(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        _feed(store, 300)
+        page = read_page(store, FeedFilter(agent="nobody"), want=10, scan_limit=100)
+        assert page.entries == [] and page.next_before == 201 and page.newest == 300
+        rest = read_page(store, FeedFilter(agent="nobody"), want=10, before=201)
+        assert rest.entries == [] and rest.next_before is None
+
+
+def test_source_mcp_matches_every_mcp_client(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        for client in ("claude", "cursor"):
+            with provenance.writing_as(f"mcp:{client}"):
+                store.put("ops", f"from {client}")
+        with provenance.writing_as("mcpish"):
+            store.put("ops", "not an MCP client")
+        page = read_page(store, FeedFilter(source="mcp"), want=10)
+    assert [e.text for e in page.entries] == ["from cursor", "from claude"]
+
+
+def test_newer_than_a_write_number(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        _feed(store, 30)
+        page = read_page(store, FeedFilter(agent="ops"), want=100, after=20)
+    assert [e.seq for e in page.entries] == [28, 25, 22]
+    assert page.newest == 30
