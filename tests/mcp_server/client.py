@@ -4,18 +4,23 @@ server in a subprocess over stdio."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from graymatter_tui.mcp.http_guard import TOKEN_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,3 +101,56 @@ async def connected(
     ):
         await session.initialize()
         yield Agent(session)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class HttpServer:
+    """`graymatter-tui mcp --http` in a subprocess, answering /healthz."""
+
+    def __init__(self, store: Path, port: int, process: subprocess.Popen[bytes]) -> None:
+        self.store, self.port, self.process = store, port, process
+        self.url = f"http://127.0.0.1:{port}/mcp"
+
+    @property
+    def token(self) -> str:
+        return (self.store / TOKEN_FILE).read_text().strip()
+
+    def stderr(self) -> str:
+        self.process.terminate()
+        _, err = self.process.communicate(timeout=30)
+        return err.decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate(timeout=30)
+
+
+def start_http(store: Path, *options: str) -> HttpServer:
+    """Start a server on a free loopback port and wait until it answers (or fail with its
+    stderr)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "graymatter_tui", "mcp", "--dir", str(store)),
+            *("--http", f"127.0.0.1:{port}", *options),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=server_env(),
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return HttpServer(store, port, process)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(process.communicate()[1].decode(errors="replace"))
