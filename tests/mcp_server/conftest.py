@@ -21,6 +21,11 @@ class Served:
     def __init__(self, transport: str, store: Path, agent: str, shared: HttpServer | None):
         self.transport, self.store, self.agent, self._shared = transport, store, agent, shared
 
+    @property
+    def http_server(self) -> HttpServer | None:
+        """The shared HTTP server (None over stdio), for tests that connect several clients."""
+        return self._shared
+
     def connect(
         self, *options: str, client_name: str = "test-client"
     ) -> AbstractAsyncContextManager[Agent]:
