@@ -3,10 +3,12 @@ server in a subprocess over stdio."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +35,9 @@ class Agent:
 
     async def call(self, tool: str, **arguments: Any) -> types.CallToolResult:
         return await self.session.call_tool(tool, arguments)
+
+    async def list_tools(self) -> list[types.Tool]:
+        return (await self.session.list_tools()).tools
 
     async def ok(self, tool: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
         result = await self.call(tool, **arguments)
@@ -154,3 +159,55 @@ def start_http(store: Path, *options: str) -> HttpServer:
             time.sleep(0.1)
     process.kill()
     raise AssertionError(process.communicate()[1].decode(errors="replace"))
+
+
+class BackgroundAgent(Agent):
+    """One stdio server and its SDK session, kept open on an event loop in a thread of its
+    own, so that the tests of a module (each on a loop of its own) can share it: starting
+    a server costs seconds, a call milliseconds. The session's streams and task groups stay
+    on their loop; a test's call is handed over and its result handed back."""
+
+    def __init__(self, data_dir: Path, client_name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._stop = threading.Event()
+        ready: asyncio.Future[ClientSession] | None = None
+
+        async def serve() -> None:
+            async with connected(data_dir, client_name=client_name) as agent:
+                assert ready is not None
+                ready.set_result(agent.session)
+                while not self._stop.is_set():
+                    await asyncio.sleep(0.05)
+
+        async def start() -> ClientSession:
+            nonlocal ready
+            ready = self._loop.create_future()
+            self._main = self._loop.create_task(serve())
+            return await ready
+
+        session = asyncio.run_coroutine_threadsafe(start(), self._loop).result(timeout=120)
+        super().__init__(session)
+
+    async def call(self, tool: str, **arguments: Any) -> types.CallToolResult:
+        handed = asyncio.run_coroutine_threadsafe(
+            self.session.call_tool(tool, arguments), self._loop
+        )
+        return await asyncio.wrap_future(handed)
+
+    async def list_tools(self) -> list[types.Tool]:
+        handed = asyncio.run_coroutine_threadsafe(self.session.list_tools(), self._loop)
+        return (await asyncio.wrap_future(handed)).tools
+
+    def close(self) -> None:
+        """End the session (the server exits when its stdin closes) and the thread."""
+        self._stop.set()
+
+        async def finished() -> None:
+            await self._main
+
+        asyncio.run_coroutine_threadsafe(finished(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._loop.close()

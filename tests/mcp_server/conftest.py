@@ -1,6 +1,8 @@
-"""`served`: each tool test runs once over stdio and once over HTTP. Stdio starts a server
-per connection on the test's own store; HTTP shares one server (one store) for the whole
-session, which is much faster, so every test works on an agent id of its own."""
+"""`served`: each tool test runs once over stdio and once over HTTP. Starting a server
+costs seconds, so tests share them: one stdio server per module and client name (kept on
+a loop in a thread of its own, `BackgroundAgent`) and one HTTP server for the session.
+Every test therefore works on an agent id of its own. A test that needs server options
+(`--read-only`, `--agent`) gets a server of its own on the same store."""
 
 from __future__ import annotations
 
@@ -11,15 +13,47 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_server.client import Agent, HttpServer, connected, connected_http, start_http
+from tests.mcp_server.client import (
+    Agent,
+    BackgroundAgent,
+    HttpServer,
+    connected,
+    connected_http,
+    start_http,
+)
+
+
+class StdioServers:
+    """The module's stdio servers on one store, one per client name, started on first use."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self._agents: dict[str, BackgroundAgent] = {}
+
+    def agent(self, client_name: str) -> BackgroundAgent:
+        if client_name not in self._agents:
+            self._agents[client_name] = BackgroundAgent(self.store, client_name)
+        return self._agents[client_name]
+
+    def close(self) -> None:
+        for agent in self._agents.values():
+            agent.close()
 
 
 class Served:
     """Where a test's server keeps its store, the agent id the test owns there, and how to
     connect a client (with server options: a server of their own, on the same store)."""
 
-    def __init__(self, transport: str, store: Path, agent: str, shared: HttpServer | None):
+    def __init__(
+        self,
+        transport: str,
+        store: Path,
+        agent: str,
+        shared: HttpServer | None = None,
+        stdio: StdioServers | None = None,
+    ):
         self.transport, self.store, self.agent, self._shared = transport, store, agent, shared
+        self._stdio = stdio
 
     @property
     def http_server(self) -> HttpServer | None:
@@ -30,8 +64,15 @@ class Served:
         self, *options: str, client_name: str = "test-client"
     ) -> AbstractAsyncContextManager[Agent]:
         if self.transport == "stdio":
-            return connected(self.store, *options, client_name=client_name)
+            if options or self._stdio is None:
+                return connected(self.store, *options, client_name=client_name)
+            return self._shared_stdio(client_name)
         return self._over_http(options, client_name)
+
+    @asynccontextmanager
+    async def _shared_stdio(self, client_name: str) -> AsyncIterator[Agent]:
+        assert self._stdio is not None
+        yield self._stdio.agent(client_name)
 
     @asynccontextmanager
     async def _over_http(self, options: tuple[str, ...], client_name: str) -> AsyncIterator[Agent]:
@@ -56,10 +97,20 @@ def shared_http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Htt
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_stdio_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServers]:
+    servers = StdioServers(tmp_path_factory.mktemp("shared-stdio") / "store")
+    try:
+        yield servers
+    finally:
+        servers.close()
+
+
 @pytest.fixture(params=["stdio", "http"])
-def served(request: pytest.FixtureRequest, tmp_path: Path) -> Served:
+def served(request: pytest.FixtureRequest) -> Served:
     agent = "agent-" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]
     if request.param == "stdio":
-        return Served("stdio", tmp_path / "store", agent, None)
+        stdio: StdioServers = request.getfixturevalue("shared_stdio_servers")
+        return Served("stdio", stdio.store, agent, stdio=stdio)
     shared: HttpServer = request.getfixturevalue("shared_http_server")
     return Served("http", shared.store, agent, shared)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 async def test_the_tools_are_listed_with_upstream_names_and_schemas(served: Served) -> None:
     async with served.connect() as agent:
-        listed = {tool.name: tool for tool in (await agent.session.list_tools()).tools}
+        listed = {tool.name: tool for tool in await agent.list_tools()}
     assert set(listed) == {tool.name for tool in TOOLS}  # all seven of upstream's
     search = listed["memory_search"]
     assert search.input_schema["required"] == ["agent_id", "query"]
