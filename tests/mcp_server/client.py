@@ -171,21 +171,24 @@ class BackgroundAgent(Agent):
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self._stop = threading.Event()
         ready: asyncio.Future[ClientSession] | None = None
+        stop: asyncio.Event | None = None
 
         async def serve() -> None:
             async with connected(data_dir, client_name=client_name) as agent:
-                assert ready is not None
+                assert ready is not None and stop is not None
                 ready.set_result(agent.session)
-                while not self._stop.is_set():
-                    await asyncio.sleep(0.05)
+                await stop.wait()
 
         async def start() -> ClientSession:
-            nonlocal ready
-            ready = self._loop.create_future()
+            nonlocal ready, stop
+            ready, stop = self._loop.create_future(), asyncio.Event()
+            self._stop = stop
             self._main = self._loop.create_task(serve())
-            return await ready
+            await asyncio.wait({ready, self._main}, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done():
+                self._main.result()  # the server never came up: raise why
+            return ready.result()
 
         session = asyncio.run_coroutine_threadsafe(start(), self._loop).result(timeout=120)
         super().__init__(session)
@@ -202,9 +205,9 @@ class BackgroundAgent(Agent):
 
     def close(self) -> None:
         """End the session (the server exits when its stdin closes) and the thread."""
-        self._stop.set()
 
         async def finished() -> None:
+            self._stop.set()
             await self._main
 
         asyncio.run_coroutine_threadsafe(finished(), self._loop).result(timeout=60)
