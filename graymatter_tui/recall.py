@@ -18,6 +18,7 @@ from typing import TypedDict, Unpack
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import Fact
+from graymatter_tui.receipts import Lineage, lineage
 from graymatter_tui.store import KeywordIndex, MemoryStore
 from graymatter_tui.textsafe import validate_agent
 from graymatter_tui.tokens import tokens
@@ -158,3 +159,27 @@ def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOpt
     if hits:
         store.touch([h.fact.id for h in hits])
     return hits
+
+
+def lineages(store: MemoryStore, agent: str, fact_ids: list[str]) -> dict[str, Lineage]:
+    """For `--explain` / `explain: true`: what each of these facts of `agent` superseded,
+    transitively (revisions, and the facts a summary consumed).
+
+    Revisions leave no index from a fact to what it replaced, so the agent's tombstones
+    are read once and turned around; a summary's receipts add the facts it consumed,
+    including pruned ones (their copies are in the journal)."""
+    if not fact_ids:
+        return {}
+    tombstones = {t.id: t for t in store.list_facts(agent, "tombstones")}
+    replaced: dict[str, list[str]] = {}
+    for tomb in tombstones.values():
+        if not tomb.is_retired:
+            replaced.setdefault(tomb.superseded_by, []).append(tomb.id)
+
+    def predecessors(fact_id: str) -> list[str]:
+        return [*replaced.get(fact_id, []), *store.receipts(fact_id)]
+
+    def lookup(fact_id: str) -> Fact | None:
+        return tombstones.get(fact_id) or store.find(fact_id)
+
+    return {fact_id: lineage(fact_id, predecessors, lookup) for fact_id in fact_ids}

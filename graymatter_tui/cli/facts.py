@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
+from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
@@ -182,6 +183,11 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     help="KEYWORD,RECENCY fusion weights (default $GRAYMATTER_RECALL_WEIGHTS or 1.0,0.1).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Say why each fact ranked (signal ranks, score, weight, source) and what it replaced.",
+)
 @common_options
 def recall_cmd(
     agent: str,
@@ -189,6 +195,7 @@ def recall_cmd(
     k: int,
     weights: str | None,
     preview: bool,
+    explain: bool,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -200,12 +207,19 @@ def recall_cmd(
     store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)
     run = rank if preview else recall
     hits = run(store, agent, query, k=k, weights=fusion)
+    why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     if as_json:
         emit_json(
-            [{"id": h.fact.id, "text": h.fact.text, "score": round(h.score, 6)} for h in hits]
+            [
+                {"id": h.fact.id, "text": h.fact.text, "score": round(h.score, 6), **w}
+                for h, w in zip(hits, why, strict=True)
+            ]
         )
         return
     if not hits:
         say("no matching facts")
-    for hit in hits:
+    for hit, w in zip(hits, why, strict=True):
         say(f"{hit.score:.4f}  {hit.fact.id}  {one_line(hit.fact.text)}")
+        if explain:
+            for line in explanation_lines(w):
+                say(f"    {line}")

@@ -24,7 +24,8 @@ from graymatter_tui.mcp.replies import (
     search_reply,
 )
 from graymatter_tui.mcp.tools import REFLECT_ACTIONS
-from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, rank, recall
+from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
+from graymatter_tui.receipts import Lineage, lineage_fields
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.tokens import tokens
 
@@ -97,9 +98,9 @@ def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
     return [hit.fact.text for hit in _hits(session, agent, query, top_k)]
 
 
-def _explained(hit: Hit) -> dict[str, object]:
-    """Why a fact ranked where it did: each signal's rank, the fused score, its weight
-    and when it was written."""
+def _explained(hit: Hit, found: Lineage) -> dict[str, object]:
+    """Why a fact ranked where it did: each signal's rank, the fused score, its weight,
+    when and by whom it was written, and what it superseded (its lineage)."""
     return {
         "fact_id": hit.fact.id,
         "written_at": hit.fact.created_at,
@@ -108,6 +109,8 @@ def _explained(hit: Hit) -> dict[str, object]:
         "score": round(hit.score, 6),
         "weight": hit.fact.weight,
         "pinned": hit.fact.pinned,
+        "source": hit.fact.source,
+        **lineage_fields(found),
     }
 
 
@@ -120,7 +123,8 @@ def memory_search(session: Session, args: Arguments) -> Reply:
     reply = search_reply(agent, query, [hit.fact.text for hit in hits])
     if not explain:
         return reply
-    return explained_reply(reply, [_explained(hit) for hit in hits])
+    found = lineages(session.store, agent, [hit.fact.id for hit in hits])
+    return explained_reply(reply, [_explained(hit, found[hit.fact.id]) for hit in hits])
 
 
 def memory_search_batch(session: Session, args: Arguments) -> Reply:

@@ -8,6 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from graymatter_tui.provenance import describe
+from graymatter_tui.receipts import lineage_summary
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -101,7 +104,8 @@ def explained_reply(reply: Reply, why: list[dict[str, Any]]) -> Reply:
     lines = [
         f"{n}. id {w['fact_id']} · keyword rank {w['keyword_rank']} · recency rank "
         f"{w['recency_rank']} · score {w['score']} · weight {w['weight']:.3f} · "
-        f"written {w['written_at']}"
+        f"written {w['written_at']} by {describe(w['source'])} · "
+        f"{lineage_summary(w)}"
         for n, w in enumerate(why, start=1)
     ]
     text = reply.text + ("\n\nWhy:\n" + "\n".join(lines) if lines else "")

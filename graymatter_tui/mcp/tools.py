@@ -51,7 +51,12 @@ MEMORY_SEARCH = ToolSpec(
             "agent_id": _AGENT,
             "query": _STR,
             "top_k": _TOP_K,
-            "explain": {"type": "boolean", "default": False},
+            "explain": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also say why each fact ranked (signal ranks, fused score, "
+                "weight, source) and what it superseded, transitively (its lineage).",
+            },
         },
         ["agent_id", "query"],
     ),

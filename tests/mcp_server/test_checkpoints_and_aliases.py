@@ -1,27 +1,28 @@
-"""checkpoint_save / checkpoint_resume and memory_alias as an agent calls them."""
+"""checkpoint_save / checkpoint_resume and memory_alias as an agent calls them, over stdio
+and over HTTP."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from graymatter_tui.store import Store
-from tests.mcp_server.client import connected
+from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
-async def test_save_then_resume_returns_the_latest_state(tmp_path: Path) -> None:
+async def test_save_then_resume_returns_the_latest_state(served: Served) -> None:
+    a = served.agent
     state = {"task": "migrate billing", "messages": [{"role": "user"}, {"role": "assistant"}]}
-    async with connected(tmp_path / "store") as agent:
-        _, first = await agent.ok("checkpoint_save", agent_id="a", state=json.dumps({"old": 1}))
-        text, saved = await agent.ok("checkpoint_save", agent_id="a", state=json.dumps(state))
+    async with served.connect() as agent:
+        _, first = await agent.ok("checkpoint_save", agent_id=a, state=json.dumps({"old": 1}))
+        text, saved = await agent.ok("checkpoint_save", agent_id=a, state=json.dumps(state))
         assert set(saved) == {"agent_id", "checkpoint_id", "created_at"}
         assert saved["checkpoint_id"] != first["checkpoint_id"]
-        assert text == f'Checkpoint "{saved["checkpoint_id"]}" saved for agent "a".'
-        text, resumed = await agent.ok("checkpoint_resume", agent_id="a")
+        assert text == f'Checkpoint "{saved["checkpoint_id"]}" saved for agent "{a}".'
+        text, resumed = await agent.ok("checkpoint_resume", agent_id=a)
     assert resumed == {
         "id": saved["checkpoint_id"],
         "created_at": saved["created_at"],
@@ -29,65 +30,68 @@ async def test_save_then_resume_returns_the_latest_state(tmp_path: Path) -> None
         "message_count": 2,
     }
     assert text.splitlines()[:3] == [
-        f'Checkpoint "{saved["checkpoint_id"]}" restored for agent "a".',
+        f'Checkpoint "{saved["checkpoint_id"]}" restored for agent "{a}".',
         f"Created: {saved['created_at']}",
         "State:",
     ]
     assert json.loads("\n".join(text.splitlines()[3:])) == state  # indented JSON
 
 
-async def test_resume_with_nothing_saved(tmp_path: Path) -> None:
-    async with connected(tmp_path / "store") as agent:
-        await agent.ok("checkpoint_save", agent_id="other")
-        error = await agent.error("checkpoint_resume", agent_id="a")
+async def test_resume_with_nothing_saved(served: Served) -> None:
+    a, other = served.agent, served.agent + "-other"
+    async with served.connect() as agent:
+        await agent.ok("checkpoint_save", agent_id=other)
+        error = await agent.error("checkpoint_resume", agent_id=a)
         assert "no checkpoint saved" in error and "on_missing" in error
-        _, empty = await agent.ok("checkpoint_resume", agent_id="a", on_missing="empty")
-        assert empty == {"found": False, "agent_id": "a"}
-        _, bare = await agent.ok("checkpoint_resume", agent_id="other")
+        _, empty = await agent.ok("checkpoint_resume", agent_id=a, on_missing="empty")
+        assert empty == {"found": False, "agent_id": a}
+        _, bare = await agent.ok("checkpoint_resume", agent_id=other)
         assert "state" not in bare and "message_count" not in bare
 
 
-async def test_bad_checkpoint_calls(tmp_path: Path) -> None:
-    async with connected(tmp_path / "store") as agent:
+async def test_bad_checkpoint_calls(served: Served) -> None:
+    a = served.agent
+    async with served.connect() as agent:
         for arguments, expected in [
             ({"state": "{}"}, "agent_id is required"),
-            ({"agent_id": "a", "state": "{not json"}, "state is not valid JSON"),
-            ({"agent_id": "a", "state": "[1, 2]"}, "must be a JSON object, got an array"),
-            ({"agent_id": "a", "state": {"a": 1}}, "state must be a string"),
-            ({"agent_id": "a", "state": "x" * (300 * 1024)}, "over the limit"),
+            ({"agent_id": a, "state": "{not json"}, "state is not valid JSON"),
+            ({"agent_id": a, "state": "[1, 2]"}, "must be a JSON object, got an array"),
+            ({"agent_id": a, "state": {"a": 1}}, "state must be a string"),
+            ({"agent_id": a, "state": "x" * (300 * 1024)}, "over the limit"),
         ]:
             assert expected in await agent.error("checkpoint_save", **arguments)
-        error = await agent.error("checkpoint_resume", agent_id="a", on_missing="ignore")
+        error = await agent.error("checkpoint_resume", agent_id=a, on_missing="ignore")
         assert 'unknown on_missing "ignore"; expected one of: error, empty' in error
-    with Store.open(tmp_path / "store", read_only=True) as store:
-        assert store.latest_checkpoint("a") is None
+    with Store.open(served.store, read_only=True) as store:
+        assert store.latest_checkpoint(a) is None
 
 
-async def test_an_alias_widens_later_searches_for_that_agent_only(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "store") as store:
-        store.put("a", "The Kubernetes cluster runs in eu-west-1")
-        store.put("b", "The Kubernetes cluster runs in us-east-2")
-    async with connected(tmp_path / "store") as agent:
-        _, before = await agent.ok("memory_search", agent_id="a", query="k8s region")
+async def test_an_alias_widens_later_searches_for_that_agent_only(served: Served) -> None:
+    a, b = served.agent, served.agent + "-b"
+    with Store.open(served.store) as store:
+        store.put(a, "The Kubernetes cluster runs in eu-west-1")
+        store.put(b, "The Kubernetes cluster runs in us-east-2")
+    async with served.connect() as agent:
+        _, before = await agent.ok("memory_search", agent_id=a, query="k8s region")
         assert before["count"] == 0
         text, structured = await agent.ok(
-            "memory_alias", agent_id="a", term="K8s", equivalents=["kubernetes"]
+            "memory_alias", agent_id=a, term="K8s", equivalents=["kubernetes"]
         )
-        assert structured == {"agent_id": "a", "term": "K8s", "equivalents": ["kubernetes"]}
-        assert text == 'Alias saved for agent "a": "K8s" also means "kubernetes".'
-        _, after = await agent.ok("memory_search", agent_id="a", query="k8s region")
+        assert structured == {"agent_id": a, "term": "K8s", "equivalents": ["kubernetes"]}
+        assert text == f'Alias saved for agent "{a}": "K8s" also means "kubernetes".'
+        _, after = await agent.ok("memory_search", agent_id=a, query="k8s region")
         assert after["facts"] == ["The Kubernetes cluster runs in eu-west-1"]
-        _, other = await agent.ok("memory_search", agent_id="b", query="k8s region")
+        _, other = await agent.ok("memory_search", agent_id=b, query="k8s region")
         assert other["count"] == 0
         _, again = await agent.ok(
-            "memory_alias", agent_id="a", term="k8s", equivalents=["kube", "kubernetes"]
+            "memory_alias", agent_id=a, term="k8s", equivalents=["kube", "kubernetes"]
         )
         assert again["equivalents"] == ["kubernetes", "kube"]  # joined, not replaced
         for arguments, expected in [
-            ({"agent_id": "a", "term": "k8s", "equivalents": []}, "equivalents is empty"),
-            ({"agent_id": "a", "term": "k8s"}, "equivalents is required"),
-            ({"agent_id": "a", "term": "the", "equivalents": ["x"]}, "no searchable words"),
-            ({"agent_id": "a", "term": "k8s", "equivalents": ["a\x1bb"]}, "U+001B"),
-            ({"agent_id": "a", "term": "k8s", "equivalents": ["x"] * 33}, "limit is 32"),
+            ({"agent_id": a, "term": "k8s", "equivalents": []}, "equivalents is empty"),
+            ({"agent_id": a, "term": "k8s"}, "equivalents is required"),
+            ({"agent_id": a, "term": "the", "equivalents": ["x"]}, "no searchable words"),
+            ({"agent_id": a, "term": "k8s", "equivalents": ["a\x1bb"]}, "U+001B"),
+            ({"agent_id": a, "term": "k8s", "equivalents": ["x"] * 33}, "limit is 32"),
         ]:
             assert expected in await agent.error("memory_alias", **arguments)

@@ -1,14 +1,14 @@
-"""Bad arguments get an error result that names the problem, and change nothing."""
+"""Bad arguments get an error result that names the problem, and change nothing, over stdio
+and over HTTP."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from graymatter_tui.store import Store
-from tests.mcp_server.client import connected
+from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -46,14 +46,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-async def test_each_bad_call_is_refused_by_name_and_writes_nothing(tmp_path: Path) -> None:
-    async with connected(tmp_path / "store") as agent:
-        await agent.ok("memory_add", agent_id="a", text="the one good fact")
+async def test_each_bad_call_is_refused_by_name_and_writes_nothing(served: Served) -> None:
+    a = served.agent
+    async with served.connect() as agent:
+        await agent.ok("memory_add", agent_id=a, text="the one good fact")
         for tool, arguments, expected in CASES:
-            error = await agent.error(tool, **arguments)
+            mine = {k: a if v == "a" else v for k, v in arguments.items()}
+            error = await agent.error(tool, **mine)
             assert expected in error, (tool, arguments, error)
         # The server is still serving after all of that.
-        _, structured = await agent.ok("memory_search", agent_id="a", query="good fact")
+        _, structured = await agent.ok("memory_search", agent_id=a, query="good fact")
     assert structured["count"] == 1
-    with Store.open(tmp_path / "store", read_only=True) as store:
-        assert [f.text for f in store.list_facts(None)] == ["the one good fact"]
+    with Store.open(served.store, read_only=True) as store:
+        assert [f.text for f in store.list_facts(a)] == ["the one good fact"]
+        # Nor did any refused call write under the agent ids it named.
+        assert [f.text for f in store.list_facts("a")] == []

@@ -4,10 +4,6 @@ way in without it refused."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,72 +18,21 @@ from graymatter_tui.mcp.http_guard import (
     parse_bind,
 )
 from graymatter_tui.store import Store
-from tests.mcp_server.client import ROOT, connected_http, run_mcp, server_env
+from tests.mcp_server.client import HttpServer, connected_http, run_mcp, start_http
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Running:
-    def __init__(self, store: Path, port: int, process: subprocess.Popen[bytes]) -> None:
-        self.store, self.port, self.process = store, port, process
-        self.url = f"http://127.0.0.1:{port}/mcp"
-
-    @property
-    def token(self) -> str:
-        return (self.store / TOKEN_FILE).read_text().strip()
-
-    def stderr(self) -> str:
-        self.process.terminate()
-        _, err = self.process.communicate(timeout=30)
-        return err.decode(errors="replace")
-
-
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[Running]:
-    store = tmp_path / "store"
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "graymatter_tui",
-            "mcp",
-            "--dir",
-            str(store),
-            "--http",
-            f"127.0.0.1:{port}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=server_env(),
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        raise AssertionError(process.communicate()[1].decode(errors="replace"))
-    running = Running(store, port, process)
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    server = start_http(tmp_path / "store")
     try:
-        yield running
+        yield server
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
-async def test_the_sdk_client_adds_and_searches_over_http(http_server: Running) -> None:
+async def test_the_sdk_client_adds_and_searches_over_http(http_server: HttpServer) -> None:
     async with connected_http(http_server.url, http_server.token) as agent:
         text, structured = await agent.ok("memory_add", agent_id="a", text="The VPN needs MFA")
         assert text == 'Memory stored for agent "a".'
@@ -97,14 +42,14 @@ async def test_the_sdk_client_adds_and_searches_over_http(http_server: Running) 
         assert "query is required" in error
 
 
-def test_the_token_file_is_private(http_server: Running) -> None:
+def test_the_token_file_is_private(http_server: HttpServer) -> None:
     mode = (http_server.store / TOKEN_FILE).stat().st_mode & 0o777
     assert mode == 0o600
     assert len(http_server.token) >= 32
 
 
 def test_without_the_right_token_nothing_gets_through_and_nothing_is_logged(
-    http_server: Running,
+    http_server: HttpServer,
 ) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     token = http_server.token
@@ -121,7 +66,7 @@ def test_without_the_right_token_nothing_gets_through_and_nothing_is_logged(
     assert token not in http_server.stderr()
 
 
-def test_a_body_over_the_limit_is_413(http_server: Running) -> None:
+def test_a_body_over_the_limit_is_413(http_server: HttpServer) -> None:
     headers = {"Authorization": f"Bearer {http_server.token}", "Content-Type": "application/json"}
     big = b"[" + b" " * (MAX_BODY_BYTES + 1) + b"]"
     assert httpx.post(http_server.url, content=big, headers=headers).status_code == 413

@@ -4,12 +4,10 @@ agent; target wins over text)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from graymatter_tui.store import Store
-from tests.mcp_server.client import connected
+from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -17,106 +15,106 @@ OLD = "The staging database listens on port 5432"
 NEW = "The staging database listens on port 5433"
 
 
-def _seed(path: Path) -> None:
-    with Store.open(path) as store:
-        store.put("a", OLD)
-        store.put("a", OLD)  # an exact twin: both are the fact the agent means
-        store.put("a", "The staging database needs the VPN")
-        store.put("b", OLD)  # another agent's: never touched
+def _seed(served: Served) -> tuple[str, str]:
+    """The test's agent `a` and another agent `b`, seeded."""
+    a, b = served.agent, served.agent + "-b"
+    with Store.open(served.store) as store:
+        store.put(a, OLD)
+        store.put(a, OLD)  # an exact twin: both are the fact the agent means
+        store.put(a, "The staging database needs the VPN")
+        store.put(b, OLD)  # another agent's: never touched
+    return a, b
 
 
 async def test_update_supersedes_every_live_exact_match_with_one_replacement(
-    tmp_path: Path,
+    served: Served,
 ) -> None:
-    path = tmp_path / "store"
-    _seed(path)
-    async with connected(path) as agent:
+    a, b = _seed(served)
+    async with served.connect() as agent:
         text, structured = await agent.ok(
-            "memory_reflect", action="update", agent_id="a", target=OLD, text=NEW
+            "memory_reflect", action="update", agent_id=a, target=OLD, text=NEW
         )
-        assert structured == {"action": "update", "agent": "a", "ok": True}
-        assert text == 'Reflected "update" for agent "a": 2 facts superseded.'
-        _, found = await agent.ok("memory_search", agent_id="a", query="staging database port")
+        assert structured == {"action": "update", "agent": a, "ok": True}
+        assert text == f'Reflected "update" for agent "{a}": 2 facts superseded.'
+        _, found = await agent.ok("memory_search", agent_id=a, query="staging database port")
     assert OLD not in found["facts"] and NEW in found["facts"]
-    with Store.open(path, read_only=True) as store:
-        facts = store.list_facts("a", "all")
+    with Store.open(served.store, read_only=True) as store:
+        facts = store.list_facts(a, "all")
         replacement = next(f for f in facts if f.text == NEW)
         tombs = [f for f in facts if f.text == OLD]
         assert replacement.is_live
         assert [t.superseded_by for t in tombs] == [replacement.id, replacement.id]
-        assert [f.text for f in store.list_facts("b")] == [OLD]
+        assert [f.text for f in store.list_facts(b)] == [OLD]
 
 
-async def test_forget_pin_unpin_by_exact_text_and_target_wins(tmp_path: Path) -> None:
-    path = tmp_path / "store"
-    _seed(path)
-    async with connected(path) as agent:
+async def test_forget_pin_unpin_by_exact_text_and_target_wins(served: Served) -> None:
+    a, _ = _seed(served)
+    async with served.connect() as agent:
         text, _ = await agent.ok(
-            "memory_reflect", action="pin", agent="a", target=OLD, text="ignored: target wins"
+            "memory_reflect", action="pin", agent=a, target=OLD, text="ignored: target wins"
         )
-        assert text == 'Reflected "pin" for agent "a": 2 facts pinned.'
-        refused = await agent.error("memory_reflect", action="forget", agent_id="a", text=OLD)
+        assert text == f'Reflected "pin" for agent "{a}": 2 facts pinned.'
+        refused = await agent.error("memory_reflect", action="forget", agent_id=a, text=OLD)
         assert "is pinned; unpin it" in refused
-        await agent.ok("memory_reflect", action="unpin", agent_id="a", text=OLD)
+        await agent.ok("memory_reflect", action="unpin", agent_id=a, text=OLD)
         text, structured = await agent.ok(
-            "memory_reflect", action="forget", agent_id="a", agent="ignored", target=OLD
+            "memory_reflect", action="forget", agent_id=a, agent="ignored", target=OLD
         )
-    assert text == 'Reflected "forget" for agent "a": 2 facts forgotten.'
-    assert structured["agent"] == "a"  # agent_id wins over the deprecated agent
-    with Store.open(path, read_only=True) as store:
-        assert [f.text for f in store.list_facts("a")] == ["The staging database needs the VPN"]
-        assert {f.superseded_by for f in store.list_facts("a", "tombstones")} == {"agent"}
+    assert text == f'Reflected "forget" for agent "{a}": 2 facts forgotten.'
+    assert structured["agent"] == a  # agent_id wins over the deprecated agent
+    with Store.open(served.store, read_only=True) as store:
+        assert [f.text for f in store.list_facts(a)] == ["The staging database needs the VPN"]
+        assert {f.superseded_by for f in store.list_facts(a, "tombstones")} == {"agent"}
 
 
-async def test_add_through_reflect(tmp_path: Path) -> None:
-    async with connected(tmp_path / "store") as agent:
+async def test_add_through_reflect(served: Served) -> None:
+    async with served.connect() as agent:
+        a = served.agent
         text, structured = await agent.ok(
-            "memory_reflect", action="add", agent_id="a", text="Backups run at 02:00"
+            "memory_reflect", action="add", agent_id=a, text="Backups run at 02:00"
         )
-    assert text == 'Reflected "add" for agent "a": 1 fact added.'
-    assert structured == {"action": "add", "agent": "a", "ok": True}
+    assert text == f'Reflected "add" for agent "{a}": 1 fact added.'
+    assert structured == {"action": "add", "agent": a, "ok": True}
 
 
-async def test_bad_reflect_calls_are_refused_by_name_and_change_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "store"
-    _seed(path)
+async def test_bad_reflect_calls_are_refused_by_name_and_change_nothing(served: Served) -> None:
+    a, _ = _seed(served)
     cases = [
-        ({"agent_id": "a", "text": "x"}, "action is required"),
-        ({"action": "rewrite", "agent_id": "a"}, "unknown action"),
-        ({"action": "rewrite", "agent_id": "a"}, "add, update, forget, link, pin, unpin"),
+        ({"agent_id": a, "text": "x"}, "action is required"),
+        ({"action": "rewrite", "agent_id": a}, "unknown action"),
+        ({"action": "rewrite", "agent_id": a}, "add, update, forget, link, pin, unpin"),
         ({"action": "add", "text": "x"}, "agent_id or agent is required"),
-        ({"action": "update", "agent_id": "a", "text": NEW}, "target is required"),
-        ({"action": "update", "agent_id": "a", "target": OLD}, "text is required"),
-        ({"action": "update", "agent_id": "a", "target": OLD, "text": OLD}, "unchanged"),
+        ({"action": "update", "agent_id": a, "text": NEW}, "target is required"),
+        ({"action": "update", "agent_id": a, "target": OLD}, "text is required"),
+        ({"action": "update", "agent_id": a, "target": OLD, "text": OLD}, "unchanged"),
         (
-            {"action": "update", "agent_id": "a", "target": "no such fact", "text": NEW},
+            {"action": "update", "agent_id": a, "target": "no such fact", "text": NEW},
             "no live fact",
         ),
-        ({"action": "forget", "agent_id": "a"}, "target (or text) is required"),
-        ({"action": "pin", "agent_id": "a", "target": "not stored"}, "no live fact"),
-        ({"action": "add", "agent_id": "a", "text": "bell \x07"}, "U+0007"),
+        ({"action": "forget", "agent_id": a}, "target (or text) is required"),
+        ({"action": "pin", "agent_id": a, "target": "not stored"}, "no live fact"),
+        ({"action": "add", "agent_id": a, "text": "bell \x07"}, "U+0007"),
         (
-            {"action": "link", "agent_id": "a", "text": "x", "target": "y"},
+            {"action": "link", "agent_id": a, "text": "x", "target": "y"},
             "knowledge graph not available",
         ),
         ({"action": "add", "agent": "a\u202eb", "text": "x"}, "U+202E"),
     ]
-    with Store.open(path, read_only=True) as store:
-        before = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(None, "all")]
-    async with connected(path) as agent:
+    with Store.open(served.store, read_only=True) as store:
+        before = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(a, "all")]
+    async with served.connect() as agent:
         for arguments, expected in cases:
             error = await agent.error("memory_reflect", **arguments)
             assert expected in error, (arguments, error)
-    with Store.open(path, read_only=True) as store:
-        after = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(None, "all")]
+    with Store.open(served.store, read_only=True) as store:
+        after = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(a, "all")]
     assert after == before
 
 
-async def test_a_read_only_server_refuses_reflect(tmp_path: Path) -> None:
-    path = tmp_path / "store"
-    _seed(path)
-    async with connected(path, "--read-only") as agent:
-        error = await agent.error("memory_reflect", action="forget", agent_id="a", target=OLD)
+async def test_a_read_only_server_refuses_reflect(served: Served) -> None:
+    a, _ = _seed(served)
+    async with served.connect("--read-only") as agent:
+        error = await agent.error("memory_reflect", action="forget", agent_id=a, target=OLD)
     assert "read-only" in error
-    with Store.open(path, read_only=True) as store:
-        assert len(store.list_facts("a")) == 3
+    with Store.open(served.store, read_only=True) as store:
+        assert len(store.list_facts(a)) == 3

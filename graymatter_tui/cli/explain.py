@@ -1,0 +1,46 @@
+"""`recall --explain`: why each fact ranked where it did, and what it superseded, in the
+same keys MCP's `memory_search` gives with `explain: true` (plus the lineage's facts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graymatter_tui.cli.output import one_line
+from graymatter_tui.provenance import describe
+from graymatter_tui.recall import Hit, lineages
+from graymatter_tui.receipts import lineage_fields, lineage_summary
+from graymatter_tui.store import MemoryStore
+
+
+def explanations(store: MemoryStore, agent: str, hits: list[Hit]) -> list[dict[str, Any]]:
+    found = lineages(store, agent, [hit.fact.id for hit in hits])
+    return [
+        {
+            "keyword_rank": hit.keyword_rank,
+            "recency_rank": hit.recency_rank,
+            "weight": hit.fact.weight,
+            "pinned": hit.fact.pinned,
+            "written_at": hit.fact.created_at,
+            "source": hit.fact.source,
+            **lineage_fields(found[hit.fact.id]),
+        }
+        for hit in hits
+    ]
+
+
+def explanation_lines(why: dict[str, Any]) -> list[str]:
+    """Indented lines under a hit: its ranks, then one line per fact it replaced, nearest
+    first. Stored text goes through `one_line` (neutralised) and `say`."""
+    lines = [
+        f"keyword rank {why['keyword_rank']} · recency rank {why['recency_rank']} · "
+        f"weight {why['weight']:.3f}{' · pinned' if why['pinned'] else ''} · "
+        f"written {why['written_at']} by {one_line(describe(why['source']))}",
+        f"lineage: {lineage_summary(why)}",
+    ]
+    for ancestor in why["lineage"]:
+        indent = "  " * ancestor["depth"]
+        if ancestor["pruned"]:
+            lines.append(f"{indent}{ancestor['fact_id']}  (pruned; its copy is in the journal)")
+        else:
+            lines.append(f"{indent}{ancestor['fact_id']}  {one_line(ancestor['text'])}")
+    return lines
