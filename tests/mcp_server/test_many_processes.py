@@ -20,6 +20,7 @@ import pytest
 
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.demo import create_demo
+from graymatter_tui.screens.activity import ActivityPane
 from graymatter_tui.store import Store
 from tests.conftest import clean_env, run_graymatter
 from tests.mcp_server.client import connected
@@ -109,9 +110,29 @@ async def test_three_servers_the_cli_and_the_tui_write_at_once(tmp_path: Path) -
                     timeout=30,
                     what=f"the Facts pane to show {count} live facts of {agent}",
                 )
-            # ACTIVITY PANE (tab 6): once the Activity pane lands, assert here that it
-            # lists the writes of writer-0..2 (mcp:writer-N), the cli and the cycle, as
-            # Store.activity() does below.
+            # The Activity pane lists every writer's writes, and the TUI's own cycle.
+            await pilot.press("6")
+            feed = app.query_one("#activity-pane", ActivityPane)
+            newest = store.last_activity()
+            await wait_until(
+                pilot,
+                lambda: bool(feed.entries) and feed.entries[0].seq == newest,
+                timeout=30,
+                what="the Activity pane to show the newest write",
+            )
+            for source in [*(f"mcp:writer-{n}" for n in range(SERVERS)), "cli", "tui"]:
+                feed.source_filter = source
+                feed.invalidate()
+                await wait_until(
+                    pilot,
+                    lambda s=source: (
+                        bool(feed.entries) and all(e.source == s for e in feed.entries)
+                    ),
+                    timeout=30,
+                    what=f"the Activity pane to show the writes of {source}",
+                )
+                if source == "tui":
+                    assert [e.action for e in feed.entries] == ["consolidation"]
     finally:
         if cli.poll() is None:
             cli.kill()
