@@ -20,6 +20,8 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    ReviewProposal,
+    ReviewStatus,
     StoreInfo,
 )
 from graymatter_tui.progress import Report
@@ -122,6 +124,20 @@ class MemoryStore(Protocol):
     def delete(self, fact_ids: Iterable[str]) -> list[Fact]: ...
     def is_demo(self) -> bool: ...
     def claim_for_demo(self) -> None: ...
+
+    # The review queue: an agent's change held for a person (ADR 0027)
+    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal: ...
+    def proposals(
+        self,
+        agent: str | None = None,
+        *,
+        status: ReviewStatus | None = None,
+        limit: int | None = None,
+    ) -> list[ReviewProposal]: ...
+    def find_proposal(self, proposal_id: str) -> ReviewProposal | None: ...
+    def require_proposal(self, proposal_id: str) -> ReviewProposal: ...
+    def approve_proposal(self, proposal_id: str) -> values.ReviewDecision: ...
+    def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision: ...
 
     # The journal and the consolidation cycle
     def records(
