@@ -34,6 +34,7 @@ from graymatter_tui.screens.help import HelpScreen
 from graymatter_tui.screens.journal import JournalPane
 from graymatter_tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
 from graymatter_tui.screens.recall import RecallScreen
+from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
@@ -49,6 +50,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("consolidate", ConsolidatePane),
     ("journal", JournalPane),
     ("status", StatusPane),
+    ("review", ReviewPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")
