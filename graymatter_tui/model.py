@@ -186,11 +186,12 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     proposal_id: str = ""
     action: str = ""
     target: str = ""
-    decided_by: str = ""
+    asked_by: str = ""  # the agent's source (`mcp:<client>`)
+    decided_by: str = ""  # the person's: `cli` or `tui`
 
 
 REVERT_KEYS = ("reverted_cycle_id", "restored", "retired_summary_id")
-REVIEW_KEYS = ("proposal_id", "action", "target", "decided_by")
+REVIEW_KEYS = ("proposal_id", "action", "target", "asked_by", "decided_by")
 
 
 def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class CycleDiffScreen(ModalScreen[None]):
             wrote = f"; wrote {r.summary_id}" if r.summary_id else ""
             view.show_text(
                 f"Review of an agent's {r.action} (proposal {r.proposal_id}, asked by "
-                f"{r.summariser}), {r.outcome} by {r.decided_by}: {len(r.batch)} facts "
+                f"{r.asked_by}), {r.outcome} by {r.decided_by}: {len(r.batch)} facts "
                 f"matched, {len(r.consumed)} made tombstones{wrote}."
             )
         else:

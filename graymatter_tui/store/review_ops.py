@@ -229,7 +229,6 @@ def _record(proposal: ReviewProposal, record_id: str, approver: str, stamp: str)
         cycle_id=record_id,
         kind="review",
         agent_id=proposal.agent_id,
-        summariser=proposal.source,
         batch=[m.id for m in proposal.matches],
         summary_text=proposal.text,
         started_at=proposal.created_at,
@@ -237,6 +236,7 @@ def _record(proposal: ReviewProposal, record_id: str, approver: str, stamp: str)
         proposal_id=proposal.id,
         action=proposal.action,
         target=proposal.target,
+        asked_by=proposal.source,
         decided_by=approver,
     )
 

@@ -65,6 +65,15 @@ def test_approve_applies_and_show_of_the_tombstone_names_the_review(
     assert shown["replaced_by"]["text"] == NEW
     assert shown["replaced_by"]["source"] == "mcp:claude-code"
     assert shown["cycle"]["proposal_id"] == proposal_id
+    receipt = run_cli("show", fact_id).stdout
+    assert f"replaced by {record['summary_id']}:" in receipt
+    assert (
+        f"review {record['cycle_id']}: update asked by mcp:claude-code as proposal "
+        f"{proposal_id}, applied by cli"
+    ) in receipt
+    replayed = run_cli("journal", "show", record["cycle_id"]).stdout
+    assert f"update held as proposal {proposal_id}" in replayed
+    assert "decided by cli" in replayed and "matched 1, made 1 tombstones" in replayed
     assert run_cli("review", "list").stdout.strip() == "nothing held for review"
     assert proposal_id in run_cli("review", "list", "--status", "all").stdout
     doctor = run_cli("doctor", "--json")
@@ -155,3 +164,41 @@ def test_two_processes_approving_at_once_one_wins(cli_dir: Path) -> None:
         assert [f.text for f in store.list_facts(AGENT)] == [NEW]
         assert store.require(fact_id).is_tombstone
         assert len(store.records()) == 1  # one decision, one journal record
+
+
+def test_review_records_survive_export_and_import(
+    run_cli: Run, cli_dir: Path, tmp_path: Path
+) -> None:
+    fact_id, proposal_id = _held(cli_dir)
+    record_id = json.loads(run_cli("review", "approve", proposal_id, "--json").stdout)["record"][
+        "cycle_id"
+    ]
+    dump = tmp_path / "dump.jsonl"
+    assert run_cli("export", "--out", str(dump)).returncode == 0
+    copy = {"GRAYMATTER_DIR": str(tmp_path / "copy")}
+    imported = run_cli("import", str(dump), "--json", env=copy)
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["records_added"] == 1
+    assert json.loads(run_cli("doctor", "--json", env=copy).stdout)["ok"]
+    journal = json.loads(run_cli("journal", "--json", env=copy).stdout)
+    assert [(r["kind"], r["proposal_id"]) for r in journal] == [("review", proposal_id)]
+    assert run_cli("revert", record_id, env=copy).returncode == 0
+    assert (
+        json.loads(run_cli("show", fact_id, "--json", env=copy).stdout)["fact"]["superseded_by"]
+        == ""
+    )
+    assert json.loads(run_cli("doctor", "--json", env=copy).stdout)["ok"]
+
+
+def test_an_imported_review_record_with_a_bad_action_is_refused(
+    run_cli: Run, cli_dir: Path, tmp_path: Path
+) -> None:
+    _, proposal_id = _held(cli_dir)
+    assert run_cli("review", "approve", proposal_id).returncode == 0
+    dump = tmp_path / "dump.jsonl"
+    assert run_cli("export", "--out", str(dump)).returncode == 0
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text(dump.read_text().replace('"action":"update"', '"action":"explode"'))
+    done = run_cli("import", str(tampered), env={"GRAYMATTER_DIR": str(tmp_path / "copy")})
+    assert done.returncode == 1
+    assert "review record has no valid 'action' and 'proposal_id'" in done.stderr
