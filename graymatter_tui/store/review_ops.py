@@ -32,6 +32,9 @@ from graymatter_tui.store.values import ReviewDecision
 from graymatter_tui.textsafe import looks_like_id
 
 MAX_REASON = 1000
+# meta key: proposals still pending, kept with every hold and decision, so the TUI's badge
+# polls one number instead of decoding every proposal ever held.
+PENDING_KEY = "review_pending"
 _REASON_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -83,6 +86,7 @@ def hold(tx: Tx, agent: str, action: str, target: str, text: str) -> ReviewPropo
         matches=[_fingerprint(f) for f in matches],
     )
     tx.put_proposal(proposal.id, encode(proposal))
+    tx.bump(PENDING_KEY)
     tx.log(
         "review",
         agent,
@@ -269,6 +273,7 @@ def _finish(
     fact_id: str = "",
 ) -> ReviewDecision:
     tx.put_proposal(decided.id, encode(decided))
+    tx.bump(PENDING_KEY, -1)
     tx.put_record(record)
     tx.log(
         "review",

@@ -349,6 +349,10 @@ class Store:
         """Held changes newest first, of one agent and in one status when given."""
         return self._env.read(lambda tx: review_ops.listing(tx, agent, status, limit))
 
+    def pending_count(self) -> int:
+        """Proposals waiting for a decision (one number: cheap enough to poll)."""
+        return self._env.read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
+
     def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
         return self._env.read(lambda tx: review_ops.find(tx, proposal_id))
 

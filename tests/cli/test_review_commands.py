@@ -164,6 +164,7 @@ def test_two_processes_approving_at_once_one_wins(cli_dir: Path) -> None:
         assert [f.text for f in store.list_facts(AGENT)] == [NEW]
         assert store.require(fact_id).is_tombstone
         assert len(store.records()) == 1  # one decision, one journal record
+        assert store.pending_count() == 0
 
 
 def test_review_records_survive_export_and_import(

@@ -212,6 +212,7 @@ def test_a_reason_with_control_characters_is_refused_and_markup_kept(gm: Store) 
     with pytest.raises(InvalidInput, match="limit is 1000"):
         gm.reject_proposal(held.id, "x" * 1001)
     assert gm.require_proposal(held.id).pending
+    assert gm.pending_count() == 1
     markup = "[bold red]no[/] [link=http://x]this[/link]"
     decision = gm.reject_proposal(held.id, markup)
     assert decision.proposal.reason == markup == decision.record.reason
@@ -229,6 +230,7 @@ def test_listing_filters_by_agent_and_status_newest_first(gm: Store) -> None:
     assert [p.id for p in gm.proposals()] == [third.id, second.id, first.id]
     assert [p.id for p in gm.proposals(AGENT, status="pending")] == [second.id]
     assert [p.id for p in gm.proposals(status="rejected")] == [first.id]
+    assert gm.pending_count() == 2 == len(gm.proposals(status="pending"))
     assert gm.proposals("nobody") == []
 
 
