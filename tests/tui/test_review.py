@@ -148,3 +148,25 @@ async def test_a_read_only_app_shows_the_queue_but_decides_nothing(review_store:
         await pilot.press("a")
         await settle(pilot)
         assert review_store.require_proposal(held.id).pending
+
+
+async def test_the_journal_replays_and_reverts_an_approval(review_store: Store) -> None:
+    old = review_store.put(AGENT, OLD)
+    decision = review_store.approve_proposal(_hold(review_store, "update", OLD, NEW).id)
+    record = decision.record
+    app = make_app(review_store, agent=AGENT)
+    async with running(app) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        replay = static_text(app, "#replay #diff-body")
+        assert f"Review of an agent's update (proposal {decision.proposal.id}" in replay
+        assert "asked by mcp:claude-code), applied by api" in replay
+        await pilot.press("escape", "u")
+        await settle(pilot)
+        assert f"Revert review {record.cycle_id}?" in screen_text(app)
+        await pilot.press("y")
+        await settle(pilot)
+        await wait_until(pilot, lambda: review_store.require(old.id).is_live)
+        assert review_store.require(record.summary_id).is_retired
