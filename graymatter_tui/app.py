@@ -35,6 +35,7 @@ from graymatter_tui.screens.help import HelpScreen
 from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
 from graymatter_tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
 from graymatter_tui.screens.recall import RecallScreen
+from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
@@ -51,6 +52,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("journal", JournalPane),
     ("status", StatusPane),
     ("activity", ActivityPane),
+    ("review", ReviewPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")

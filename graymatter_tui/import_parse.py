@@ -21,7 +21,7 @@ import msgspec
 
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import RETIRED, CycleRecord, Fact, Outcome
+from graymatter_tui.model import HELD_ACTIONS, RETIRED, CycleRecord, Fact, Outcome
 from graymatter_tui.progress import Report
 from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
@@ -215,6 +215,10 @@ def _checked_record(record: CycleRecord) -> CycleRecord:
         validate_agent(record.agent_id)
     except InvalidInput as exc:
         raise _EntryError(f"cycle record: {exc}") from None
+    if record.kind == "review" and (
+        record.action not in HELD_ACTIONS or not looks_like_id(record.proposal_id)
+    ):
+        raise _EntryError("review record has no valid 'action' and 'proposal_id'")
     for ref in (record.summary_id, record.reverted_by, record.reverted_cycle_id):
         if ref and not looks_like_id(ref):
             raise _EntryError(_WHAT["cycle_id"])

@@ -16,7 +16,7 @@ FactState = Literal["live", "tombstones", "all"]
 FACT_STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
 
 # How a cycle ended; a record still being written has "" (no outcome yet).
-Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run"]
+Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run", "rejected"]
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -145,11 +145,15 @@ class StageResult(msgspec.Struct, frozen=True, kw_only=True):
     details: dict[str, Any] = {}
 
 
+RecordKind = Literal["consolidate", "revert", "review"]
+
+
 class CycleRecord(msgspec.Struct, kw_only=True):
-    """One journal entry: a consolidation cycle or a revert of one."""
+    """One journal entry: a consolidation cycle, a decision on an agent's held change
+    (kind "review", ADR 0027), or a revert of either."""
 
     cycle_id: str
-    kind: Literal["consolidate", "revert"] = "consolidate"
+    kind: RecordKind = "consolidate"
     agent_id: str
     summariser: str = ""
     model: str = ""
@@ -177,14 +181,72 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     reverted_cycle_id: str = ""
     restored: list[str] = []
     retired_summary_id: str = ""
+    # Review records only: the held change decided (`batch` holds the facts it matched,
+    # `consumed` those it made tombstones, `summary_id` the fact it wrote).
+    proposal_id: str = ""
+    action: str = ""
+    target: str = ""
+    asked_by: str = ""  # the agent's source (`mcp:<client>`)
+    decided_by: str = ""  # the person's: `cli` or `tui`
+
+
+REVERT_KEYS = ("reverted_cycle_id", "restored", "retired_summary_id")
+REVIEW_KEYS = ("proposal_id", "action", "target", "asked_by", "decided_by")
 
 
 def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(record)
     out["pruned"] = [fact_to_dict(f) for f in record.pruned]
     if record.kind != "revert":
-        for key in ("reverted_cycle_id", "restored", "retired_summary_id"):
+        for key in REVERT_KEYS:
             out.pop(key, None)
+    if record.kind != "review":
+        for key in REVIEW_KEYS:
+            out.pop(key, None)
+    return out
+
+
+# ---- the review queue: an agent's change held until a person decides (ADR 0027) -----------
+HeldAction = Literal["add", "update", "forget", "pin", "unpin"]
+HELD_ACTIONS: tuple[HeldAction, ...] = get_args(HeldAction)
+ReviewStatus = Literal["pending", "approved", "rejected", "discarded"]
+REVIEW_STATUSES: tuple[ReviewStatus, ...] = get_args(ReviewStatus)
+
+
+class HeldMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """A live fact the held change would act on, as it was when the change was held: the
+    staleness fingerprint an approval compares with."""
+
+    id: str
+    text: str
+    pinned: bool = False
+    cycle_id: str = ""  # given back to the fact when an approval is reverted
+
+
+class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent's update/forget/pin/unpin (or add) held for a person to approve or reject."""
+
+    id: str
+    agent_id: str
+    action: HeldAction
+    target: str = ""  # the exact text of the facts acted on (not for add)
+    text: str = ""  # the new text (add, update)
+    source: str = ""  # who asked: `mcp:<client>`; facts an approval writes carry it
+    created_at: str = ""
+    matches: list[HeldMatch] = []
+    status: ReviewStatus = "pending"
+    reason: str = ""  # why rejected or discarded
+    decided_at: str = ""
+    decided_by: str = ""
+    record_id: str = ""  # the journal record of the decision
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+
+def proposal_to_dict(proposal: ReviewProposal) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(proposal)
     return out
 
 

@@ -42,4 +42,7 @@ def store_badges(store: Store, read_only: bool) -> str:
         badges.append("[NO LOCK]")
     if store.is_demo():
         badges.append("[DEMO]")
+    pending = store.pending_count()
+    if pending:  # agents' changes wait for a person (Review tab, ADR 0027)
+        badges.append(f"[{pending} TO REVIEW]")
     return "".join(f" {badge}" for badge in badges)

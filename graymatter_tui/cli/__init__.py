@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__, provenance
-from graymatter_tui.cli import activity, admin, cycles, facts, mcp
+from graymatter_tui.cli import activity, admin, cycles, facts, mcp, review
 from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.errors import GraymatterError
@@ -85,6 +85,7 @@ for command in (
     cycles.doctor,
     activity.activity,
     mcp.mcp,
+    review.review,
 ):
     cli.add_command(command)
 

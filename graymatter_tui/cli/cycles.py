@@ -42,6 +42,9 @@ def print_record(record: CycleRecord) -> None:
         say(f"  reverted cycle {record.reverted_cycle_id}: restored {len(record.restored)} facts,")
         say(f"  retired summary {record.retired_summary_id}")
         return
+    if record.kind == "review":
+        _print_review(record)
+        return
     model = f" ({one_line(record.model)})" if record.model else ""
     say(
         one_line(f"  summariser: {record.summariser}{model} · guard: {record.guard_mode or 'keys'}")
@@ -62,6 +65,23 @@ def print_record(record: CycleRecord) -> None:
         say(f"  {diff.counts_line}")
     if record.pruned:
         say(f"  pruned {len(record.pruned)} facts (copies kept in this record)")
+
+
+def _print_review(record: CycleRecord) -> None:
+    """A decision on an agent's held change (`review`): who asked, who decided, what it
+    did to which facts."""
+    say(one_line(f"  {record.action} held as proposal {record.proposal_id}"))
+    say(one_line(f"  asked by {record.asked_by or 'unknown'} at {record.started_at}"))
+    say(one_line(f"  decided by {record.decided_by} at {record.finished_at}"))
+    if record.target:
+        say(f"  target: {one_line(record.target)}")
+    if record.summary_text:
+        say(f"  text:   {one_line(record.summary_text)}")
+    if record.outcome == "applied":
+        wrote = f", wrote {record.summary_id}" if record.summary_id else ""
+        say(f"  matched {len(record.batch)}, made {len(record.consumed)} tombstones{wrote}")
+    if record.reverted_by:
+        say(f"  reverted later by {record.reverted_by}")
 
 
 @click.command()

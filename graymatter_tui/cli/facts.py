@@ -132,7 +132,15 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     if result.cycle is not None:
         say("")
         cycle = result.cycle
-        say(one_line(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})"))
+        if cycle.kind == "review":  # an agent's change a person approved: the receipt
+            say(
+                one_line(
+                    f"review {cycle.cycle_id}: {cycle.action} asked by {cycle.asked_by} as "
+                    f"proposal {cycle.proposal_id}, {cycle.outcome} by {cycle.decided_by}"
+                )
+            )
+        else:
+            say(one_line(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})"))
 
 
 @click.command()

@@ -9,6 +9,7 @@ import click
 from graymatter_tui.cli.common import dir_option, settings_for
 from graymatter_tui.cli.output import note
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
+from graymatter_tui.mcp.tools import REVIEW_MODES
 from graymatter_tui.store import Store
 from graymatter_tui.textsafe import validate_agent
 
@@ -17,6 +18,14 @@ from graymatter_tui.textsafe import validate_agent
 @dir_option()
 @click.option("--agent", default=None, help="Agent id for calls that give none.")
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
+@click.option(
+    "--review",
+    type=click.Choice(REVIEW_MODES),
+    default="none",
+    show_default=True,
+    help="Hold agents' writes for a person: curation (update/forget/pin/unpin) or all "
+    "(add too); see `graymatter-tui review`.",
+)
 @click.option(
     "--http",
     "bind",
@@ -36,6 +45,7 @@ def mcp(
     data_dir: Path | None,
     agent: str | None,
     read_only: bool,
+    review: str,
     bind: str | None,
     allow_remote: bool,
     client: str | None,
@@ -56,8 +66,10 @@ def mcp(
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
     mode = " (read-only)" if read_only else ""
+    if review != "none" and not read_only:
+        mode = f" (holding {review} writes for review)"
     with store:
-        session = Session(store, read_only=read_only, default_agent=agent)
+        session = Session(store, read_only=read_only, default_agent=agent, review=review)
         if where is None:
             note(f"serving {store.path} over MCP on stdio{mode}")
             serve_stdio(session)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from graymatter_tui.consolidation.review import read_proposal
-from graymatter_tui.model import CycleRecord
+from graymatter_tui.model import CycleRecord, ReviewProposal
 
 RowKind = Literal["consumed", "kept", "guarded", "summary", "ignored", "contradiction"]
 # The outcome of a diff drawn between propose and review: nothing is decided yet.
@@ -40,9 +40,13 @@ class Diff:
     ignored: int
 
     outcome: str = "applied"
+    # Said instead of the cycle's counts (a held change's diff, which has no batch).
+    summary_line: str = ""
 
     @property
     def counts_line(self) -> str:
+        if self.summary_line:
+            return self.summary_line
         if self.outcome == PROPOSED:
             return (
                 f"as proposed, before review: {self.consumed} named for consumption · "
@@ -126,4 +130,46 @@ def build_proposal_diff(record: CycleRecord, raw: str, *, structured: bool) -> D
         guarded=0,
         ignored=sum(1 for r in rows if r.kind == "ignored"),
         outcome=PROPOSED,
+    )
+
+
+# What each held action does to the facts it matched, for a person deciding on it.
+_HELD_EFFECT = {
+    "update": "superseded by the new text",
+    "forget": "forgotten (a tombstone, no replacement)",
+    "pin": "pinned",
+    "unpin": "unpinned",
+}
+
+
+def build_review_diff(proposal: ReviewProposal) -> Diff:
+    """A held change drawn like a consolidation's proposal: the facts it would make
+    tombstones (−), the text it would write (+), the facts whose pin it would change."""
+    rows: list[DiffRow] = []
+    gone = proposal.action in ("update", "forget")
+    for match in proposal.matches:
+        effect = _HELD_EFFECT[proposal.action]
+        kind: RowKind = "consumed" if gone else "kept"
+        rows.append(DiffRow(kind, match.id, match.text, effect))
+    if proposal.action in ("add", "update"):
+        note = "new fact" if proposal.action == "add" else "replacement"
+        rows.append(DiffRow("summary", "", proposal.text, note))
+    n = len(proposal.matches)
+    facts = f"{n} fact{'' if n == 1 else 's'}"
+    verb = {"pending": "would be", "approved": "were"}.get(proposal.status, "would have been")
+    line = {
+        "add": f"1 new fact {'was' if proposal.status == 'approved' else 'would be'} written",
+        "update": f"{facts} {verb} superseded by 1 new fact",
+        "forget": f"{facts} {verb} forgotten",
+        "pin": f"{facts} {verb} pinned",
+        "unpin": f"{facts} {verb} unpinned",
+    }[proposal.action]
+    return Diff(
+        rows=rows,
+        consumed=n if gone else 0,
+        kept=0 if gone else n,
+        guarded=0,
+        ignored=0,
+        outcome=proposal.status,
+        summary_line=f"{line} · {proposal.status}",
     )

@@ -19,11 +19,13 @@ from graymatter_tui.mcp.replies import (
     checkpoint_reply,
     checkpoint_saved_reply,
     explained_reply,
+    held_add_reply,
+    held_reflect_reply,
     no_checkpoint_reply,
     reflect_reply,
     search_reply,
 )
-from graymatter_tui.mcp.tools import REFLECT_ACTIONS
+from graymatter_tui.mcp.tools import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
 from graymatter_tui.receipts import Lineage, lineage_fields
 from graymatter_tui.store import MemoryStore
@@ -42,6 +44,11 @@ class Session:
     # A long-running server records searches' accesses in the background; without one
     # (a single call in-process) the search records them itself before answering.
     accesses: DeferredAccesses | None = None
+    review: str = "none"
+
+    def holds(self, action: str) -> bool:
+        """Whether `action` is held for review rather than applied."""
+        return action in HELD_BY_MODE.get(self.review, frozenset())
 
 
 Handler = Callable[[Session, Arguments], Reply]
@@ -140,6 +147,8 @@ def memory_add(session: Session, args: Arguments) -> Reply:
     text = args.text("text")
     assert text is not None
     _writable(session, "memory_add")
+    if session.holds("add"):
+        return held_add_reply(agent, session.store.hold_change(agent, "add", "", text).id)
     session.store.put(agent, text)
     return add_reply(agent)
 
@@ -198,11 +207,18 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
         assert text is not None
         if action == "add":
             _writable(session, "memory_reflect")
+            if session.holds(action):
+                return held_reflect_reply(
+                    action, agent, store.hold_change(agent, action, "", text).id
+                )
             store.put(agent, text)
             return reflect_reply(action, agent, "1 fact added")
         target = args.text("target")
         assert target is not None
         _writable(session, "memory_reflect")
+        if session.holds(action):
+            held = store.hold_change(agent, action, target, text)
+            return held_reflect_reply(action, agent, held.id)
         _, tombs = store.supersede_text(agent, target, text)
         return reflect_reply(action, agent, f"{_plural(len(tombs), 'fact')} superseded")
     # forget, pin, unpin: the fact is named in target or text; target wins.
@@ -210,6 +226,8 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
     if named is None:
         raise ToolError(f"target (or text) is required for {action}")
     _writable(session, "memory_reflect")
+    if session.holds(action):
+        return held_reflect_reply(action, agent, store.hold_change(agent, action, named, "").id)
     if action == "forget":
         done = store.retire_text(agent, named)
         return reflect_reply(action, agent, f"{_plural(len(done), 'fact')} forgotten")

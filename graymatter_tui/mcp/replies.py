@@ -62,6 +62,24 @@ def reflect_reply(action: str, agent: str, detail: str) -> Reply:
     )
 
 
+def held_reflect_reply(action: str, agent: str, proposal_id: str) -> Reply:
+    """A curation held for review (`mcp --review`): nothing changed yet."""
+    return Reply(
+        f'Reflect "{action}" for agent "{agent}" held for review as {proposal_id}: '
+        "nothing changes until a person approves it.",
+        {"action": action, "agent": agent, "ok": True, "held": True, "proposal_id": proposal_id},
+    )
+
+
+def held_add_reply(agent: str, proposal_id: str) -> Reply:
+    """A new fact held for review (`mcp --review all`): not stored yet."""
+    return Reply(
+        f'Memory for agent "{agent}" held for review as {proposal_id}: it is stored once '
+        "a person approves it.",
+        {"agent_id": agent, "stored": False, "held": True, "proposal_id": proposal_id},
+    )
+
+
 def alias_reply(agent: str, term: str, equivalents: list[str]) -> Reply:
     listed = ", ".join(f'"{e}"' for e in equivalents)
     return Reply(

@@ -10,6 +10,13 @@ from typing import Any
 from graymatter_tui.mcp.arguments import DEFAULT_TOP_K, MAX_QUERIES, MAX_TOP_K
 
 REFLECT_ACTIONS = ("add", "update", "forget", "link", "pin", "unpin")
+# `mcp --review`: which writes are held for a person instead of applied (ADR 0027).
+REVIEW_MODES = ("none", "curation", "all")
+HELD_BY_MODE: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "curation": frozenset({"update", "forget", "pin", "unpin"}),
+    "all": frozenset({"add", "update", "forget", "pin", "unpin"}),
+}
 MAX_DESCRIPTION = 800
 
 
@@ -38,6 +45,8 @@ _TOP_K = {
     "maximum": MAX_TOP_K,
 }
 _TEXTS = {"type": "array", "items": _STR}
+# Present when a server run with --review held the write for a person (ADR 0027).
+_HELD = {"held": {"type": "boolean"}, "proposal_id": _STR}
 
 MEMORY_SEARCH = ToolSpec(
     "memory_search",
@@ -103,7 +112,10 @@ MEMORY_ADD = ToolSpec(
     "memory_reflect. Fails when agent_id or text is missing, text is empty, over 64 KiB, "
     "or holds control or bidi characters.",
     _obj({"agent_id": _AGENT, "text": _STR}, ["agent_id", "text"]),
-    _obj({"agent_id": _STR, "stored": {"type": "boolean"}}, ["agent_id", "stored"]),
+    _obj(
+        {"agent_id": _STR, "stored": {"type": "boolean"}, **_HELD},
+        ["agent_id", "stored"],
+    ),
 )
 
 MEMORY_ALIAS = ToolSpec(
@@ -180,7 +192,10 @@ MEMORY_REFLECT = ToolSpec(
         "required": ["action"],
         "anyOf": [{"required": ["agent_id"]}, {"required": ["agent"]}],
     },
-    _obj({"action": _STR, "agent": _STR, "ok": {"type": "boolean"}}, ["action", "agent", "ok"]),
+    _obj(
+        {"action": _STR, "agent": _STR, "ok": {"type": "boolean"}, **_HELD},
+        ["action", "agent", "ok"],
+    ),
 )
 
 TOOLS: tuple[ToolSpec, ...] = (

@@ -108,6 +108,14 @@ class CycleDiffScreen(ModalScreen[None]):
                 f"{len(self.record.restored)} facts live again, summary "
                 f"{self.record.retired_summary_id} retired."
             )
+        elif self.record.kind == "review":
+            r = self.record
+            wrote = f"; wrote {r.summary_id}" if r.summary_id else ""
+            view.show_text(
+                f"Review of an agent's {r.action} (proposal {r.proposal_id}, asked by "
+                f"{r.asked_by}), {r.outcome} by {r.decided_by}: {len(r.batch)} facts "
+                f"matched, {len(r.consumed)} made tombstones{wrote}."
+            )
         else:
             view.show_record(self.record)
         view.focus()
@@ -340,12 +348,16 @@ class JournalPane(Vertical, Pane):
                     f"cycle {record.cycle_id} reverted", lambda: store.revert(record.cycle_id)
                 )
 
+        what = "review" if record.kind == "review" else "cycle"
+        detail = (
+            f"The agent's approved {record.action} is undone: facts it made tombstones live "
+            "again, a fact it wrote is retired, a pin it changed goes back. A revert record "
+            "joins the journal."
+            if record.kind == "review"
+            else f"Its {len(record.consumed)} consumed facts become live again and its "
+            "summary is retired. A revert record joins the journal."
+        )
         self.app.push_screen(
-            ConfirmScreen(
-                f"Revert cycle {record.cycle_id}?",
-                f"Its {len(record.consumed)} consumed facts become live again and its summary "
-                "is retired. A revert record joins the journal.",
-                yes="Revert",
-            ),
+            ConfirmScreen(f"Revert {what} {record.cycle_id}?", detail, yes="Revert"),
             done,
         )

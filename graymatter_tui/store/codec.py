@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import msgspec
 
-from graymatter_tui.model import ActivityEntry, CycleRecord, Fact
+from graymatter_tui.model import ActivityEntry, CycleRecord, Fact, ReviewProposal
 
 encode = msgspec.json.Encoder().encode
 decode_fact = msgspec.json.Decoder(Fact).decode
 decode_record = msgspec.json.Decoder(CycleRecord).decode
 decode_ids = msgspec.json.Decoder(list[str]).decode
 decode_activity = msgspec.json.Decoder(ActivityEntry).decode
+decode_proposal = msgspec.json.Decoder(ReviewProposal).decode
 
 
 class TextOnly(msgspec.Struct):

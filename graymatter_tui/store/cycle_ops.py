@@ -16,6 +16,7 @@ import msgspec
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
+from graymatter_tui.store import review_ops
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Tx
 from graymatter_tui.store.values import (
     PRUNE_BELOW,
@@ -184,14 +185,22 @@ def revert_refusal(tx: Tx, cycle_id: str) -> str | None:
     """Why `revert(cycle_id)` would be refused right now, or None: the same checks, so a
     UI can say so before asking for confirmation (the revert itself checks again)."""
     try:
-        _revertible(tx, cycle_id)
+        original = _applied_record(tx, cycle_id)
+        if original.kind == "review":
+            review_ops.revert_steps(tx, original)
+        else:
+            _revertible(tx, cycle_id)
     except (Conflict, NotFound) as exc:
         return str(exc)
     return None
 
 
 def revert(tx: Tx, cycle_id: str) -> CycleRecord:
-    """Undo an applied cycle: consumed facts live again, summary retired."""
+    """Undo an applied cycle: consumed facts live again, summary retired. An approved
+    review is undone likewise: what it made tombstones lives again, the fact it wrote is
+    retired, a pin it changed goes back."""
+    if _applied_record(tx, cycle_id).kind == "review":
+        return _revert_review(tx, cycle_id)
     original, summary, restored = _revertible(tx, cycle_id)
     origins = _summary_origins(tx, {f.id for f in restored})
     for fact in restored:
@@ -225,6 +234,53 @@ def revert(tx: Tx, cycle_id: str) -> CycleRecord:
         count=len(restored),
     )
     return reverted
+
+
+def _revert_review(tx: Tx, cycle_id: str) -> CycleRecord:
+    original = _applied_record(tx, cycle_id)
+    restored = review_ops.undo(tx, review_ops.revert_steps(tx, original))
+    stamp = clock.format_time(tx.now)
+    reverted = CycleRecord(
+        cycle_id=tx.new_id(),
+        kind="revert",
+        agent_id=original.agent_id,
+        outcome="applied",
+        reason=f"revert of review {cycle_id} ({original.action} {original.proposal_id})",
+        started_at=stamp,
+        finished_at=stamp,
+        reverted_cycle_id=cycle_id,
+        restored=restored,
+        retired_summary_id=original.summary_id,
+    )
+    tx.put_record(msgspec.structs.replace(original, reverted_by=reverted.cycle_id))
+    save_record(tx, reverted)
+    tx.bump("reverts")
+    tx.log(
+        "revert",
+        original.agent_id,
+        text=f"revert of review {cycle_id}: {original.action} undone",
+        fact_id=original.summary_id,
+        cycle_id=reverted.cycle_id,
+        count=max(len(original.batch), 1),
+    )
+    return reverted
+
+
+def _applied_record(tx: Tx, cycle_id: str) -> CycleRecord:
+    """The record of an applied, not yet reverted cycle or review; raises Conflict or
+    NotFound saying why it cannot be reverted."""
+    original = tx.require_record(cycle_id)
+    what = "review" if original.kind == "review" else "cycle"
+    if original.kind == "revert":
+        raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.outcome != "applied":
+        raise Conflict(
+            f"{what} {cycle_id} cannot be reverted: nothing was applied "
+            f"(outcome {original.outcome or 'unknown'})"
+        )
+    if original.reverted_by:
+        raise Conflict(f"{what} {cycle_id} was already reverted by {original.reverted_by}")
+    return original
 
 
 def _revertible(tx: Tx, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:

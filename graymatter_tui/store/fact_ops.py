@@ -20,15 +20,15 @@ from graymatter_tui.tokens import tokens
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
 
-def put(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
-    fact = _new_fact(tx, agent, text, pinned)
+def put(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
+    fact = _new_fact(tx, agent, text, pinned, cycle_id=cycle_id)
     tx.log("add", agent, text=text, fact_id=fact.id)
     if pinned:
         tx.log("pin", agent, text=text, fact_id=fact.id)
     return fact
 
 
-def _new_fact(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
+def _new_fact(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
     stamp = clock.format_time(tx.now)
     fact = Fact(
         id=tx.new_id(),
@@ -38,6 +38,7 @@ def _new_fact(tx: Tx, agent: str, text: str, pinned: bool) -> Fact:
         accessed_at=stamp,
         pinned=pinned,
         pinned_at=stamp if pinned else None,
+        cycle_id=cycle_id,
         source=tx.source,
     )
     tx.write_fact(fact, None)
@@ -135,14 +136,17 @@ def revise(tx: Tx, fact_id: str, text: str) -> tuple[Fact, Fact]:
     return revision, tomb
 
 
-def retire(tx: Tx, fact_id: str) -> Fact:
-    """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
+def retire(tx: Tx, fact_id: str, *, cycle_id: str | None = None) -> Fact:
+    """Tombstone a live fact with no replacement (`superseded_by = "agent"`); `cycle_id`,
+    when given, names the journal record that retired it (an approved review)."""
     old = tx.require(fact_id)
     if old.is_tombstone:
         raise Conflict(f"fact {fact_id} is already a tombstone")
     if old.pinned:
         raise Conflict(f"fact {fact_id} is pinned; unpin it before retiring it")
     tomb = msgspec.structs.replace(old, superseded_by=RETIRED)
+    if cycle_id is not None:
+        tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
     tx.write_fact(tomb, old)
     tx.log("forget", old.agent_id, text=old.text, fact_id=old.id)
     return tomb
@@ -215,43 +219,49 @@ def live_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
     return sorted(found, key=lambda f: f.id)
 
 
-def _require_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
+def require_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
     found = live_matches(tx, agent, text)
     if not found:
         raise NotFound(f"no live fact of agent {agent!r} has exactly this text")
     return found
 
 
-def supersede_text(tx: Tx, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+def supersede_text(
+    tx: Tx, agent: str, target: str, text: str, *, cycle_id: str | None = None
+) -> tuple[Fact, list[Fact]]:
     """Write `text` as a new fact and make every live fact whose text is exactly `target`
     a tombstone pointing at it, in this one transaction. A pin moves to the replacement.
-    Returns (replacement, tombstones)."""
+    `cycle_id`, when given, goes on the replacement and the tombstones: the journal
+    record that wrote them (an approved review). Returns (replacement, tombstones)."""
     if target == text:
         raise Conflict("text is unchanged; nothing updated")
-    old = _require_matches(tx, agent, target)
-    replacement = _new_fact(tx, agent, text, pinned=any(f.pinned for f in old))
+    old = require_matches(tx, agent, target)
+    pinned = any(f.pinned for f in old)
+    replacement = _new_fact(tx, agent, text, pinned=pinned, cycle_id=cycle_id or "")
     tx.log("update", agent, text=text, fact_id=replacement.id, count=len(old))
     tombs = []
     for fact in old:
         tomb = msgspec.structs.replace(
             fact, superseded_by=replacement.id, pinned=False, pinned_at=None
         )
+        if cycle_id is not None:
+            tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
         tx.write_fact(tomb, fact)
         tombs.append(tomb)
     return replacement, tombs
 
 
-def retire_text(tx: Tx, agent: str, target: str) -> list[Fact]:
+def retire_text(tx: Tx, agent: str, target: str, *, cycle_id: str | None = None) -> list[Fact]:
     """Tombstone every live fact whose text is exactly `target` (`superseded_by =
     "agent"`); refused, changing nothing, when any of them is pinned."""
-    old = _require_matches(tx, agent, target)
+    old = require_matches(tx, agent, target)
     pinned = [f.id for f in old if f.pinned]
     if pinned:
         raise Conflict(f"fact {pinned[0]} is pinned; unpin it before forgetting it")
-    return [retire(tx, fact.id) for fact in old]
+    return [retire(tx, fact.id, cycle_id=cycle_id) for fact in old]
 
 
 def pin_text(tx: Tx, agent: str, target: str, pinned: bool) -> list[Fact]:
     """Pin (or unpin) every live fact whose text is exactly `target`."""
     change = pin if pinned else unpin
-    return [change(tx, fact.id) for fact in _require_matches(tx, agent, target)]
+    return [change(tx, fact.id) for fact in require_matches(tx, agent, target)]

@@ -275,6 +275,8 @@ def _add_record(tx: Tx, record: CycleRecord) -> None:
     if record.kind == "revert":
         tx.bump("reverts")
         return
+    if record.kind == "review":  # a decision on a held change moves no counter
+        return
     tx.bump("cycles")
     if record.outcome != "applied":
         return

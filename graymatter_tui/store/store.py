@@ -25,6 +25,8 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    ReviewProposal,
+    ReviewStatus,
     StoreInfo,
 )
 from graymatter_tui.progress import Report
@@ -37,6 +39,7 @@ from graymatter_tui.store import (
     mapped_pages,
     queries,
     registry,
+    review_ops,
     values,
 )
 from graymatter_tui.store.environment import Environment, map_size_from_env
@@ -325,6 +328,49 @@ class Store:
         """Pin (or unpin) every live fact of `agent` whose text is exactly `target`."""
         validate_agent(agent)
         return self._env.write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
+
+    # ---- the review queue ---------------------------------------------------------------
+    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+        """Hold an agent's add/update/forget/pin/unpin for review instead of applying it;
+        refused now when it could never apply (no live fact has the target text, …)."""
+        validate_agent(agent)
+        if action in ("add", "update"):
+            validate_text(text)
+        if action != "add":
+            validate_text(target)
+        return self._env.write(lambda tx: review_ops.hold(tx, agent, action, target, text))
+
+    def proposals(
+        self,
+        agent: str | None = None,
+        *,
+        status: ReviewStatus | None = None,
+        limit: int | None = None,
+    ) -> list[ReviewProposal]:
+        """Held changes newest first, of one agent and in one status when given."""
+        return self._env.read(lambda tx: review_ops.listing(tx, agent, status, limit))
+
+    def pending_count(self) -> int:
+        """Proposals waiting for a decision (one number: cheap enough to poll)."""
+        return self._env.read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
+
+    def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
+        return self._env.read(lambda tx: review_ops.find(tx, proposal_id))
+
+    def require_proposal(self, proposal_id: str) -> ReviewProposal:
+        """The proposal with this id; InvalidInput for a malformed id, NotFound for none."""
+        return self._env.read(lambda tx: review_ops.require(tx, proposal_id))
+
+    def approve_proposal(self, proposal_id: str) -> values.ReviewDecision:
+        """Apply a pending proposal in one transaction, or discard it as stale (the
+        decision's `applied` is False and its reason says what changed)."""
+        review_ops.validate_proposal_id(proposal_id)
+        return self._env.write(lambda tx: review_ops.approve(tx, proposal_id))
+
+    def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision:
+        review_ops.validate_proposal_id(proposal_id)
+        review_ops.validate_reason(reason)
+        return self._env.write(lambda tx: review_ops.reject(tx, proposal_id, reason))
 
     # ---- checkpoints and aliases ----------------------------------------------------------
     def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.model import CycleRecord, Fact, ReviewProposal
 from graymatter_tui.textsafe import looks_like_id
 
 # Facts (and graph entries) that decay below this weight are pruned.
@@ -174,3 +174,14 @@ class Checkpoint:
     agent_id: str
     created_at: str
     state: str | None
+
+
+# ---- the review queue ------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReviewDecision:
+    """A held change as decided, and the journal record of the decision. `applied` is
+    False for a rejection and for an approval discarded as stale (its reason says why)."""
+
+    proposal: ReviewProposal
+    record: CycleRecord
+    applied: bool

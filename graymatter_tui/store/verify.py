@@ -13,7 +13,7 @@ import sys
 import msgspec
 
 from graymatter_tui.errors import GraymatterError
-from graymatter_tui.store.codec import decode_fact, decode_record
+from graymatter_tui.store.codec import decode_fact, decode_proposal, decode_record
 from graymatter_tui.store.store import Store
 from graymatter_tui.store.tx import Tx
 
@@ -30,6 +30,8 @@ def verify(path: str) -> dict[str, object]:
                     decode_fact(value)
                 elif name == "journal":
                     decode_record(value)
+                elif name == "proposals":
+                    decode_proposal(value)
                 n += 1
             counts[name] = n
 

@@ -13,9 +13,14 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from graymatter_tui.consolidation.diff import Diff, build_diff, build_proposal_diff
+from graymatter_tui.consolidation.diff import (
+    Diff,
+    build_diff,
+    build_proposal_diff,
+    build_review_diff,
+)
 from graymatter_tui.consolidation.review import InvalidProposal
-from graymatter_tui.model import CycleRecord
+from graymatter_tui.model import CycleRecord, ReviewProposal
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
 
@@ -139,6 +144,10 @@ class DiffView(VerticalScroll):
             self._show(lambda: Text("No proposal yet.", style="dim"))
             return
         self._show_diff(build_diff(record))
+
+    def show_review(self, proposal: ReviewProposal) -> None:
+        """An agent's held change: the facts it would make tombstones, the text it writes."""
+        self._show_diff(build_review_diff(proposal))
 
     def _show_diff(self, diff: Diff) -> None:
         self._show(lambda: render_diff(diff, self._text_width(), self.styles_by_kind()))

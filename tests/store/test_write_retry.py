@@ -151,6 +151,11 @@ def _aliased(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return ("db",)
 
 
+def _held(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    (text,) = _twins(store, _clock)
+    return (store.hold_change(AGENT, "update", text, "Restarts weekly.").id,)
+
+
 CASES: dict[str, Case] = {
     "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
@@ -178,6 +183,9 @@ CASES: dict[str, Case] = {
     "decay_graph": Case(_graph, lambda s, a, h: s.decay_graph(a, h)),
     # A new, empty store: the demo may claim it.
     "claim_for_demo": Case(_nothing, lambda s: s.claim_for_demo()),
+    "hold_change": Case(_twins, lambda s, t: s.hold_change(AGENT, "update", t, "Restarts weekly.")),
+    "approve_proposal": Case(_held, lambda s, i: s.approve_proposal(i)),
+    "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
 }
 
 

@@ -10,12 +10,13 @@ import pytest
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from graymatter_tui.app import GraymatterApp
+from graymatter_tui.app import TABS, GraymatterApp
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
+from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.store import Store
 from graymatter_tui.widgets.key_bar import Key, plan
 from tests.tui.helpers import (
@@ -32,6 +33,7 @@ from tests.tui.helpers import (
 )
 
 # Every key a pane needs, by the action it runs.
+REVIEW_KEY = str(TABS.index("review") + 1)
 PANE_KEYS = {
     "1": FactsPane.BINDINGS,
     "3": ConsolidatePane.BINDINGS,
@@ -65,7 +67,19 @@ async def test_at_80_columns_the_footer_shows_every_key_of_the_pane(
         assert screen_lines(app)[-1].rstrip().endswith("? Help")
 
 
-@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5"])
+async def test_at_80_columns_the_review_keys_fit_whole(demo_store: Store) -> None:
+    """Review's two keys are short: the full footer (with the palette key) fits."""
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        await pilot.press(REVIEW_KEY)
+        await settle(pilot)
+        shown = footer_keys(app)
+        for binding in ReviewPane.BINDINGS:
+            assert binding.action in shown, binding.action  # type: ignore[union-attr]
+        assert "a Approve  x Reject  ? Help" in screen_lines(app)[-1]
+
+
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", REVIEW_KEY])
 async def test_at_60_columns_help_is_always_in_the_footer(demo_store: Store, tab: str) -> None:
     app = make_app(demo_store)
     async with running(app, size=(60, 20)) as pilot:
