@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui import provenance
 from graymatter_tui.store import Store
 from tests.support.clock import ManualClock
 
@@ -115,3 +116,12 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         return run_graymatter(*args, input=input, env=merged)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def writes_as_the_library() -> Iterator[None]:
+    """Every test starts with this process writing as `api`: the CLI (run in-process by
+    some tests) and the app name the whole process, which would leak into later tests."""
+    provenance.name_process(provenance.LIBRARY)
+    yield
+    provenance.name_process(provenance.LIBRARY)

@@ -209,48 +209,55 @@ def revert(tx: Tx, cycle_id: str) -> CycleRecord:
         tx.write_fact(msgspec.structs.replace(fact, superseded_by="", cycle_id=origin), fact)
     tx.write_fact(msgspec.structs.replace(summary, superseded_by=RETIRED), summary)
     tx.delete_receipts(summary.id)
-    stamp = clock.format_time(tx.now)
-    reverted = CycleRecord(
-        cycle_id=tx.new_id(),
-        kind="revert",
-        agent_id=original.agent_id,
-        outcome="applied",
+    return _record_revert(
+        tx,
+        original,
         reason=f"revert of cycle {cycle_id}",
-        started_at=stamp,
-        finished_at=stamp,
-        reverted_cycle_id=cycle_id,
         restored=[f.id for f in restored],
-        retired_summary_id=summary.id,
-    )
-    tx.put_record(msgspec.structs.replace(original, reverted_by=reverted.cycle_id))
-    save_record(tx, reverted)
-    tx.bump("reverts")
-    tx.log(
-        "revert",
-        original.agent_id,
-        text=f"revert of cycle {cycle_id}: {len(restored)} restored, summary retired",
-        fact_id=summary.id,
-        cycle_id=reverted.cycle_id,
+        retired=summary.id,
+        said=f"revert of cycle {cycle_id}: {len(restored)} restored, summary retired",
         count=len(restored),
     )
-    return reverted
 
 
 def _revert_review(tx: Tx, cycle_id: str) -> CycleRecord:
     original = _applied_record(tx, cycle_id)
     restored = review_ops.undo(tx, review_ops.revert_steps(tx, original))
+    return _record_revert(
+        tx,
+        original,
+        reason=f"revert of review {cycle_id} ({original.action} {original.proposal_id})",
+        restored=restored,
+        retired=original.summary_id,
+        said=f"revert of review {cycle_id}: {original.action} undone",
+        count=max(len(original.batch), 1),
+    )
+
+
+def _record_revert(
+    tx: Tx,
+    original: CycleRecord,
+    *,
+    reason: str,
+    restored: list[str],
+    retired: str,
+    said: str,
+    count: int,
+) -> CycleRecord:
+    """The revert's journal record, the original marked reverted, the counter and the
+    activity entry: the same for a cycle and a review."""
     stamp = clock.format_time(tx.now)
     reverted = CycleRecord(
         cycle_id=tx.new_id(),
         kind="revert",
         agent_id=original.agent_id,
         outcome="applied",
-        reason=f"revert of review {cycle_id} ({original.action} {original.proposal_id})",
+        reason=reason,
         started_at=stamp,
         finished_at=stamp,
-        reverted_cycle_id=cycle_id,
+        reverted_cycle_id=original.cycle_id,
         restored=restored,
-        retired_summary_id=original.summary_id,
+        retired_summary_id=retired,
     )
     tx.put_record(msgspec.structs.replace(original, reverted_by=reverted.cycle_id))
     save_record(tx, reverted)
@@ -258,10 +265,10 @@ def _revert_review(tx: Tx, cycle_id: str) -> CycleRecord:
     tx.log(
         "revert",
         original.agent_id,
-        text=f"revert of review {cycle_id}: {original.action} undone",
-        fact_id=original.summary_id,
+        text=said,
+        fact_id=retired,
         cycle_id=reverted.cycle_id,
-        count=max(len(original.batch), 1),
+        count=count,
     )
     return reverted
 

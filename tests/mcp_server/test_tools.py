@@ -4,9 +4,15 @@ contract."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 from graymatter_tui.mcp.tools import MAX_DESCRIPTION, TOOLS
+from graymatter_tui.model import Fact
 from graymatter_tui.store import Store
 from tests.mcp_server.conftest import Served
 
@@ -72,10 +78,25 @@ async def test_add_then_search_finds_it_with_upstream_text(served: Served) -> No
         "count": 1,
         "facts": ["The deploy key rotates on Fridays"],
     }
-    with Store.open(served.store, read_only=True) as store:
-        facts = {f.text: f for f in store.list_facts(a)}
+    # The server records the search's access just after answering (ADR 0033).
+    facts = await accesses_settled(
+        served.store, a, lambda f: f["The deploy key rotates on Fridays"]
+    )
     assert facts["The deploy key rotates on Fridays"].access_count == 1  # the search was recorded
     assert facts["Lunch is at noon"].access_count == 0
+
+
+async def accesses_settled(
+    path: Path, agent: str, recorded: Callable[[dict[str, Fact]], Fact], timeout: float = 15
+) -> dict[str, Fact]:
+    """`agent`'s facts by text once `recorded(facts)` shows an access (or the time is up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with Store.open(path, read_only=True) as store:
+            facts = {f.text: f for f in store.list_facts(agent)}
+        if recorded(facts).access_count or time.monotonic() > deadline:
+            return facts
+        await asyncio.sleep(0.05)
 
 
 async def test_an_empty_search_says_so(served: Served) -> None:
