@@ -8,8 +8,8 @@ import click
 
 from graymatter_tui.cli.common import dir_option, settings_for
 from graymatter_tui.cli.output import note
+from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
-from graymatter_tui.store import Store
 from graymatter_tui.textsafe import validate_agent
 
 
@@ -54,7 +54,7 @@ def mcp(
         click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
         return
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
-    store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
+    store = open_upgrading(settings_for(data_dir).data_dir, read_only=read_only)
     mode = " (read-only)" if read_only else ""
     with store:
         session = Session(store, read_only=read_only, default_agent=agent)

@@ -35,6 +35,10 @@ class KeywordIndex(Protocol):
         """Live facts of `agent`."""
         ...
 
+    def terms(self, text: str) -> list[str]:
+        """The index terms of `text` (folded, stemmed in the store's language)."""
+        ...
+
     def document_frequency(self, agent: str, term: str) -> int:
         """Live facts of `agent` holding `term`."""
         ...
