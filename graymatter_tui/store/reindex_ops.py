@@ -30,6 +30,12 @@ def reindex(tx: Tx, progress: Report | None = None) -> int:
     return done
 
 
+def change_language(tx: Tx, language: str, progress: Report | None = None) -> int:
+    """Make `language` the store's stemming language and re-index every live fact in it."""
+    tx.set_analyzer(language)
+    return reindex(tx, progress)
+
+
 def _flush(
     tx: Tx, batch: list[tuple[str, str, str]], done: int, total: int, progress: Report | None
 ) -> int:

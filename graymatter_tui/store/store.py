@@ -36,6 +36,7 @@ from graymatter_tui.store import (
     mapped_pages,
     queries,
     registry,
+    reindex_ops,
     values,
 )
 from graymatter_tui.store.environment import Environment, map_size_from_env
@@ -300,6 +301,12 @@ class Store:
         size, rewrites = bulk_reservation([(i.agent_id, i.text) for i in pending], terms)
         self._env.reserve(size, rewrites=rewrites)
         return self._env.write(lambda tx: fact_ops.put_many(tx, pending, terms, analyzer))
+
+    def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
+        """Re-index every live fact with stems in `language` (`none`: no stemming), in one
+        transaction; queries use it from then on. Returns how many facts were indexed."""
+        chosen = check_language(language)
+        return self._env.write(lambda tx: reindex_ops.change_language(tx, chosen, progress))
 
     def pin(self, fact_id: str) -> Fact:
         return self._env.write(lambda tx: fact_ops.pin(tx, fact_id))

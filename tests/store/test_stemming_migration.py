@@ -17,7 +17,7 @@ import pytest
 
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.recall import rank
-from graymatter_tui.store import Store
+from graymatter_tui.store import NewFact, Store
 from graymatter_tui.tokens import Analyzer
 from tests.cli.test_progress import run_with_terminal_stderr
 from tests.conftest import clean_env
@@ -188,3 +188,21 @@ def test_the_two_variables_must_agree(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("GRAYMATTER_LANGUAGE", "elvish")
     with pytest.raises(GraymatterError, match="GRAYMATTER_LANGUAGE: unknown stemming language"):
         Store.open(tmp_path / "d")
+
+
+def test_changing_the_language_of_a_store_reindexes_it(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "s") as store:
+        store.put_many(NewFact(AGENT, t) for t in ["Payments go through Polar.", "INC-9418 closed"])
+        assert rank(store, AGENT, "payment")
+        reports: list[tuple[str, int, int]] = []
+        assert store.set_stem_language("None", progress=lambda *a: reports.append(a)) == 2
+        assert reports[-1] == ("re-indexing", 2, 2)
+        assert store.info().stem_language == "none"
+        assert index_contents(store, AGENT) == _expected(store, AGENT, Analyzer("none"))
+        assert rank(store, AGENT, "payment") == []  # keyword only now
+        with pytest.raises(GraymatterError, match="unknown stemming language"):
+            store.set_stem_language("klingon")
+        assert store.info().stem_language == "none"  # nothing changed
+        store.set_stem_language("english")
+        assert index_contents(store, AGENT) == _expected(store, AGENT, Analyzer("english"))
+        assert rank(store, AGENT, "payment")[0].fact.text == "Payments go through Polar."
