@@ -1,6 +1,7 @@
 """Recall latency: `rank` over the inverted index against a full scan, in one run.
 
     python benchmarks/recall_bench.py [--facts 100000] [--queries 200] [--seed 11]
+        [--stem-language english] [--no-baselines] [--write-cost] [--migration]
 
 Builds one agent's store (bulk `put_many` in chunks of 20k, index on) from a vocabulary
 of ~2k common words drawn Zipf-like (so posting lists range from a handful of facts to
@@ -11,6 +12,11 @@ query) and score it with the same formula in plain Python; and the baseline a co
 engineer would write without a store: every live fact tokenised once and held in memory
 with a term -> facts dictionary (its build time is reported apart). All must return the
 same top k; the run reports how many queries agreed.
+
+The store stems in `--stem-language` (default english; `none` is keyword-only, as every
+store before schema 4), and the baselines tokenise the same way. `--write-cost` times
+single `put`s and the tokenising of one fact with and without stemming; `--migration`
+times the schema-4 upgrade of a store of `--facts` facts (its one-transaction re-index).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from pathlib import Path
 from graymatter_tui.model import Fact
 from graymatter_tui.recall import RRF_K, RecallWeights, rank
 from graymatter_tui.store import NewFact, Store
-from graymatter_tui.tokens import term_counts, tokens
+from graymatter_tui.tokens import Analyzer, tokens
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 AGENT = "bench"
@@ -135,9 +141,13 @@ def _fuse(
     return out
 
 
+ANALYZER = Analyzer("english")  # main() sets the store's language
+
+
 def scan_rank(live: list[Fact], query: str, k: int, weights: RecallWeights) -> list[str]:
     """The naive baseline: tokenise every live fact for every query."""
-    terms = list(dict.fromkeys(tokens(query)))
+    term_counts = ANALYZER.term_counts
+    terms = list(dict.fromkeys(ANALYZER.terms(query)))
     if not live or not terms:
         return []
     wanted = set(terms)
@@ -161,6 +171,7 @@ class MemoryIndex:
         self.size = len(live)
         self.rows: list[tuple[Fact, dict[str, int], int]] = []
         self.postings: dict[str, list[int]] = {}
+        term_counts = ANALYZER.term_counts
         for position, fact in enumerate(live):
             counts = term_counts(fact.text)
             self.rows.append((fact, counts, min(sum(counts.values()), 65535)))
@@ -168,7 +179,7 @@ class MemoryIndex:
                 self.postings.setdefault(term, []).append(position)
 
     def rank(self, query: str, k: int, weights: RecallWeights) -> list[str]:
-        terms = list(dict.fromkeys(tokens(query)))
+        terms = list(dict.fromkeys(ANALYZER.terms(query)))
         if not self.size or not terms:
             return []
         df = {t: len(self.postings.get(t, ())) for t in terms}
@@ -188,7 +199,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--stem-language", default="english")
+    parser.add_argument("--no-baselines", action="store_true", help="time `rank` only")
+    parser.add_argument("--write-cost", action="store_true")
+    parser.add_argument("--migration", action="store_true")
     args = parser.parse_args()
+    global ANALYZER
+    ANALYZER = Analyzer(args.stem_language)
 
     rng = random.Random(args.seed)
     items, words, zipf, rare_ids = build_items(args.facts, rng)
@@ -196,7 +213,12 @@ def main() -> None:
     weights = RecallWeights()
 
     with tempfile.TemporaryDirectory() as directory:
-        store = Store.open(Path(directory) / "store", map_size=1 << 31, clock_fn=lambda: NOW)
+        store = Store.open(
+            Path(directory) / "store",
+            map_size=1 << 31,
+            clock_fn=lambda: NOW,
+            stem_language=args.stem_language,
+        )
         try:
             started = time.perf_counter()
             for offset in range(0, len(items), CHUNK):
@@ -213,14 +235,16 @@ def main() -> None:
                 rank(store, AGENT, query, k=args.k, weights=weights)
 
             indexed: list[float] = []
+            cpu: list[float] = []  # this thread's CPU time: what a busy machine hides
             results: list[list[str]] = []
             candidates: list[int] = []
             for query in queries:
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.thread_time()
                 hits = rank(store, AGENT, query, k=args.k, weights=weights)
                 indexed.append(time.perf_counter() - started)
+                cpu.append(time.thread_time() - started_cpu)
                 results.append([h.fact.id for h in hits])
-                terms = set(tokens(query))
+                terms = set(ANALYZER.terms(query))
                 candidates.append(
                     store.read(
                         lambda tx, terms=terms: sum(tx.document_frequency(AGENT, t) for t in terms)
@@ -229,19 +253,25 @@ def main() -> None:
 
             scanned: list[float] = []
             agree = 0
-            for query, expected in zip(queries, results, strict=True):
+            in_memory: list[float] = []
+            memory_agree = 0
+            memory_build = 0.0
+            if args.no_baselines:
+                queries_for_baselines: list[str] = []
+            else:
+                queries_for_baselines = queries
+            for query, expected in zip(queries_for_baselines, results, strict=False):
                 started = time.perf_counter()
                 live = store.list_facts(AGENT, "live")
                 got = scan_rank(live, query, args.k, weights)
                 scanned.append(time.perf_counter() - started)
                 agree += got == expected
 
-            started = time.perf_counter()
-            memory = MemoryIndex(store.list_facts(AGENT, "live"))
-            memory_build = time.perf_counter() - started
-            in_memory: list[float] = []
-            memory_agree = 0
-            for query, expected in zip(queries, results, strict=True):
+            if queries_for_baselines:
+                started = time.perf_counter()
+                memory = MemoryIndex(store.list_facts(AGENT, "live"))
+                memory_build = time.perf_counter() - started
+            for query, expected in zip(queries_for_baselines, results, strict=False):
                 started = time.perf_counter()
                 got = memory.rank(query, args.k, weights)
                 in_memory.append(time.perf_counter() - started)
@@ -253,7 +283,7 @@ def main() -> None:
         f"recall_bench: {args.facts} facts of one agent, {len(words)} common words "
         f"(Zipf), {len(rare_ids)} rare identifiers, {args.queries} queries of 1-4 terms, "
         f"k={args.k}, weights {weights.keyword},{weights.recency}, seed {args.seed}, "
-        f"Python {sys.version.split()[0]}"
+        f"stemming {args.stem_language}, Python {sys.version.split()[0]}"
     )
     print(
         f"bulk load (put_many, {CHUNK // 1000}k per transaction, index on): {load:.2f} s "
@@ -264,6 +294,18 @@ def main() -> None:
         f"postings walked per query (sum of query terms' df): median "
         f"{statistics.median(candidates):,.0f}, max {max(candidates):,}"
     )
+    if args.no_baselines:
+        print()
+        print("| method | p50 ms | p95 ms | p99 ms | mean ms |")
+        print("|---|---:|---:|---:|---:|")
+        for name, samples in (("wall", indexed), ("CPU", cpu)):
+            print(
+                f"| rank ({args.stem_language}), {name} time | {pct(samples, 50) * 1000:.2f} "
+                f"| {pct(samples, 95) * 1000:.2f} | {pct(samples, 99) * 1000:.2f} "
+                f"| {statistics.fmean(samples) * 1000:.2f} |"
+            )
+        _extras(args, items)
+        return
     print(
         f"top-{args.k} identical to the full scan for {agree}/{len(queries)} queries, "
         f"to the in-memory index for {memory_agree}/{len(queries)}"
@@ -295,6 +337,78 @@ def main() -> None:
         f"| {pct(scanned, 95) / pct(indexed, 95):.1f}× "
         f"| {pct(scanned, 99) / pct(indexed, 99):.1f}× "
         f"| {statistics.fmean(scanned) / statistics.fmean(indexed):.1f}× |"
+    )
+    _extras(args, items)
+
+
+def _extras(args: argparse.Namespace, items: list[NewFact]) -> None:
+    if args.write_cost:
+        write_cost(items)
+    if args.migration:
+        migration(items)
+
+
+def write_cost(items: list[NewFact], n: int = 300) -> None:
+    """A single `put` (one transaction, synced) and the tokenising of one fact, with and
+    without stemming: what stemming adds to every write."""
+    texts = [item.text for item in items[:10_000]]
+    print()
+    print("| stemming | tokenise one fact (µs) | one `put` (ms, synced) |")
+    print("|---|---:|---:|")
+    for language in ("none", "english"):
+        analyzer = Analyzer(language)
+        started = time.process_time()
+        for text in texts:
+            analyzer.term_counts(text)
+        per_text = (time.process_time() - started) / len(texts)
+        with tempfile.TemporaryDirectory() as directory:
+            store = Store.open(Path(directory) / "s", stem_language=language)
+            try:
+                store.put(AGENT, texts[0])
+                started = time.perf_counter()
+                for text in texts[1 : n + 1]:
+                    store.put(AGENT, text)
+                per_put = (time.perf_counter() - started) / n
+            finally:
+                store.close()
+        print(f"| {language} | {per_text * 1e6:.1f} | {per_put * 1000:.2f} |")
+    print("(tokenising: CPU time per fact over 10k facts; `put`: wall time, fsync included)")
+
+
+def migration(items: list[NewFact]) -> None:
+    """The schema-4 upgrade of a store of these facts written unstemmed at schema 3: the
+    re-index of every live fact in the upgrade's one write transaction."""
+    import lmdb
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "s"
+        store = Store.open(path, map_size=1 << 31, stem_language="none")
+        try:
+            for offset in range(0, len(items), CHUNK):
+                store.put_many(items[offset : offset + CHUNK])
+        finally:
+            store.close()
+        env = lmdb.open(str(path), max_dbs=32, map_size=1 << 31)
+        with env.begin(write=True) as txn:
+            meta = env.open_db(b"meta", txn=txn)
+            txn.put(b"schema_version", b"3", db=meta)
+            txn.delete(b"stem_language", db=meta)
+        env.close()
+        before = (path / "data.mdb").stat().st_size
+        started, started_cpu = time.perf_counter(), time.process_time()
+        store = Store.open(path)  # the default map: the upgrade grows it as it needs
+        took, took_cpu = time.perf_counter() - started, time.process_time() - started_cpu
+        try:
+            language = store.info().stem_language
+        finally:
+            store.close()
+        after = (path / "data.mdb").stat().st_size
+    print()
+    print(
+        f"schema-4 upgrade of {len(items):,} facts (re-index to {language}, one "
+        f"transaction): {took:.2f} s wall, {took_cpu:.2f} s CPU "
+        f"({len(items) / took:,.0f} facts/s); data.mdb "
+        f"{before / 1e6:.0f} MB -> {after / 1e6:.0f} MB"
     )
 
 

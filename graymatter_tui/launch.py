@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from graymatter_tui.config import Settings, SummariserName, default_demo_dir
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import ReadOnlyStore
+from graymatter_tui.progress import Report
 from graymatter_tui.store import Store
 
 
@@ -17,7 +19,12 @@ def demo_dir() -> Path:
 
 
 def open_for_tui(
-    *, data_dir: Path | None, demo: bool, read_only: bool, llm: str | None
+    *,
+    data_dir: Path | None,
+    demo: bool,
+    read_only: bool,
+    llm: str | None,
+    progress: Report | None = None,
 ) -> tuple[Store, Settings, bool]:
     """The store, settings and read-only flag the TUI opens with.
 
@@ -34,7 +41,7 @@ def open_for_tui(
     if read_only and not demo:
         return Store.open(settings.data_dir, read_only=True), settings, True
     try:
-        store = Store.open(settings.data_dir)
+        store = Store.open(settings.data_dir, progress=progress)
     except ReadOnlyStore:
         if demo:
             raise
@@ -58,10 +65,14 @@ def launch_tui(
     read_only: bool,
     agent: str | None,
     llm: str | None,
+    opening: AbstractContextManager[Report | None] | None = None,
 ) -> None:
-    store, settings, read_only = open_for_tui(
-        data_dir=data_dir, demo=demo, read_only=read_only, llm=llm
-    )
+    """Open the store, then the TUI. `opening` gives the reporter of an upgrade's
+    re-index while the store opens (the CLI's bar on stderr, before the TUI draws)."""
+    with opening or nullcontext() as progress:
+        store, settings, read_only = open_for_tui(
+            data_dir=data_dir, demo=demo, read_only=read_only, llm=llm, progress=progress
+        )
     from graymatter_tui.app import GraymatterApp
 
     app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent=agent)

@@ -118,6 +118,8 @@ class StoreInfo(msgspec.Struct, frozen=True, kw_only=True):
     map_size: int
     map_used: int
     created_at: str
+    # Snowball language of the recall index; "none" (stores before schema 4: unstemmed).
+    stem_language: str = "none"
 
 
 class IgnoredId(msgspec.Struct, frozen=True, kw_only=True):

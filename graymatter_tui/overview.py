@@ -33,6 +33,7 @@ class StatusPayload(TypedDict):
     map_size: int
     map_used: int
     agents: list[AgentFigures]
+    stem_language: str  # added in schema 4, after the keys above
 
 
 def status_payload(store: MemoryStore) -> StatusPayload:
@@ -64,6 +65,7 @@ def status_payload(store: MemoryStore) -> StatusPayload:
             }
             for a in agents
         ],
+        "stem_language": info.stem_language,
     }
 
 

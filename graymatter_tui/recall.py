@@ -21,7 +21,6 @@ from graymatter_tui.model import Fact
 from graymatter_tui.receipts import Lineage, lineage
 from graymatter_tui.store import KeywordIndex, MemoryStore
 from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.tokens import tokens
 
 RRF_K = 60
 # Terms held by more than this share of an agent's facts carry almost no information and
@@ -107,10 +106,9 @@ def rank(
     if k < 1:
         raise InvalidInput("k must be at least 1")
     weights = weights or RecallWeights()
-    terms = tokens(query)
 
     def run(tx: KeywordIndex) -> list[Hit]:
-        scores = _keyword_scores(tx, agent, terms)
+        scores = _keyword_scores(tx, agent, tx.terms(query))
         if not scores:
             return []
         by_keyword = sorted(scores, key=lambda i: (-scores[i], i))

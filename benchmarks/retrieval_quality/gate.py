@@ -4,7 +4,9 @@ every canonical fact measured before and after several consolidation cycles.
     python -m benchmarks.retrieval_quality.gate          (from the repository root)
 
 A canonical fact counts as recalled when one of the top 8 live facts for its query still
-contains its marker (the fact itself or a summary that kept the marker).
+contains its marker (the fact itself or a summary that kept the marker). Each canonical
+fact has two queries: its template's own words, and the same asked in other inflections
+("vaults codes projects Falcons"), which only a stemming store matches.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ TEMPLATES = (
     "The escalation ticket for {name} is {marker}.",
     "Customer account for {name} has reference {marker}.",
 )
+# The same questions in other inflections (plurals, -ing), one per template; the name in
+# the plural too ("Ibis" stays as it is: the plural of a name ending in s is itself).
+INFLECTED = (
+    "vaults codes projects {names}",
+    "projects shipping warehouses {names}",
+    "escalations tickets {names}",
+    "customers accounts references {names}",
+)
 FILLER = (
     "The team reviewed the deployment checklist and updated the runbook.",
     "Standup moved to the afternoon for the rest of the month.",
@@ -64,6 +74,9 @@ class GateResult:
     consumed: int
     kept_by_guard: int
     applied_cycles: int
+    # recall@8 of the inflected queries (`INFLECTED`), before and after the cycles.
+    inflected_before: float = 0.0
+    inflected_after: float = 0.0
     # Measured from the summaries alone, without the guard (see `_judge`): batch facts
     # shown, facts whose whole text the summary holds verbatim, facts with a number
     # (a marker or a note number) the summary does not hold at all.
@@ -76,6 +89,7 @@ class GateResult:
 class Canonical:
     query: str
     marker: str
+    inflected: str = ""
 
 
 def build_corpus(store: Store, n_canonical: int, n_filler: int, seed: int) -> list[Canonical]:
@@ -90,7 +104,9 @@ def build_corpus(store: Store, n_canonical: int, n_filler: int, seed: int) -> li
         marker = f"{rng.randint(10000, 99999)}" if index % 2 else f"KX-{rng.randint(1000, 9999)}"
         text = template.format(name=name, marker=marker)
         query = " ".join(w for w in template.split() if "{" not in w and len(w) > 3)
-        canon.append(Canonical(query=f"{query} {name}", marker=marker))
+        names = name if name.endswith("s") else f"{name}s"
+        inflected = INFLECTED[index % len(TEMPLATES)].format(names=names)
+        canon.append(Canonical(query=f"{query} {name}", marker=marker, inflected=inflected))
         items.append(_weak(text, rng))
     for index in range(n_filler):
         items.append(_weak(f"{FILLER[index % len(FILLER)]} (note {index})", rng))
@@ -118,10 +134,10 @@ def _judge(batch: list[str], summary: str) -> tuple[int, int]:
     return verbatim, lost
 
 
-def recall_at_8(store: Store, canon: list[Canonical]) -> float:
+def recall_at_8(store: Store, canon: list[Canonical], *, inflected: bool = False) -> float:
     hits = 0
     for item in canon:
-        found = rank(store, AGENT, item.query, k=8)
+        found = rank(store, AGENT, item.inflected if inflected else item.query, k=8)
         if any(item.marker in hit.fact.text for hit in found):
             hits += 1
     return hits / len(canon)
@@ -136,13 +152,15 @@ def run_gate(
     n_filler: int = 360,
     cycles: int = 6,
     seed: int = 11,
+    stem_language: str = "english",
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW)
+        store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW, stem_language=stem_language)
         try:
             canon = build_corpus(store, n_canonical, n_filler, seed)
             before = recall_at_8(store, canon)
+            inflected_before = recall_at_8(store, canon, inflected=True)
             consumed = kept = applied = shown = verbatim = lost = 0
             options = CycleOptions(threshold=20, max_batch=32, guard=guard)
             model = OllamaSummariser(
@@ -160,14 +178,27 @@ def run_gate(
                 verbatim += held
                 lost += missing
             after = recall_at_8(store, canon)
+            inflected_after = recall_at_8(store, canon, inflected=True)
         finally:
             store.close()
     return GateResult(
-        summariser, guard, before, after, consumed, kept, applied, shown, verbatim, lost
+        summariser,
+        guard,
+        before,
+        after,
+        consumed,
+        kept,
+        applied,
+        inflected_before,
+        inflected_after,
+        shown,
+        verbatim,
+        lost,
     )
 
 
 def main() -> None:
+    stemming = "--stemming" in sys.argv[1:]
     print("Recall-quality gate: recall@8 of canonical facts before/after 6 cycles")
     print("| summariser | guard | recall before | recall after | facts consumed | kept by guard |")
     print("|---|---|---:|---:|---:|---:|")
@@ -179,6 +210,28 @@ def main() -> None:
                 f"| {name} | {guard} | {r.recall_before:.2f} | {r.recall_after:.2f} | "
                 f"{r.consumed} | {r.kept_by_guard} |"
             )
+    if stemming:
+        _stemming_table(server)
+
+
+def _stemming_table(server: FakeOllama) -> None:
+    """recall@8 of exact and inflected queries, keyword-only (no stemming) and
+    keyword+stemming (English), before and after the cycles, guard off and on."""
+    print()
+    print(
+        "| summariser | guard | stemming | exact before | exact after | inflected before "
+        "| inflected after |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|")
+    for name in ("lossless", "drops markers"):
+        for guard in ("off", "keys"):
+            for language in ("none", "english"):
+                r = run_gate(name, guard, server=server, stem_language=language)
+                print(
+                    f"| {name} | {guard} | {language} | {r.recall_before:.2f} | "
+                    f"{r.recall_after:.2f} | {r.inflected_before:.2f} | "
+                    f"{r.inflected_after:.2f} |"
+                )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ from graymatter_tui import __version__, provenance
 from graymatter_tui.cli import activity, admin, cycles, facts, mcp, review
 from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
+from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.summariser_names import SUMMARISERS
+from graymatter_tui.tokens import LANGUAGE_VARIABLES, check_language
 
 
 class _PipeClosed(Exception):
@@ -52,10 +54,26 @@ class _Group(click.Group):
     default=None,
     help="Summariser for consolidation.",
 )
+@click.option(
+    "--stem-language",
+    default=None,
+    metavar="LANGUAGE",
+    help="Stemming language of a store this run creates or upgrades (default: "
+    "$GRAYMATTER_LANGUAGE, else english; 'none' turns stemming off). An existing store "
+    "keeps its own.",
+)
 @click.version_option(__version__, prog_name="graymatter-tui")
 @click.pass_context
-def cli(ctx: click.Context, /, data_dir: Path | None, **tui_options: Any) -> None:
+def cli(
+    ctx: click.Context, /, data_dir: Path | None, stem_language: str | None, **tui_options: Any
+) -> None:
     """graymatter-tui: browse, audit and consolidate AI-agent memory."""
+    if stem_language is not None:
+        # Read by every open that creates or upgrades a store, in this process and in
+        # any it starts (the MCP server's clients run their own).
+        language = check_language(stem_language)
+        for name in LANGUAGE_VARIABLES:
+            os.environ[name] = language
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
     provenance.name_process(provenance.CLI)  # the TUI and the MCP server rename it
@@ -63,7 +81,7 @@ def cli(ctx: click.Context, /, data_dir: Path | None, **tui_options: Any) -> Non
         from graymatter_tui.launch import launch_tui
 
         # --demo, --read-only, --agent and --llm go to the TUI as they are.
-        launch_tui(data_dir=data_dir, **tui_options)
+        launch_tui(data_dir=data_dir, opening=stderr_progress(False), **tui_options)
 
 
 for command in (

@@ -10,11 +10,11 @@ import click
 from graymatter_tui import exchange
 from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
-from graymatter_tui.cli.progress import stderr_progress
+from graymatter_tui.cli.progress import open_upgrading, stderr_progress
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.overview import status_payload
-from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict, Store
+from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict
 from graymatter_tui.textsafe import validate_agent
 
 MAX_LISTED = 10
@@ -41,6 +41,7 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         f"size       {payload['file_bytes'] / 1e6:.1f} MB on disk · map "
         f"{payload['map_used'] / 1e6:.1f} of {payload['map_size'] / 1e6:.0f} MB used"
     )
+    say(f"recall     stemming {payload['stem_language']}")
     if payload["agents"]:
         say("")
         say(f"{'agent':<32} {'live':>7} {'tombs':>7} {'pinned':>7} {'avg w':>7}")
@@ -172,7 +173,7 @@ def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
     Only a new or empty directory, or an earlier demo store, is filled unless
     --into-existing is given."""
     settings = settings_for(data_dir)
-    store = Store.open(settings.data_dir)
+    store = open_upgrading(settings.data_dir)
     added = create_demo(store, into_existing=into_existing)
     if as_json:
         emit_json({"data_dir": str(settings.data_dir), "facts_added": added})

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from graymatter_tui.cli.output import note
+from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import Settings
 from graymatter_tui.store import Store
 
@@ -43,8 +44,9 @@ def settings_for(data_dir: Path | None) -> Settings:
 
 
 def open_store(data_dir: Path | None) -> Store:
-    """The store for a command that writes (created if new)."""
-    return Store.open(settings_for(data_dir).data_dir)
+    """The store for a command that writes (created if new; upgraded, with a bar on a
+    terminal's stderr, if older)."""
+    return open_upgrading(settings_for(data_dir).data_dir)
 
 
 def open_reader(data_dir: Path | None, *, as_json: bool = False) -> Store:

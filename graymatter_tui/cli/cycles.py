@@ -12,6 +12,7 @@ import click
 
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.errors import GraymatterError, InvalidInput
@@ -107,7 +108,7 @@ def consolidate(
     settings = settings_for(data_dir).with_overrides(
         summariser=llm, threshold=threshold, guard=guard
     )
-    store = Store.open(settings.data_dir)
+    store = open_upgrading(settings.data_dir)
     cycle = Cycle(
         store,
         agent,
@@ -172,7 +173,7 @@ def journal(
 @common_options
 def revert(cycle_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Undo an applied cycle: its facts live again, its summary retired."""
-    record = Store.open(settings_for(data_dir).data_dir).revert(_cycle_id(cycle_id))
+    record = open_upgrading(settings_for(data_dir).data_dir).revert(_cycle_id(cycle_id))
     if as_json:
         emit_json(cycle_to_dict(record))
     else:
@@ -234,7 +235,8 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     add(
         "store",
         "ok",
-        f"schema {info.schema_version}, {info.engine}; {sum(a.live_facts for a in agents)} live "
+        f"schema {info.schema_version}, {info.engine}, stemming {info.stem_language}; "
+        f"{sum(a.live_facts for a in agents)} live "
         f"facts across {len(agents)} agents; consolidations {counters.consolidations} (facts "
         f"consolidated {counters.facts_consolidated}), reverts {counters.reverts}",
     )

@@ -8,9 +8,9 @@ import click
 
 from graymatter_tui.cli.common import dir_option, settings_for
 from graymatter_tui.cli.output import note
+from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
 from graymatter_tui.mcp.tools import REVIEW_MODES
-from graymatter_tui.store import Store
 from graymatter_tui.textsafe import validate_agent
 
 
@@ -64,7 +64,7 @@ def mcp(
         click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
         return
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
-    store = Store.open(settings_for(data_dir).data_dir, read_only=read_only)
+    store = open_upgrading(settings_for(data_dir).data_dir, read_only=read_only)
     mode = " (read-only)" if read_only else ""
     if review != "none" and not read_only:
         mode = f" (holding {review} writes for review)"

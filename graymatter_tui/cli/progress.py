@@ -1,6 +1,7 @@
-"""A progress bar on stderr for long imports and exports: only when stderr is a
-terminal and the output is not `--json`, and only once the job has taken a second
-(`GRAYMATTER_PROGRESS_DELAY` seconds). Nothing ever goes to stdout."""
+"""A progress bar on stderr for long imports and exports, and for the re-index of a
+store upgraded on open: only when stderr is a terminal and the output is not `--json`,
+and only once the job has taken a second (`GRAYMATTER_PROGRESS_DELAY` seconds). Nothing
+ever goes to stdout."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.progress import Progress, Report
+from graymatter_tui.store import Store
 
 WIDTH = 30
 
@@ -48,3 +51,9 @@ def stderr_progress(as_json: bool) -> Iterator[Report | None]:
         if progress.shown:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
+
+
+def open_upgrading(path: Path, *, as_json: bool = False, read_only: bool = False) -> Store:
+    """Open the store; if this open upgrades an older store, its re-index draws the bar."""
+    with stderr_progress(as_json) as bar:
+        return Store.open(path, read_only=read_only, progress=bar)

@@ -65,7 +65,9 @@ class StatusPane(VerticalScroll, Pane):
             f"{p['map_size'] / 1e6:.0f} MB used ({used:.0%}; grows automatically)",
         )
         out.add_row(
-            "schema", f"{p['schema_version']} · {p['engine']} · generation {p['generation']}"
+            "schema",
+            f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
+            f"stemming {p['stem_language']}",
         )
         s = self.host.settings
         out.add_row(

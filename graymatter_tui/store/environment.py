@@ -20,6 +20,7 @@ import lmdb
 
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
+from graymatter_tui.progress import Report
 from graymatter_tui.store.files import (
     DATA_FILE,
     LOCK_FILE,
@@ -33,6 +34,7 @@ from graymatter_tui.store.ids import IdReplay
 from graymatter_tui.store.rwlock import ResizeLock
 from graymatter_tui.store.schema import initialise, lmdb_message, lmdb_open, open_tables
 from graymatter_tui.store.tx import Dbs, Tx
+from graymatter_tui.tokens import DEFAULT_LANGUAGE
 
 T = TypeVar("T")
 
@@ -86,6 +88,9 @@ class Environment:
         map_size: int,
         clock_fn: Callable[[], datetime] | None,
         read_only: bool = False,
+        *,
+        language: str = DEFAULT_LANGUAGE,
+        progress: Report | None = None,
     ) -> Environment:
         check_data_file(directory)
         # A reader records itself in lock.mdb; where it cannot write that file it reads
@@ -107,7 +112,8 @@ class Environment:
         try:
             if lock:
                 env.reader_check()
-            dbs = open_tables(env, directory, (clock_fn or clock.now)(), read_only)
+            now = (clock_fn or clock.now)()
+            dbs = open_tables(env, directory, now, read_only, language=language, progress=progress)
         except BaseException:
             env.close()
             raise

@@ -15,7 +15,7 @@ from graymatter_tui.model import RETIRED, ActivityAction, Fact
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import NewFact
-from graymatter_tui.tokens import tokens
+from graymatter_tui.tokens import Analyzer
 
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
@@ -45,8 +45,10 @@ def _new_fact(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = ""
     return fact
 
 
-def put_many(tx: Tx, pending: list[NewFact], terms: list[dict[str, int]]) -> list[Fact]:
-    """Insert many facts; `terms` holds each one's `term_counts(text)`."""
+def put_many(
+    tx: Tx, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
+) -> list[Fact]:
+    """Insert many facts; `terms` holds each one's `made_by.term_counts(text)`."""
     out = []
     fmt = clock.format_time
     for item in pending:
@@ -70,7 +72,7 @@ def put_many(tx: Tx, pending: list[NewFact], terms: list[dict[str, int]]) -> lis
     known = [f.id for f in out if tx.agent_of(f.id) is not None]
     if known or len({f.id for f in out}) != len(out):
         raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
-    tx.insert_many(out, terms)
+    tx.insert_many(out, terms, made_by)
     log_added(tx, "add", out)
     return out
 
@@ -210,7 +212,9 @@ def live_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
     """Every live fact of `agent` whose text is exactly `text`, oldest first. Found through
     the keyword index by the text's rarest term; a text with no keyword is looked for in
     every live fact."""
-    terms = sorted(set(tokens(text)), key=lambda term: tx.document_frequency(agent, term))
+    terms = sorted(
+        set(tx.analyzer.terms(text)), key=lambda term: tx.document_frequency(agent, term)
+    )
     if terms:
         candidates = (tx.find(fact_id) for fact_id, _, _ in tx.iter_postings(agent, terms[0]))
     else:

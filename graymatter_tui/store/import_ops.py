@@ -35,7 +35,7 @@ from graymatter_tui.store.values import (
     ImportResult,
     OnConflict,
 )
-from graymatter_tui.tokens import term_counts
+from graymatter_tui.tokens import Analyzer
 
 _CHUNK = 20_000
 # A fact's fields by what a difference in them means.
@@ -61,6 +61,7 @@ class ImportBatch:
     facts: list[Fact]
     records: list[CycleRecord]
     terms: list[dict[str, int]]
+    made_by: Analyzer
     places: list[str]
     record_places: list[str]
 
@@ -72,15 +73,16 @@ class ImportBatch:
         fact_where: Sequence[str] | None,
         record_where: Sequence[str] | None,
         progress: Report | None,
+        analyzer: Analyzer,
     ) -> ImportBatch:
         places = list(fact_where or (f"fact {n}" for n in range(1, len(facts) + 1)))
         record_places = list(record_where or (f"record {n}" for n in range(1, len(records) + 1)))
         terms = []
         for done, fact in enumerate(facts, start=1):
-            terms.append(term_counts(fact.text) if fact.is_live else {})
+            terms.append(analyzer.term_counts(fact.text) if fact.is_live else {})
             if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
                 progress("indexing", done, len(facts))
-        return cls(facts, records, terms, places, record_places)
+        return cls(facts, records, terms, analyzer, places, record_places)
 
     def reservation(self) -> tuple[int, int]:
         """(bytes, rewrites) of map the import may need: the arguments of `reserve`."""
@@ -119,7 +121,7 @@ def import_all(
     added = plan.added_facts
     for start in range(0, len(added), _CHUNK):
         chunk = added[start : start + _CHUNK]
-        tx.insert_many([facts[i] for i in chunk], [terms[i] for i in chunk])
+        tx.insert_many([facts[i] for i in chunk], [terms[i] for i in chunk], batch.made_by)
         if progress is not None:
             progress("writing", start + len(chunk), len(added))
     for index in plan.added_records:

@@ -90,6 +90,7 @@ def info(tx: Tx, path: Path, map_used: int, map_size: int) -> StoreInfo:
         map_size=map_size,
         map_used=map_used,
         created_at=tx.meta_get("created_at") or "",
+        stem_language=tx.analyzer.language,
     )
 
 

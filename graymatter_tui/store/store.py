@@ -39,6 +39,7 @@ from graymatter_tui.store import (
     mapped_pages,
     queries,
     registry,
+    reindex_ops,
     review_ops,
     values,
 )
@@ -48,7 +49,7 @@ from graymatter_tui.store.ids import seed_ids
 from graymatter_tui.store.protocol import KeywordIndex, MemoryStore
 from graymatter_tui.store.tx import Tx, bulk_reservation
 from graymatter_tui.textsafe import validate_agent, validate_text
-from graymatter_tui.tokens import term_counts
+from graymatter_tui.tokens import check_language, language_from_env
 
 T = TypeVar("T")
 
@@ -76,12 +77,17 @@ class Store:
         map_size: int | None = None,
         clock_fn: Callable[[], datetime] | None = None,
         read_only: bool = False,
+        stem_language: str | None = None,
+        progress: Report | None = None,
     ) -> Store:
         """Open the store in directory `path`; one per path per process. A writer creates
         a new store; `read_only` creates nothing, maps the files read-only, and gives an
-        empty view where there is no store yet (ADR 0012)."""
+        empty view where there is no store yet (ADR 0012). A new store stems in
+        `stem_language` (default: GRAYMATTER_LANGUAGE, else English), and so does an
+        older store upgraded by this open, whose re-index `progress` hears of."""
         directory = Path(path).expanduser()
         _seed_ids_from_env()
+        language = check_language(stem_language) if stem_language else language_from_env()
         if read_only:
             if not prepare_reading(directory):
                 return cls(Environment.empty_view(directory, clock_fn))
@@ -90,7 +96,11 @@ class Store:
 
         def opener() -> Store:
             size = map_size or map_size_from_env()
-            return cls(Environment.open(directory, size, clock_fn, read_only))
+            return cls(
+                Environment.open(
+                    directory, size, clock_fn, read_only, language=language, progress=progress
+                )
+            )
 
         return registry.open_once(directory, opener)
 
@@ -289,11 +299,18 @@ class Store:
             if not 0.0 <= item.weight <= 1.0:
                 raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
         # Tokenised before the transaction, which then holds the write lock for less time.
-        terms = [term_counts(item.text) for item in pending]
+        analyzer = self._env.read(lambda tx: tx.analyzer)
+        terms = [analyzer.term_counts(item.text) for item in pending]
         # Grow the map once up front rather than fill it and redo the whole transaction.
         size, rewrites = bulk_reservation([(i.agent_id, i.text) for i in pending], terms)
         self._env.reserve(size, rewrites=rewrites)
-        return self._env.write(lambda tx: fact_ops.put_many(tx, pending, terms))
+        return self._env.write(lambda tx: fact_ops.put_many(tx, pending, terms, analyzer))
+
+    def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
+        """Re-index every live fact with stems in `language` (`none`: no stemming), in one
+        transaction; queries use it from then on. Returns how many facts were indexed."""
+        chosen = check_language(language)
+        return self._env.write(lambda tx: reindex_ops.change_language(tx, chosen, progress))
 
     def pin(self, fact_id: str) -> Fact:
         return self._env.write(lambda tx: fact_ops.pin(tx, fact_id))
@@ -497,7 +514,10 @@ class Store:
         ("line 7"), for messages; `progress` hears of the work as it goes."""
         if on_conflict not in values.ON_CONFLICT:
             raise InvalidInput(f"on_conflict must be one of {', '.join(values.ON_CONFLICT)}")
-        batch = import_ops.ImportBatch.prepare(facts, records, fact_where, record_where, progress)
+        analyzer = self._env.read(lambda tx: tx.analyzer)
+        batch = import_ops.ImportBatch.prepare(
+            facts, records, fact_where, record_where, progress, analyzer
+        )
         size, rewrites = batch.reservation()
         self._env.reserve(size, rewrites=rewrites)
         return self._env.write(lambda tx: import_ops.import_all(tx, batch, on_conflict, progress))

@@ -18,7 +18,7 @@ import lmdb
 import msgspec
 
 from graymatter_tui import clock, provenance
-from graymatter_tui.errors import NotFound
+from graymatter_tui.errors import NotFound, StoreError
 from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
 from graymatter_tui.store.codec import (
     AgentCounts,
@@ -31,7 +31,7 @@ from graymatter_tui.store.codec import (
     encode,
 )
 from graymatter_tui.store.ids import new_id
-from graymatter_tui.tokens import term_counts
+from graymatter_tui.tokens import NO_STEMMING, Analyzer, languages
 
 SEP = b"\x00"
 LIVE = b"L"
@@ -47,6 +47,21 @@ POSTING = struct.Struct("<HH")
 DF = struct.Struct("<I")
 FLAG_PINNED = 1
 FLAG_TOMBSTONE = 2
+# The meta row naming the store's stemming language (schema 4).
+STEM_LANGUAGE = "stem_language"
+_ANALYZERS: dict[str, Analyzer] = {}
+
+
+def analyzer_for(language: str) -> Analyzer:
+    found = _ANALYZERS.get(language)
+    if found is None:
+        if language not in languages():  # written by a newer release, or damaged
+            raise StoreError(
+                f"this store is indexed for stemming language {language!r}, which this "
+                "graymatter-tui does not know; upgrade graymatter-tui to open it"
+            )
+        found = _ANALYZERS[language] = Analyzer(language)
+    return found
 
 
 def epoch_ms(stamp: str) -> int:
@@ -194,6 +209,7 @@ class Tx:
         # Document-frequency changes of this transaction, written once each at its end:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
+        self._analyzer: Analyzer | None = None
 
     def unchanged(self, result: T) -> T:
         """Return `result` from a write that decided to change nothing: its transaction is
@@ -220,6 +236,19 @@ class Tx:
             self.agent_of(value) is not None
             or self.txn.get(value.encode(), db=self.dbs.journal) is not None
         )
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """How this store turns text into index terms: its stemming language is in
+        meta (a store without one, written before schema 4, was indexed unstemmed)."""
+        if self._analyzer is None:
+            self._analyzer = analyzer_for(self.meta_get(STEM_LANGUAGE) or NO_STEMMING)
+        return self._analyzer
+
+    def set_analyzer(self, language: str) -> None:
+        """Record the store's stemming language; the caller re-indexes (`reindex_ops`)."""
+        self.meta_put(STEM_LANGUAGE, language)
+        self._analyzer = analyzer_for(language)
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
@@ -266,15 +295,22 @@ class Tx:
             if old is not None and old.is_live:
                 self._unindex(old)
             if new.is_live:
-                self._index([(new, term_counts(new.text))])
+                self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
         self._count(old, -1)
         self._count(new, +1)
 
-    def insert_many(self, facts: list[Fact], terms: list[dict[str, int]] | None = None) -> None:
+    def insert_many(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None = None,
+        made_by: Analyzer | None = None,
+    ) -> None:
         """Insert new facts in bulk (same rows as `write_fact` with no old fact). `terms`,
-        each live fact's `term_counts(text)`, may be computed before the transaction so
-        the store's write lock is held for less time."""
-        if terms is None:
+        each live fact's `made_by.term_counts(text)`, may be computed before the
+        transaction so the store's write lock is held for less time; terms made for
+        another language than the store's (changed meanwhile) are made again."""
+        if terms is None or made_by != self.analyzer:
+            term_counts = self.analyzer.term_counts
             terms = [term_counts(f.text) if f.is_live else {} for f in facts]
         keys = [fact_key(f.agent_id, f.id) for f in facts]
         cursor = self.txn.cursor
@@ -292,7 +328,7 @@ class Tx:
         cursor(db=self.dbs.state).putmulti(rows)
         for fact in facts:
             self._count(fact, +1)
-        self._index([(f, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+        self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
 
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
@@ -305,8 +341,8 @@ class Tx:
         self._count(fact, -1)
 
     # ---- recall index --------------------------------------------------------------------
-    def _index(self, facts: list[tuple[Fact, dict[str, int]]]) -> None:
-        """Postings of live facts, with each one's term counts (`term_counts(text)`).
+    def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
+        """Postings of live facts given as (agent, id, `analyzer.term_counts(text)`).
         Bulk inserts index 1M postings per 100k facts: the loop does per fact what it can
         and leaves per-posting work to comprehensions and C."""
         if not facts:
@@ -315,13 +351,13 @@ class Tx:
         values: list[bytes] = []
         added: Counter[bytes] = Counter()  # term key -> facts added holding it
         pack = POSTING.pack
-        for fact, counts in facts:
+        for agent, fact_id, counts in facts:
             if not counts:
                 continue
             total = sum(counts.values())
             length = min(total, 65535)
-            head = fact.agent_id.encode() + SEP
-            tail = SEP + fact.id.encode()
+            head = agent.encode() + SEP
+            tail = SEP + fact_id.encode()
             # A token holds no space: one encode and split gives every term's bytes.
             term_keys = [head + t for t in " ".join(counts).encode().split(b" ")]
             added.update(term_keys)
@@ -340,7 +376,7 @@ class Tx:
         head = fact.agent_id.encode() + SEP
         tail = SEP + fact.id.encode()
         df = self._df
-        for term in term_counts(fact.text):
+        for term in self.analyzer.term_counts(fact.text):
             term_key = head + term.encode()
             self.txn.delete(term_key + tail, db=self.dbs.postings)
             df[term_key] = df.get(term_key, 0) - 1
@@ -363,6 +399,21 @@ class Tx:
             elif raw is not None:
                 delete(term_key, db=db)
         self._df.clear()
+
+    def terms(self, text: str) -> list[str]:
+        """The index terms of `text` (a query), made as this store makes them."""
+        return self.analyzer.terms(text)
+
+    def clear_index(self) -> None:
+        """Empty the postings and term tables (a re-index follows in this transaction)."""
+        self.txn.drop(self.dbs.postings, delete=False)
+        self.txn.drop(self.dbs.terms, delete=False)
+        self._df.clear()
+
+    def index_texts(self, rows: list[tuple[str, str, str]]) -> None:
+        """Index live facts given as (agent, id, text) that are not in the index yet."""
+        term_counts = self.analyzer.term_counts
+        self._index([(agent, fact_id, term_counts(text)) for agent, fact_id, text in rows])
 
     def document_frequency(self, agent: str, term: str) -> int:
         key = agent.encode() + SEP + term.encode()

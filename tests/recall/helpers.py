@@ -11,11 +11,13 @@ from graymatter_tui.model import Fact
 from graymatter_tui.recall import RecallWeights
 from graymatter_tui.store import Store
 from graymatter_tui.store.tx import DF, POSTING, SEP, Tx
-from graymatter_tui.tokens import term_counts, tokens
+from graymatter_tui.tokens import DEFAULT_LANGUAGE, Analyzer
 from tests.support.clock import ManualClock
 
 FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)
 AGENT = "recall-agent"
+# Test stores are new stores: they stem in the default language.
+ANALYZER = Analyzer(DEFAULT_LANGUAGE)
 RRF_K = 60
 
 # (term -> document frequency, (term, fact id) -> (term count, fact length))
@@ -50,10 +52,10 @@ def keyword_scores(live: list[Fact], query: str) -> dict[str, float]:
     the one place to change if the formula moves again.)
     """
     n = len(live)
-    terms = list(dict.fromkeys(tokens(query)))
+    terms = list(dict.fromkeys(ANALYZER.terms(query)))
     if not n or not terms:
         return {}
-    counts = {f.id: term_counts(f.text) for f in live}
+    counts = {f.id: ANALYZER.term_counts(f.text) for f in live}
     df = {t: sum(1 for c in counts.values() if t in c) for t in terms}
     present = [t for t in terms if df[t]]
     informative = [t for t in present if df[t] <= 0.5 * n] or present
@@ -133,7 +135,7 @@ def expected_index(live: list[Fact]) -> Index:
     terms: dict[str, int] = {}
     postings: dict[tuple[str, str], tuple[int, int]] = {}
     for fact in live:
-        counts = term_counts(fact.text)
+        counts = ANALYZER.term_counts(fact.text)
         length = min(sum(counts.values()), 65535)
         for term, count in counts.items():
             terms[term] = terms.get(term, 0) + 1

@@ -286,7 +286,8 @@ def test_no_keyword_match_is_empty(gm: Store) -> None:
     assert rank(gm, AGENT, "anything") == []  # empty store
     put_all(gm, ["deploy the staging server", *FILLER])
     assert rank(gm, AGENT, "nonexistentword") == []
-    assert rank(gm, AGENT, "deployment servers") == []  # no stemming: no shared token
+    assert rank(gm, AGENT, "servants stagecoach") == []  # other stems: no shared term
+    assert ids(rank(gm, AGENT, "deployments servers"))[:1] == ids(rank(gm, AGENT, "deploy"))[:1]
     assert rank(gm, "another-agent", "deploy") == []
     for weights in ALL_WEIGHTS:
         assert rank(gm, AGENT, "kubernetes", weights=weights) == []

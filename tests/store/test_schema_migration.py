@@ -1,5 +1,6 @@
 """Schema 2 adds the checkpoint and alias tables, schema 3 the activity feed and the
-review queue. A store of an older schema (every committed release fixture: 0.1.0 and
+review queue, schema 4 re-indexes recall with stems (tests/store/test_stemming_migration.py).
+A store of an older schema (every committed release fixture: 0.1.0 and
 0.2.0 are schema 1, 0.3.0 is schema 2) is upgraded in one write transaction the first time
 it is opened writable; a read-only open changes nothing and sees none of what is new."""
 
@@ -48,7 +49,7 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
 ) -> None:
     path = _copy(release, tmp_path)
     old = int(_meta(path)[b"schema_version"])
-    assert old < SCHEMA_VERSION == 3
+    assert old < SCHEMA_VERSION == 4
     with Store.open(path, read_only=True) as store:
         aliases_before = store.aliases("ops-agent")
     with Store.open(path) as store:

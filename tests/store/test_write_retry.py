@@ -159,6 +159,9 @@ def _held(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
 CASES: dict[str, Case] = {
     "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
+    "set_stem_language": Case(
+        lambda s, c: (_facts(s, 3) and "german",), lambda s, lang: s.set_stem_language(lang)
+    ),
     "pin": Case(_one, lambda s, i: s.pin(i)),
     "unpin": Case(_pinned, lambda s, i: s.unpin(i)),
     "revise": Case(_pinned, lambda s, i: s.revise(i, "pinned note, revised")),
