@@ -127,7 +127,15 @@ class CycleDiffScreen(ModalScreen[None]):
 def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     if r.kind == "revert":
         return Text("revert", style=_style(styles, "revert"))
-    return Text(r.outcome + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
+    # A person's decision on an agent's change must not read as a consolidation's outcome.
+    said = f"review {r.outcome}" if r.kind == "review" else r.outcome
+    return Text(said + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
+
+
+def _when(r: CycleRecord) -> str:
+    """When the record's work was done: a review's, when the person decided (the agent
+    asked earlier, at `started_at`); the list's order is by this time."""
+    return r.finished_at or r.started_at if r.kind == "review" else r.started_at
 
 
 def _latency(r: CycleRecord, styles: OutcomeStyles | None = None) -> Text:
@@ -138,8 +146,8 @@ def _latency(r: CycleRecord, styles: OutcomeStyles | None = None) -> Text:
 # Every cell is Text: a str cell would be parsed as markup (agent names are data). A cell
 # is drawn from the record and the outcomes' styles (no colour when measuring widths).
 CELLS: dict[str, Callable[[CycleRecord, OutcomeStyles], Text]] = {
-    "time": lambda r, _s: Text(r.started_at[:19].replace("T", " ")),
-    "time ": lambda r, _s: Text(r.started_at[5:16].replace("T", " ")),  # short: 11-30 12:00
+    "time": lambda r, _s: Text(_when(r)[:19].replace("T", " ")),
+    "time ": lambda r, _s: Text(_when(r)[5:16].replace("T", " ")),  # short: 11-30 12:00
     "agent": lambda r, _s: literal(r.agent_id)[:20],
     "outcome": _outcome,
     "consumed": lambda r, _s: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),

@@ -25,6 +25,7 @@ from tests.tui.helpers import (
     static_text,
     wait_until,
 )
+from tests.tui.test_journal import table_rows
 
 AGENT = "ops"
 OLD = "Staging database listens on port 5432."
@@ -158,6 +159,9 @@ async def test_the_journal_replays_and_reverts_an_approval(review_store: Store) 
     async with running(app) as pilot:
         await pilot.press("4")
         await settle(pilot)
+        (row,) = table_rows(app)
+        assert row["outcome"] == "review applied"  # not to be read as a consolidation
+        assert row["time"] == record.finished_at[:19].replace("T", " ")  # the decision's
         await pilot.press("enter")
         await settle(pilot)
         replay = static_text(app, "#replay #diff-body")
