@@ -137,9 +137,10 @@ class StoreMachine(RuleBasedStateMachine):
         touched = self.store.touch(wanted)
         distinct_live = {i for i in wanted if i in self.model and self.model[i].live}
         assert touched == len(distinct_live)
-        for fact_id in distinct_live:
-            current = self.model[fact_id]
-            self.model[fact_id] = replace(current, access_count=current.access_count + 1)
+        for fact_id in wanted:  # one access per id given: a batch of searches may repeat one
+            if fact_id in distinct_live:
+                current = self.model[fact_id]
+                self.model[fact_id] = replace(current, access_count=current.access_count + 1)
         self.wrote()
 
     @rule(indexes=st.lists(st.integers(0, 10_000), max_size=3), unknown=st.booleans())

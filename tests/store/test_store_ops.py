@@ -415,9 +415,9 @@ def test_touch_updates_live_facts_only(gm: Store, manual_clock: ManualClock) -> 
     tomb = gm.retire(dead.id)
     when = manual_clock.advance(hours=3)
     touched = gm.touch([live.id, dead.id, UNKNOWN_ID, live.id])
-    assert touched == 1  # duplicates count once; tombstones and unknown ids are skipped
+    assert touched == 1  # one fact; tombstones and unknown ids are skipped
     after = gm.require(live.id)
-    assert after.access_count == 1
+    assert after.access_count == 2  # named twice: two accesses (a batch of two searches)
     assert after.accessed_at == stamp(when)
     assert after.created_at == live.created_at
     assert after.weight == live.weight
@@ -429,7 +429,7 @@ def test_touch_updates_live_facts_only(gm: Store, manual_clock: ManualClock) -> 
 
     manual_clock.advance(hours=1)
     assert gm.touch([live.id]) == 1
-    assert gm.require(live.id).access_count == 2
+    assert gm.require(live.id).access_count == 3
 
 
 def test_touch_after_delete_does_not_recreate(store: Store) -> None:
