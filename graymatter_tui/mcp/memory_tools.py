@@ -74,22 +74,28 @@ def _query(args: Arguments, name: str, value: str | None = None) -> str:
     return query
 
 
-def widened(query: str, aliases: Mapping[str, list[str]]) -> str:
-    """The query with the equivalents of every alias whose words it holds (memory_alias)."""
-    words = set(tokens(query))
-    extra = [
-        equivalent
-        for term, equivalents in aliases.items()
-        if set(term.split()) <= words
-        for equivalent in equivalents
-    ]
+def widened(
+    query: str, aliases: Mapping[str, list[str]], terms: Callable[[str], list[str]] = tokens
+) -> str:
+    """The query with the equivalents of every alias whose words it holds (memory_alias).
+    Words compare as `terms` makes them: the store's own (stemmed) index terms, so an alias
+    of "payment" is used for a query about "payments"."""
+    words = set(terms(query))
+    extra = []
+    for term, equivalents in aliases.items():
+        needed = set(terms(term))
+        if needed and needed <= words:
+            extra += equivalents
     return " ".join([query, *extra])
 
 
 def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
     # A search records the access of what it returns; a read-only server records nothing.
     aliases = session.store.aliases(agent)
-    wanted = widened(query, aliases) if aliases else query
+    if aliases:
+        wanted = session.store.read_index(lambda index: widened(query, aliases, index.terms))
+    else:
+        wanted = query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
     if session.read_only:

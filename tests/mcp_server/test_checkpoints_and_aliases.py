@@ -95,3 +95,14 @@ async def test_an_alias_widens_later_searches_for_that_agent_only(served: Served
             ({"agent_id": a, "term": "k8s", "equivalents": ["x"] * 33}, "limit is 32"),
         ]:
             assert expected in await agent.error("memory_alias", **arguments)
+
+
+async def test_an_alias_is_used_for_other_forms_of_its_words(served: Served) -> None:
+    a = served.agent
+    with Store.open(served.store) as store:
+        store.put(a, "Polar handles billing since March")
+    async with served.connect() as agent:
+        await agent.ok("memory_alias", agent_id=a, term="payment", equivalents=["Polar"])
+        # "payments" and "payment" share a stem: the alias applies to both.
+        _, found = await agent.ok("memory_search", agent_id=a, query="payments provider")
+    assert found["facts"] == ["Polar handles billing since March"]
