@@ -17,12 +17,16 @@ from graymatter_tui.store.reindex_ops import reindex
 from graymatter_tui.store.tx import STEM_LANGUAGE, Dbs, Tx
 from graymatter_tui.tokens import DEFAULT_LANGUAGE
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ENGINE = "lmdb-0.9"
 TABLES = tuple(Dbs.__dataclass_fields__)
 # Tables each schema version added. A store of an older schema gets them (and its new
 # version number) in one write transaction the first time it is opened writable.
-ADDED_IN = {2: ("checkpoints", "aliases"), 3: ("activity", "proposals")}
+ADDED_IN = {
+    2: ("checkpoints", "aliases"),
+    3: ("activity", "proposals"),
+    5: ("vectors", "embed_queue", "probes"),
+}
 
 
 def _stem_index(tx: Tx, language: str, progress: Report | None) -> None:

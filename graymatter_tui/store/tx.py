@@ -158,6 +158,11 @@ class Dbs:
     # review queue of agents' held changes (key: proposal id). None as above.
     activity: Table | None = None
     proposals: Table | None = None
+    # Schema 5: embedding vectors and the facts waiting for one (ADR 0034), and the
+    # probe queries each agent's cycles are checked against. None as above.
+    vectors: Table | None = None
+    embed_queue: Table | None = None
+    probes: Table | None = None
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:

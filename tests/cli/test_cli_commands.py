@@ -294,7 +294,7 @@ def test_status_json(run_cli: RunCli, seeded: dict[str, str], cli_dir: Path) -> 
     status = as_json(run_cli("status", "--json"))
     assert set(status) >= STATUS_KEYS
     assert status["data_dir"] == str(cli_dir)
-    assert status["schema_version"] == SCHEMA_VERSION == 4
+    assert status["schema_version"] == SCHEMA_VERSION == 5
     assert status["stem_language"] == "english"  # a new store's default
     assert (status["live_facts"], status["tombstones"], status["pinned"]) == (4, 2, 1)
     for key in ("consolidations", "facts_consumed", "reverts", "cycles"):

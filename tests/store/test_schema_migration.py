@@ -1,8 +1,10 @@
 """Schema 2 adds the checkpoint and alias tables, schema 3 the activity feed and the
-review queue, schema 4 re-indexes recall with stems (tests/store/test_stemming_migration.py).
+review queue, schema 4 re-indexes recall with stems (tests/store/test_stemming_migration.py),
+schema 5 the embedding vectors, their queue and the probe queries.
 A store of an older schema (every committed release fixture: 0.1.0 and
-0.2.0 are schema 1, 0.3.0 is schema 2) is upgraded in one write transaction the first time
-it is opened writable; a read-only open changes nothing and sees none of what is new."""
+0.2.0 are schema 1, 0.3.0 is schema 2, 0.4.0 is schema 4) is upgraded in one write
+transaction the first time it is opened writable; a read-only open changes nothing and sees
+none of what is new."""
 
 from __future__ import annotations
 
@@ -49,13 +51,14 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
 ) -> None:
     path = _copy(release, tmp_path)
     old = int(_meta(path)[b"schema_version"])
-    assert old < SCHEMA_VERSION == 4
+    assert old < SCHEMA_VERSION == 5
     with Store.open(path, read_only=True) as store:
         aliases_before = store.aliases("ops-agent")
+        feed_before = store.activity()
     with Store.open(path) as store:
         facts = store.list_facts(None, "all")
         assert facts  # nothing lost on the way
-        assert store.activity() == []  # the feed starts with the upgrade
+        assert store.activity() == feed_before  # a feed starts with schema 3's upgrade
         saved = store.save_checkpoint("ops-agent", '{"step": 3}')
         store.add_alias("ops-agent", "db", ["database"])
         added = store.put("ops-agent", "Written after the upgrade.")
@@ -67,7 +70,8 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
         assert store.aliases("ops-agent") == {**aliases_before, "db": ["database"]}
         assert len(store.list_facts(None, "all")) == len(facts) + 1
         feed = store.activity()
-        assert [(e.action, e.agent_id) for e in feed] == [
+        assert feed[3:] == feed_before
+        assert [(e.action, e.agent_id) for e in feed[:3]] == [
             ("add", "ops-agent"),
             ("alias", "ops-agent"),
             ("checkpoint", "ops-agent"),
@@ -85,6 +89,18 @@ def test_the_0_3_0_store_keeps_what_agents_wrote_over_mcp(tmp_path: Path) -> Non
         assert len(written) == 1 and written[0].source is None  # before sources were kept
 
 
+def test_the_0_4_0_store_keeps_its_feed_and_its_pending_review(tmp_path: Path) -> None:
+    path = _copy(FIXTURES / "store-0.4.0", tmp_path)
+    with Store.open(path, read_only=True) as store:
+        before = store.activity()
+    with Store.open(path) as store:
+        assert store.activity() == before and before[0].action == "review"
+        pending = store.proposals(status="pending")
+        assert [p.text for p in pending] == ["Held for review: refunds take 5 days."]
+        assert pending[0].source == "mcp:fixture-maker"
+        assert store.find_proposal(pending[0].id) == pending[0]
+
+
 @pytest.mark.parametrize("release", RELEASES, ids=lambda p: p.name)
 def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_path: Path) -> None:
     path = _copy(release, tmp_path)
@@ -92,7 +108,8 @@ def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_pat
     old = int(_meta(path)[b"schema_version"])
     with Store.open(path, read_only=True) as store:
         assert store.info().schema_version == old
-        assert store.activity() == [] and store.last_activity() == 0
+        if old < 3:
+            assert store.activity() == [] and store.last_activity() == 0
         if old < 2:
             assert store.latest_checkpoint("ops-agent") is None
             assert store.aliases("ops-agent") == {}

@@ -17,7 +17,7 @@ import pytest
 
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.recall import rank
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store import SCHEMA_VERSION, NewFact, Store
 from graymatter_tui.tokens import Analyzer
 from tests.cli.test_progress import run_with_terminal_stderr
 from tests.conftest import clean_env
@@ -80,7 +80,7 @@ def test_the_upgrade_reindexes_every_live_fact_with_stems(tmp_path: Path) -> Non
         assert ticket and "INC-8496" in ticket[0].fact.text
     assert reports[0] == ("re-indexing", 0, live) and reports[-1] == ("re-indexing", live, live)
     assert _meta(path, b"stem_language") == b"english"
-    assert _meta(path, b"schema_version") == b"4"
+    assert _meta(path, b"schema_version") == str(SCHEMA_VERSION).encode()
 
 
 def test_a_later_open_does_not_reindex(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_the_upgrade_grows_a_map_too_small_for_the_reindex(tmp_path: Path) -> No
     path = _copy(tmp_path)
     size = (path / "data.mdb").stat().st_size
     with Store.open(path, map_size=size) as store:
-        assert store.info().schema_version == 4
+        assert store.info().schema_version == SCHEMA_VERSION
         assert index_contents(store, AGENT) == _expected(store, AGENT, Analyzer("english"))
 
 
