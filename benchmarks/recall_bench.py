@@ -31,6 +31,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from graymatter_tui import recall
 from graymatter_tui.model import Fact
 from graymatter_tui.recall import RRF_K, RecallWeights, rank
 from graymatter_tui.store import NewFact, Store
@@ -203,9 +204,14 @@ def main() -> None:
     parser.add_argument("--no-baselines", action="store_true", help="time `rank` only")
     parser.add_argument("--write-cost", action="store_true")
     parser.add_argument("--migration", action="store_true")
+    parser.add_argument(
+        "--cap", type=int, default=None, help="postings read per common term (ADR 0044)"
+    )
     args = parser.parse_args()
     global ANALYZER
     ANALYZER = Analyzer(args.stem_language)
+    if args.cap is not None:
+        recall.POSTINGS_PER_TERM = args.cap
 
     rng = random.Random(args.seed)
     items, words, zipf, rare_ids = build_items(args.facts, rng)
@@ -251,6 +257,35 @@ def main() -> None:
                     )
                 )
 
+            # The same queries with every posting read (no per-term cap, ADR 0044): its
+            # cost, and how often the capped answer differs from the exact one.
+            capped_at = recall.POSTINGS_PER_TERM
+            recall.POSTINGS_PER_TERM = 1 << 62
+            exact_cpu: list[float] = []
+            same_as_exact = overlap = exact_total = rare_lost = 0
+            try:
+                for query, got in zip(queries, results, strict=True):
+                    started_cpu = time.thread_time()
+                    hits = rank(store, AGENT, query, k=args.k, weights=weights)
+                    exact_cpu.append(time.thread_time() - started_cpu)
+                    exact = [h.fact.id for h in hits]
+                    same_as_exact += exact == got
+                    overlap += len(set(exact) & set(got))
+                    exact_total += len(exact)
+                    # A fact holding a query term read whole (not capped) must never be
+                    # lost to the cap: only facts found through common terms alone may be.
+                    rare = store.read(
+                        lambda tx, q=query: {
+                            t for t in tx.terms(q) if tx.document_frequency(AGENT, t) <= capped_at
+                        }
+                    )
+                    rare_lost += any(
+                        h.fact.id not in got and rare & set(ANALYZER.terms(h.fact.text))
+                        for h in hits
+                    )
+            finally:
+                recall.POSTINGS_PER_TERM = capped_at
+
             scanned: list[float] = []
             agree = 0
             in_memory: list[float] = []
@@ -291,8 +326,16 @@ def main() -> None:
         f"{stats[1]:,} postings"
     )
     print(
-        f"postings walked per query (sum of query terms' df): median "
+        f"postings held by the query terms (sum of their df): median "
         f"{statistics.median(candidates):,.0f}, max {max(candidates):,}"
+    )
+    print(
+        f"per-term cap {capped_at:,} postings (ADR 0044): top-{args.k} identical to the "
+        f"uncapped ranking for {same_as_exact}/{len(queries)} queries, "
+        f"{overlap / max(exact_total, 1):.1%} of the uncapped answers' facts kept; "
+        f"queries that lost a fact "
+        f"holding an uncapped query term: {rare_lost}; uncapped CPU p50 "
+        f"{pct(exact_cpu, 50) * 1000:.2f} ms, p99 {pct(exact_cpu, 99) * 1000:.2f} ms"
     )
     if args.no_baselines:
         print()

@@ -26,6 +26,10 @@ RRF_K = 60
 # Terms held by more than this share of an agent's facts carry almost no information and
 # would make a query walk most of the index; they are skipped unless nothing else matches.
 COMMON_TERM_SHARE = 0.5
+# A term held by more facts than this is scored over its newest this-many facts only, so
+# no query walks more than this many postings per term (ADR 0044). Its idf still counts
+# every fact holding it. Rarer terms, the ones that pick a fact out, are read whole.
+POSTINGS_PER_TERM = 1_000
 MAX_QUERY_BYTES = 4096
 
 
@@ -62,6 +66,11 @@ class Hit:
     recency_rank: int
 
 
+def _impact(count: int, length: int) -> float:
+    """A term's weight in one fact, before idf: more mentions count, longer facts less."""
+    return (1.0 + math.log(count)) / (1.0 + math.log(max(length, 1)))
+
+
 def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str, float]:
     live = tx.live_count(agent)
     if not live or not terms:
@@ -70,15 +79,36 @@ def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str,
     frequencies = {t: tx.document_frequency(agent, t) for t in unique}
     present = [t for t in unique if frequencies[t]]
     informative = [t for t in present if frequencies[t] <= COMMON_TERM_SHARE * live] or present
+    idfs = {t: math.log((live + 1) / (frequencies[t] + 1)) + 1.0 for t in informative}
     scores: dict[str, float] = {}
     matched: dict[str, float] = {}
-    idfs = {t: math.log((live + 1) / (frequencies[t] + 1)) + 1.0 for t in informative}
-    for term in informative:
-        idf = idfs[term]
+    impacts: dict[tuple[int, int], float] = {}  # few distinct (count, length) pairs
+
+    def add(fact_id: str, count: int, length: int, idf: float) -> None:
+        impact = impacts.get((count, length))
+        if impact is None:
+            impact = impacts[(count, length)] = _impact(count, length)
+        scores[fact_id] = scores.get(fact_id, 0.0) + impact * idf
+        matched[fact_id] = matched.get(fact_id, 0.0) + idf
+
+    # Rare terms first, read whole: they pick out the facts a query is about.
+    capped = sorted(informative, key=lambda t: frequencies[t])
+    while capped and frequencies[capped[0]] <= POSTINGS_PER_TERM:
+        term = capped.pop(0)
         for fact_id, count, length in tx.iter_postings(agent, term):
-            weight = (1.0 + math.log(count)) * idf / (1.0 + math.log(max(length, 1)))
-            scores[fact_id] = scores.get(fact_id, 0.0) + weight
-            matched[fact_id] = matched.get(fact_id, 0.0) + idf
+            add(fact_id, count, length, idfs[term])
+    # A common term adds its newest postings, and its weight in every fact already found
+    # (looked up directly), so a fact matching a rare term scores exactly as uncapped.
+    for term in capped:
+        idf = idfs[term]
+        found = list(scores)
+        walked = set()
+        for fact_id, count, length in tx.iter_postings(agent, term, POSTINGS_PER_TERM):
+            add(fact_id, count, length, idf)
+            walked.add(fact_id)
+        for fact_id in found:
+            if fact_id not in walked and (posting := tx.posting(agent, term, fact_id)):
+                add(fact_id, *posting, idf)
     # Coordination: a fact matching the query's rare terms beats a shorter one that
     # matches only its common terms (so a summary holding the rare detail stays findable).
     total = sum(idfs.values())

@@ -20,11 +20,11 @@ from graymatter_tui.textsafe import validate_agent
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
 @click.option(
     "--review",
-    type=click.Choice(REVIEW_MODES),
-    default="none",
+    type=click.Choice(("off", *REVIEW_MODES)),
+    default="off",
     show_default=True,
     help="Hold agents' writes for a person: curation (update/forget/pin/unpin) or all "
-    "(add too); see `graymatter-tui review`.",
+    "(add too); off (or none) holds nothing. See `graymatter-tui review`.",
 )
 @click.option(
     "--http",
@@ -63,6 +63,7 @@ def mcp(
         note(f"paste this into {WHERE[client]}")
         click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
         return
+    review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     store = open_upgrading(settings_for(data_dir).data_dir, read_only=read_only)
     mode = " (read-only)" if read_only else ""

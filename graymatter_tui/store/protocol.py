@@ -45,8 +45,15 @@ class KeywordIndex(Protocol):
         """Live facts of `agent` holding `term`."""
         ...
 
-    def iter_postings(self, agent: str, term: str) -> Iterator[tuple[str, int, int]]:
-        """(fact id, term count, fact length in tokens) of every live fact holding `term`."""
+    def iter_postings(
+        self, agent: str, term: str, newest: int | None = None
+    ) -> Iterator[tuple[str, int, int]]:
+        """(fact id, term count, fact length in tokens) of every live fact holding `term`,
+        oldest first; with `newest`, only that many of the newest facts, newest first."""
+        ...
+
+    def posting(self, agent: str, term: str, fact_id: str) -> tuple[int, int] | None:
+        """(term count, fact length in tokens) if live fact `fact_id` holds `term`."""
         ...
 
     def find(self, fact_id: str) -> Fact | None: ...

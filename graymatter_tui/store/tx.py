@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from operator import itemgetter
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
@@ -425,14 +426,41 @@ class Tx:
         raw = self.txn.get(key, db=self.dbs.terms)
         return (0 if raw is None else int(DF.unpack(raw)[0])) + self._df.get(key, 0)
 
-    def iter_postings(self, agent: str, term: str) -> Iterator[tuple[str, int, int]]:
-        """(fact id, term count, fact length) for every live fact of `agent` holding `term`."""
+    def iter_postings(
+        self, agent: str, term: str, newest: int | None = None
+    ) -> Iterator[tuple[str, int, int]]:
+        """(fact id, term count, fact length) for every live fact of `agent` holding `term`,
+        oldest first; with `newest`, only that many of the newest, newest first."""
         prefix = agent.encode() + SEP + term.encode() + SEP
         start = len(prefix)
         unpack = POSTING.unpack
-        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.postings), prefix):
+        cursor = self.txn.cursor(db=self.dbs.postings)
+        # The cursor's own iterators step in C; a query walks thousands of postings.
+        if newest is None:
+            if not cursor.set_range(prefix):
+                return
+            entries: Iterator[tuple[bytes, bytes]] = cursor.iternext()
+        else:
+            # `prefix` ends in SEP: the first key past all of them ends in SEP + 1.
+            past = cursor.set_range(prefix[:-1] + b"\x01")
+            if not (cursor.prev() if past else cursor.last()):
+                return
+            entries = islice(cursor.iterprev(), newest)
+        for key, value in entries:
+            if not key.startswith(prefix):
+                return
             count, length = unpack(value)
-            yield bytes(key[start:]).decode(), count, length
+            yield key[start:].decode(), count, length
+
+    def posting(self, agent: str, term: str, fact_id: str) -> tuple[int, int] | None:
+        """(term count, fact length) if the live fact `fact_id` of `agent` holds `term`."""
+        raw = self.txn.get(
+            agent.encode() + SEP + term.encode() + SEP + fact_id.encode(), db=self.dbs.postings
+        )
+        if raw is None:
+            return None
+        count, length = POSTING.unpack(raw)
+        return count, length
 
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:

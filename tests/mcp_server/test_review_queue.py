@@ -166,3 +166,15 @@ def test_an_unknown_review_mode_is_a_usage_error(tmp_path: Path) -> None:
     done = run_mcp("--dir", str(tmp_path / "store"), "--review", "some")
     assert done.returncode == 2
     assert "'some' is not one of 'none', 'curation', 'all'" in done.stderr
+
+
+@pytest.mark.parametrize("mode", ["off", "none"])
+async def test_review_off_holds_nothing(tmp_path: Path, mode: str) -> None:
+    # DESIGN.md names the mode `off`; release 0.4.0 called it `none`: both work.
+    path = tmp_path / "store"
+    old_id = _seed(path)
+    async with connected(path, "--review", mode) as agent:
+        _, structured = await agent.ok("memory_reflect", action="forget", agent_id="a", text=OLD)
+        assert not structured.get("held")
+    with Store.open(path, read_only=True) as store:
+        assert not store.require(old_id).is_live and store.proposals() == []
