@@ -21,6 +21,7 @@ from graymatter_tui import __version__, provenance
 from graymatter_tui.deferred_accesses import DeferredAccesses
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
+from graymatter_tui.mcp.draining import serve_draining
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.http_guard import MAX_BODY_BYTES, guarded
 from graymatter_tui.mcp.memory_tools import HANDLERS, Session
@@ -127,8 +128,13 @@ def serve_stdio(session: Session) -> None:
 
     async def run(serving: Session) -> None:
         server = build_server(serving)
+        options = server.create_initialization_options()
+
+        async def serve(read: Any, write: Any) -> None:
+            await server.run(read, write, options)
+
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await serve_draining(read, write, serve)
 
     with _recording_accesses(session) as serving:
         anyio.run(run, serving)

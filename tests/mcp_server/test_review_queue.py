@@ -165,7 +165,7 @@ def test_an_unknown_review_mode_is_a_usage_error(tmp_path: Path) -> None:
 
     done = run_mcp("--dir", str(tmp_path / "store"), "--review", "some")
     assert done.returncode == 2
-    assert "'some' is not one of 'none', 'curation', 'all'" in done.stderr
+    assert "'some' is not one of 'off', 'none', 'curation', 'all'" in done.stderr
 
 
 @pytest.mark.parametrize("mode", ["off", "none"])
