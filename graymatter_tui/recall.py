@@ -39,7 +39,7 @@ MIN_VECTOR_CANDIDATES = 50
 VECTOR_CANDIDATES_PER_HIT = 4
 # Below this cosine a vector neighbour is not a candidate: a vector index always answers
 # with its nearest facts, even for a query that means nothing in this memory (ADR 0037).
-MIN_SIMILARITY = 0.5
+MIN_SIMILARITY = 0.3
 
 
 @dataclass(frozen=True)
@@ -158,10 +158,9 @@ def rank(
         if not candidates:
             return []
         by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
-        by_vector = sorted(similarity, key=lambda i: (-similarity[i], i))
         by_recency = sorted(candidates, reverse=True)  # ULIDs: newest first
         keyword_rank = {fact_id: r for r, fact_id in enumerate(by_keyword, start=1)}
-        vector_rank = {fact_id: r for r, fact_id in enumerate(by_vector, start=1)}
+        vector_rank = _shared_ranks(similarity)
         recency_rank = {fact_id: r for r, fact_id in enumerate(by_recency, start=1)}
 
         def fuse(fact_id: str) -> float:
@@ -206,6 +205,20 @@ def rank(
         return hits[:k]
 
     return store.read_index(run)
+
+
+def _shared_ranks(similarity: dict[str, float]) -> dict[str, int]:
+    """Vector ranks where equal cosines share a rank (1, 1, 3): identical vectors say the
+    facts mean the same to the model, and ranking them by id would hand one of them a
+    preference as large as a keyword rank's with no evidence (ADR 0037)."""
+    ranks: dict[str, int] = {}
+    previous: float | None = None
+    current = 0
+    for position, fact_id in enumerate(sorted(similarity, key=lambda i: -similarity[i]), 1):
+        if similarity[fact_id] != previous:
+            current, previous = position, similarity[fact_id]
+        ranks[fact_id] = current
+    return ranks
 
 
 def _live_neighbours(

@@ -95,14 +95,26 @@ def test_ids_the_store_does_not_hold_for_this_agent_are_ignored(gm: Store) -> No
 
 
 def test_neighbours_below_the_similarity_floor_are_not_candidates(gm: Store) -> None:
-    # money + vendor + deploy + outage vs money alone: cosine 0.5 (kept); against
-    # five concepts, 1/sqrt(5) < 0.5 (dropped).
+    # A query naming n concepts against a fact holding one of them: cosine 1/sqrt(n).
+    # Eleven concepts give 0.3015 (kept), twelve 0.2887 (dropped).
     made = seed(gm, [POLAR, *FILLER])
-    assert MIN_SIMILARITY == 0.5
-    four = "billing vendor release incident"
-    assert ids(rank(gm, AGENT, four, vectors=ConceptVectors(gm))) == [made[POLAR]]
-    five = "billing vendor release incident password"
-    assert rank(gm, AGENT, five, vectors=ConceptVectors(gm)) == []
+    assert MIN_SIMILARITY == 0.3
+    eleven = "billing vendor release incident password friday doctor car lawyer salary canteen"
+    assert ids(rank(gm, AGENT, eleven, vectors=ConceptVectors(gm))) == [made[POLAR]]
+    assert rank(gm, AGENT, eleven + " boat", vectors=ConceptVectors(gm)) == []
+
+
+def test_equal_cosines_share_a_vector_rank(gm: Store) -> None:
+    # Three facts the concept table cannot tell apart (money alone), one it ranks lower.
+    made = seed(gm, ["invoices are monthly", "billing runs nightly", POLAR, "pay the vendor"])
+    hits = rank(gm, AGENT, "which charges", vectors=ConceptVectors(gm))
+    ranks = {h.fact.id: h.vector_rank for h in hits}
+    assert ranks == {
+        made["invoices are monthly"]: 1,
+        made["billing runs nightly"]: 1,
+        made[POLAR]: 1,
+        made["pay the vendor"]: 4,
+    }
 
 
 @pytest.mark.parametrize("weights", ALL_WEIGHTS, ids=str)
