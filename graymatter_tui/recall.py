@@ -134,6 +134,7 @@ def rank(
     k: int = 8,
     weights: RecallWeights | None = None,
     vectors: QueryVectors | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> list[Hit]:
     """The top `k` live facts for `query`, without touching access counts (a preview)."""
     validate_agent(agent)
@@ -153,7 +154,7 @@ def rank(
     def run(tx: KeywordIndex) -> list[Hit]:
         scores = _keyword_scores(tx, agent, terms)
         facts: dict[str, Fact] = {}
-        similarity = _live_neighbours(tx, agent, nearest or [], facts)
+        similarity = _live_neighbours(tx, agent, nearest or [], facts, min_similarity)
         candidates = [*scores, *(i for i in similarity if i not in scores)]
         if not candidates:
             return []
@@ -222,14 +223,18 @@ def _shared_ranks(similarity: dict[str, float]) -> dict[str, int]:
 
 
 def _live_neighbours(
-    tx: KeywordIndex, agent: str, nearest: list[tuple[str, float]], facts: dict[str, Fact]
+    tx: KeywordIndex,
+    agent: str,
+    nearest: list[tuple[str, float]],
+    facts: dict[str, Fact],
+    floor: float,
 ) -> dict[str, float]:
     """fact id -> cosine of the vector signal's answer, kept only for live facts of `agent`
-    at or above `MIN_SIMILARITY`, read in this transaction (vectors may lag behind a
+    at or above `floor`, read in this transaction (vectors may lag behind a
     revision or a retirement; the facts table is the truth). Found facts go in `facts`."""
     similarity: dict[str, float] = {}
     for fact_id, cosine in nearest:
-        if fact_id in similarity or not (math.isfinite(cosine) and cosine >= MIN_SIMILARITY):
+        if fact_id in similarity or not (math.isfinite(cosine) and cosine >= floor):
             continue
         fact = tx.find(fact_id)
         if fact is None or not fact.is_live or fact.agent_id != agent:
@@ -245,6 +250,7 @@ class RankOptions(TypedDict, total=False):
     k: int
     weights: RecallWeights | None
     vectors: QueryVectors | None
+    min_similarity: float
 
 
 def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOptions]) -> list[Hit]:

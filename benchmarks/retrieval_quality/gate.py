@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
-from graymatter_tui.recall import RecallWeights, rank  # noqa: E402
+from graymatter_tui.recall import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
 from graymatter_tui.store import NewFact, Store  # noqa: E402
 from graymatter_tui.vector_signal import QueryVectors  # noqa: E402
 from tests.support.concept_vectors import ConceptVectors  # noqa: E402
@@ -183,13 +183,22 @@ def recall_at_8(
     inflected: bool = False,
     vectors: QueryVectors | None = None,
     weights: RecallWeights | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> float:
     if not canon:
         return 0.0
     hits = 0
     for item in canon:
         query = item.inflected if inflected else item.query
-        found = rank(store, AGENT, query, k=8, vectors=vectors, weights=weights)
+        found = rank(
+            store,
+            AGENT,
+            query,
+            k=8,
+            vectors=vectors,
+            weights=weights,
+            min_similarity=min_similarity,
+        )
         if any(item.marker in hit.fact.text for hit in found):
             hits += 1
     return hits / len(canon)
@@ -216,6 +225,7 @@ def run_gate(
     paraphrases: bool = False,
     vectors: str = "none",
     weights: RecallWeights | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
     with tempfile.TemporaryDirectory() as tmp:
@@ -228,7 +238,12 @@ def run_gate(
 
             def measure(items: list[Canonical], inflected: bool = False) -> float:
                 return recall_at_8(
-                    store, items, inflected=inflected, vectors=signal, weights=weights
+                    store,
+                    items,
+                    inflected=inflected,
+                    vectors=signal,
+                    weights=weights,
+                    min_similarity=min_similarity,
                 )
 
             before = measure(canon)
@@ -290,6 +305,8 @@ def main() -> None:
         _stemming_table(server)
     if "--hybrid" in sys.argv[1:]:
         _hybrid_table(server)
+    if "--sweep" in sys.argv[1:]:
+        _sweep_table(server)
 
 
 def _stemming_table(server: FakeOllama) -> None:
@@ -347,6 +364,36 @@ def _hybrid_table(server: FakeOllama) -> None:
                     f"{r.inflected_after:.2f} | {r.paraphrase_before:.2f} | "
                     f"{r.paraphrase_after:.2f} |"
                 )
+
+
+def _sweep_table(server: FakeOllama) -> None:
+    """The measurements behind docs/decisions/0037: recall@8 (before → after) of exact and
+    paraphrased questions for vector weights and similarity floors, a vector per fact and
+    per sentence, lossless summaries with the guard off and lossy ones with it on."""
+    print()
+    print(
+        "| vectors | vector weight | floor | lossless/off exact | lossless/off paraphrase "
+        "| drops markers/keys exact | drops markers/keys paraphrase |"
+    )
+    print("|---|---:|---:|---|---|---|---|")
+    settings = [(w, MIN_SIMILARITY) for w in (0.25, 0.5, 1.0, 2.0)]
+    settings += [(1.0, f) for f in (0.0, 0.5, 0.7)]
+    for vectors in ("text", "sentences"):
+        for weight, floor in settings:
+            cells = []
+            for name, guard in (("lossless", "off"), ("drops markers", "keys")):
+                r = run_gate(
+                    name,
+                    guard,
+                    server=server,
+                    paraphrases=True,
+                    vectors=vectors,
+                    weights=RecallWeights(vector=weight),
+                    min_similarity=floor,
+                )
+                cells.append(f"{r.recall_before:.2f} → {r.recall_after:.2f}")
+                cells.append(f"{r.paraphrase_before:.2f} → {r.paraphrase_after:.2f}")
+            print(f"| {vectors} | {weight} | {floor} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
