@@ -142,17 +142,16 @@ def rank(
     if k < 1:
         raise InvalidInput("k must be at least 1")
     weights = weights or RecallWeights()
-    terms = store.read_index(lambda tx: tx.terms(query))
-    if not terms:
-        return []  # only stop-words or punctuation: nothing to look for, in any signal
     nearest = None
     if vectors is not None and weights.vector > 0:
+        if not store.read_index(lambda tx: tx.terms(query)):
+            return []  # only stop-words or punctuation: nothing to look for, in any signal
         # Asked outside any read transaction: the signal may wait on an embedding server.
         limit = max(MIN_VECTOR_CANDIDATES, VECTOR_CANDIDATES_PER_HIT * k)
         nearest = vectors.nearest(agent, query, limit)
 
     def run(tx: KeywordIndex) -> list[Hit]:
-        scores = _keyword_scores(tx, agent, terms)
+        scores = _keyword_scores(tx, agent, tx.terms(query))
         facts: dict[str, Fact] = {}
         similarity = _live_neighbours(tx, agent, nearest or [], facts, min_similarity)
         candidates = [*scores, *(i for i in similarity if i not in scores)]

@@ -15,6 +15,7 @@ words that share no stemmed word with them, only a concept of the fixed concept 
 fact scored by its best sentence, as a pipeline embedding long facts in chunks would).
 
     python -m benchmarks.retrieval_quality.gate --hybrid    (adds the hybrid table)
+    python -m benchmarks.retrieval_quality.gate --sweep     (vector weights and floors)
 """
 
 from __future__ import annotations
