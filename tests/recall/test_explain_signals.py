@@ -89,3 +89,40 @@ def test_cli_json_explain_has_the_new_keys_and_the_age(tmp_path: Path) -> None:
     assert (hit["vector_rank"], hit["vector_score"]) == (None, None)
     assert hit["keyword_rank"] == 1 and hit["keyword_score"] > 0
     assert (hit["age"], hit["age_seconds"]) == ("1h", 3600)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["the of and", "?!... ,,,", "привет мир"],
+    ids=["stop-words", "punctuation", "cyrillic"],
+)
+def test_cli_explain_of_a_meaningless_or_foreign_query_is_empty_and_well_formed(
+    tmp_path: Path, query: str
+) -> None:
+    with Store.open(tmp_path, clock_fn=Clock(FIXED)) as store:
+        store.put(AGENT, "router firmware upgrade scheduled")
+    done = run(tmp_path, "recall", AGENT, query, "--json", "--explain")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "[]", "")
+    done = run(tmp_path, "recall", AGENT, query, "--explain")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "no matching facts\n", "")
+
+
+@pytest.mark.parametrize("query", ["the of and", "?!...", "привет мир"])
+def test_mcp_explain_of_a_meaningless_or_foreign_query_is_empty(
+    gm: Store, clock: Clock, query: str
+) -> None:
+    _seed(gm, clock)
+    gm.retire(gm.put(AGENT, "old billing vendor").id)  # every fact left carries a concept
+    for fact in gm.list_facts(AGENT, "live"):
+        if fact.text == "weather sunny today":
+            gm.retire(fact.id)
+    session = Session(gm, read_only=True, vectors=ConceptVectors(gm))
+    reply = memory_search(session, Arguments({"agent_id": AGENT, "query": query, "explain": True}))
+    assert reply.structured == {
+        "agent_id": AGENT,
+        "query": query,
+        "count": 0,
+        "facts": [],
+        "explain": [],
+    }
+    assert reply.text.startswith("No memories found")
