@@ -10,9 +10,9 @@ one keyword with the query plus the vector signal's nearest facts at or above
 `MIN_SIMILARITY`, so recall never returns unrelated facts just for being new; a fact absent
 from a signal gets no term from it. Tombstones are never in the index, at any weight, and
 a vector candidate is re-read and dropped unless it is a live fact of the agent (a stale
-vector never resurrects a tombstone). Ties break by score, then older `created_at`, then
-id. Identical texts are returned once. Without a vector signal the order is exactly the
-keyword + recency order.
+vector never resurrects a tombstone); equal cosines share a vector rank. Ties break by
+score, then older `created_at`, then id. Identical texts are returned once. Without a
+vector signal the order is exactly the keyword + recency order.
 """
 
 from __future__ import annotations
