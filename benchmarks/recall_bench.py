@@ -2,6 +2,7 @@
 
     python benchmarks/recall_bench.py [--facts 100000] [--queries 200] [--seed 11]
         [--stem-language english] [--no-baselines] [--write-cost] [--migration]
+        [--hybrid [--dimension 768]]
 
 Builds one agent's store (bulk `put_many` in chunks of 20k, index on) from a vocabulary
 of ~2k common words drawn Zipf-like (so posting lists range from a handful of facts to
@@ -17,12 +18,24 @@ The store stems in `--stem-language` (default english; `none` is keyword-only, a
 store before schema 4), and the baselines tokenise the same way. `--write-cost` times
 single `put`s and the tokenising of one fact with and without stemming; `--migration`
 times the schema-4 upgrade of a store of `--facts` facts (its one-transaction re-index).
+
+`--hybrid` (needs numpy) also times `rank` with a vector signal: an in-process,
+brute-force `QueryVectors` over random normalised vectors of `--dimension` components
+held in one numpy matrix (facts drawn around 1,000 random centres, each query near one
+centre, so its 50 nearest are all above recall's similarity floor and all fused). It is
+NOT the stored embedding pipeline (no LMDB reads of vectors, no embedding server): it
+measures what fusion itself costs (re-reading the neighbours as live facts, the
+three-signal RRF): once with the matrix product inside `nearest`, and once with each
+query's neighbours computed in advance, so the second row is fusion alone. numpy runs on
+one BLAS thread (OPENBLAS_NUM_THREADS=1 unless set): on a shared 2-core machine more
+threads only fight over the cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import statistics
 import sys
@@ -189,6 +202,119 @@ class MemoryIndex:
         return _fuse(per_fact, df, terms, self.size, k, weights)
 
 
+class RandomVectors:
+    """A brute-force `QueryVectors` over random normalised vectors in one numpy matrix
+    (see the module docstring): `seconds` collects the time spent inside `nearest`."""
+
+    CENTRES = 1_000
+
+    def __init__(self, fact_ids: list[str], queries: list[str], dimension: int, seed: int):
+        import numpy as np
+
+        self._np = np
+        rng = np.random.default_rng(seed)
+        centres = rng.standard_normal((self.CENTRES, dimension), dtype=np.float32)
+        home = rng.integers(0, self.CENTRES, len(fact_ids))
+        matrix = centres[home] + 0.6 * rng.standard_normal(
+            (len(fact_ids), dimension), dtype=np.float32
+        )
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.matrix = matrix
+        self.ids = fact_ids
+        self.query_vectors = {}
+        for query in queries:
+            vector = centres[rng.integers(0, self.CENTRES)] + 0.6 * rng.standard_normal(
+                dimension, dtype=np.float32
+            )
+            self.query_vectors[query] = vector / np.linalg.norm(vector)
+        self.seconds: list[float] = []
+
+    def nearest(self, agent: str, query: str, limit: int) -> list[tuple[str, float]] | None:
+        started = time.perf_counter()
+        np = self._np
+        similarity = self.matrix @ self.query_vectors[query]
+        top = np.argpartition(-similarity, limit)[:limit]
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        found = [(self.ids[i], float(similarity[i])) for i in top]
+        self.seconds.append(time.perf_counter() - started)
+        return found
+
+
+class PrecomputedVectors:
+    """Each query's neighbours from `RandomVectors`, computed before timing starts."""
+
+    def __init__(self, answers: dict[str, list[tuple[str, float]] | None]) -> None:
+        self.answers = answers
+
+    def nearest(self, agent: str, query: str, limit: int) -> list[tuple[str, float]] | None:
+        return self.answers[query]
+
+
+def hybrid(store: Store, queries: list[str], args: argparse.Namespace) -> list[str]:
+    """`rank` with and without the vector signal, for the same queries, in one run: the
+    report's lines."""
+    fact_ids = [fact.id for fact in store.list_facts(AGENT, "live")]
+    started = time.perf_counter()
+    vectors = RandomVectors(fact_ids, queries, args.dimension, args.seed)
+    built = time.perf_counter() - started
+    weights = RecallWeights()
+    for query in queries[:5]:  # warm up
+        rank(store, AGENT, query, k=args.k, weights=weights, vectors=vectors)
+    vectors.seconds.clear()
+    limit = max(50, 4 * args.k)  # what rank asks for
+    precomputed = PrecomputedVectors({q: vectors.nearest(AGENT, q, limit) for q in queries})
+    vectors.seconds.clear()
+    keyword: list[float] = []
+    total: list[float] = []
+    fusion: list[float] = []
+    keyword_cpu: list[float] = []
+    fusion_cpu: list[float] = []
+    agree = 0
+    from_vectors = 0
+    for query in queries:
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        rank(store, AGENT, query, k=args.k, weights=weights)
+        keyword.append(time.perf_counter() - started)
+        keyword_cpu.append(time.thread_time() - started_cpu)
+        started = time.perf_counter()
+        hits = rank(store, AGENT, query, k=args.k, weights=weights, vectors=vectors)
+        total.append(time.perf_counter() - started)
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        again = rank(store, AGENT, query, k=args.k, weights=weights, vectors=precomputed)
+        fusion.append(time.perf_counter() - started)
+        fusion_cpu.append(time.thread_time() - started_cpu)
+        agree += again == hits
+        from_vectors += sum(1 for h in hits if h.vector_rank is not None)
+    # What the vector signal adds to the same query, paired (CPU time: the machine's load
+    # does not count).
+    added_cpu = [f - k for f, k in zip(fusion_cpu, keyword_cpu, strict=True)]
+    lines = [
+        "",
+        f"hybrid: {len(fact_ids):,} random normalised vectors of {args.dimension} "
+        f"components (float32, {vectors.matrix.nbytes / 1e6:.0f} MB, built in {built:.1f} s), "
+        f"brute force in process (not the stored pipeline); {from_vectors / len(queries):.1f} "
+        f"of each top {args.k} came through the vector signal on average; precomputed "
+        f"neighbours gave the same hits for {agree}/{len(queries)} queries",
+        "",
+        "| recall | p50 ms | p95 ms | p99 ms | mean ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, samples in (
+        ("keyword + recency (no vectors)", keyword),
+        ("hybrid, brute-force `nearest` inside", total),
+        ("brute-force `nearest` alone", vectors.seconds),
+        ("hybrid, neighbours precomputed (recall's own cost)", fusion),
+        ("keyword + recency, CPU time", keyword_cpu),
+        ("hybrid, neighbours precomputed, CPU time", fusion_cpu),
+        ("added by the vector signal, same query, CPU time", added_cpu),
+    ):
+        lines.append(
+            f"| {name} | {pct(samples, 50) * 1000:.2f} | {pct(samples, 95) * 1000:.2f} "
+            f"| {pct(samples, 99) * 1000:.2f} | {statistics.fmean(samples) * 1000:.2f} |"
+        )
+    return lines
+
+
 def pct(samples: list[float], p: float) -> float:
     ordered = sorted(samples)
     return ordered[min(round(p / 100 * (len(ordered) - 1)), len(ordered) - 1)]
@@ -207,7 +333,11 @@ def main() -> None:
     parser.add_argument(
         "--cap", type=int, default=None, help="postings read per common term (ADR 0044)"
     )
+    parser.add_argument("--hybrid", action="store_true", help="also time rank with vectors")
+    parser.add_argument("--dimension", type=int, default=768)
     args = parser.parse_args()
+    if args.hybrid:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
     global ANALYZER
     ANALYZER = Analyzer(args.stem_language)
     if args.cap is not None:
@@ -311,6 +441,7 @@ def main() -> None:
                 got = memory.rank(query, args.k, weights)
                 in_memory.append(time.perf_counter() - started)
                 memory_agree += got == expected
+            hybrid_lines = hybrid(store, queries, args) if args.hybrid else []
         finally:
             store.close()
 
@@ -347,7 +478,7 @@ def main() -> None:
                 f"| {pct(samples, 95) * 1000:.2f} | {pct(samples, 99) * 1000:.2f} "
                 f"| {statistics.fmean(samples) * 1000:.2f} |"
             )
-        _extras(args, items)
+        _extras(args, items, hybrid_lines)
         return
     print(
         f"top-{args.k} identical to the full scan for {agree}/{len(queries)} queries, "
@@ -381,10 +512,12 @@ def main() -> None:
         f"| {pct(scanned, 99) / pct(indexed, 99):.1f}× "
         f"| {statistics.fmean(scanned) / statistics.fmean(indexed):.1f}× |"
     )
-    _extras(args, items)
+    _extras(args, items, hybrid_lines)
 
 
-def _extras(args: argparse.Namespace, items: list[NewFact]) -> None:
+def _extras(args: argparse.Namespace, items: list[NewFact], hybrid_lines: list[str]) -> None:
+    for line in hybrid_lines:
+        print(line)
     if args.write_cost:
         write_cost(items)
     if args.migration:

@@ -16,6 +16,14 @@ Each canonical fact is also asked for in other inflections ("vaults codes projec
 Falcons"): a stemming store (the default, English) must find them as well as the exact
 queries, before and after consolidation; a store without stemming (keyword-only, what
 every store was before schema 4) finds almost none, so this part of the gate can fail.
+
+Hybrid recall: the corpus gains paraphrased questions that share no stemmed word with
+their facts, only a concept of the fixed concept table (checked here, so the table cannot
+quietly make them keyword matches). Keyword recall cannot find them; the vector signal
+(the concept table's vectors, brute-force cosine) must, and must not cost the exact and
+inflected questions anything. A summary needs its best sentence's vector (docs/decisions
+0038): with one vector for its whole text the exact questions lose after consolidation,
+which benchmarks/README.md reports rather than asserts.
 """
 
 from __future__ import annotations
@@ -30,8 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.retrieval_quality.gate import run_gate  # noqa: E402
+from benchmarks.retrieval_quality.gate import PARAPHRASES, run_gate  # noqa: E402
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
+from graymatter_tui.recall import MIN_SIMILARITY  # noqa: E402
+from graymatter_tui.tokens import Analyzer  # noqa: E402
+from tests.support.concepts import concept_vector  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
 LOSSY = [name for name in SUMMARISERS if name not in ("lossless", "terse notes")]
@@ -116,3 +127,52 @@ def test_with_stemming_the_guard_still_keeps_lossy_summaries_from_lowering_recal
     assert guarded.inflected_after >= guarded.inflected_before >= 0.95, guarded
     unguarded = run_gate("drops markers", "off", server=server)
     assert unguarded.inflected_after < unguarded.inflected_before, unguarded
+
+
+def _cosine(a: str, b: str) -> float:
+    return sum(x * y for x, y in zip(concept_vector(a), concept_vector(b), strict=True))
+
+
+@pytest.mark.parametrize(("fact", "question"), PARAPHRASES, ids=[q for _, q in PARAPHRASES])
+def test_a_paraphrase_shares_only_a_concept_with_its_fact(fact: str, question: str) -> None:
+    text = fact.format(marker="12345")
+    for language in ("english", "none"):
+        analyzer = Analyzer(language)
+        assert not set(analyzer.terms(text)) & set(analyzer.terms(question)), language
+    assert _cosine(text, question) >= MIN_SIMILARITY
+    # ... and no other paraphrased fact means the same to the table.
+    for other, _ in PARAPHRASES:
+        if other != fact:
+            assert _cosine(other.format(marker="12345"), question) == 0.0, other
+
+
+@pytest.mark.parametrize("guard", ["off", "keys"])
+def test_hybrid_finds_paraphrases_that_keyword_recall_cannot(
+    server: FakeOllama, guard: str
+) -> None:
+    for language in ("none", "english"):
+        keyword = run_gate(
+            "lossless", guard, server=server, stem_language=language, paraphrases=True
+        )
+        assert keyword.paraphrase_before == keyword.paraphrase_after == 0.0, keyword
+    hybrid = run_gate("lossless", guard, server=server, paraphrases=True, vectors="sentences")
+    assert hybrid.paraphrase_before == hybrid.paraphrase_after == 1.0, hybrid
+    whole = run_gate("lossless", guard, server=server, paraphrases=True, vectors="text")
+    assert whole.paraphrase_before == 1.0, whole
+
+
+@pytest.mark.parametrize(
+    ("summariser", "guard"), [("lossless", "off"), ("lossless", "keys"), ("drops markers", "keys")]
+)
+def test_hybrid_does_not_lower_exact_or_inflected_recall(
+    server: FakeOllama, summariser: str, guard: str
+) -> None:
+    stemmed = run_gate(summariser, guard, server=server, paraphrases=True)
+    hybrid = run_gate(summariser, guard, server=server, paraphrases=True, vectors="sentences")
+    assert hybrid.recall_before >= stemmed.recall_before >= 0.95, (hybrid, stemmed)
+    assert hybrid.recall_after >= stemmed.recall_after, (hybrid, stemmed)
+    assert hybrid.inflected_before >= stemmed.inflected_before, (hybrid, stemmed)
+    assert hybrid.inflected_after >= stemmed.inflected_after, (hybrid, stemmed)
+    whole = run_gate(summariser, guard, server=server, paraphrases=True, vectors="text")
+    assert whole.recall_before >= stemmed.recall_before, whole
+    assert whole.inflected_before >= stemmed.inflected_before, whole

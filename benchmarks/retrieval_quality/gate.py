@@ -7,6 +7,15 @@ A canonical fact counts as recalled when one of the top 8 live facts for its que
 contains its marker (the fact itself or a summary that kept the marker). Each canonical
 fact has two queries: its template's own words, and the same asked in other inflections
 ("vaults codes projects Falcons"), which only a stemming store matches.
+
+With `paraphrases=True` the corpus also holds `PARAPHRASES`: facts asked for in other
+words that share no stemmed word with them, only a concept of the fixed concept table
+(tests/support/concepts.py), so only the vector signal can find them: `vectors="text"`
+(one concept-table vector per fact, brute-force cosine) or `vectors="sentences"` (a
+fact scored by its best sentence, as a pipeline embedding long facts in chunks would).
+
+    python -m benchmarks.retrieval_quality.gate --hybrid    (adds the hybrid table)
+    python -m benchmarks.retrieval_quality.gate --sweep     (vector weights and floors)
 """
 
 from __future__ import annotations
@@ -26,8 +35,10 @@ if str(ROOT) not in sys.path:
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
-from graymatter_tui.recall import rank  # noqa: E402
+from graymatter_tui.recall import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
 from graymatter_tui.store import NewFact, Store  # noqa: E402
+from graymatter_tui.vector_signal import QueryVectors  # noqa: E402
+from tests.support.concept_vectors import ConceptVectors  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -64,6 +75,26 @@ FILLER = (
     "Code review turnaround improved after the new process.",
 )
 
+# (fact with a {marker}, question in other words): one concept of the table each, no
+# stemmed word in common (tests/test_retrieval_gate.py checks both).
+PARAPHRASES = (
+    ("The physician on call is reachable at extension {marker}.", "which doctor is on duty"),
+    ("The company automobile is parked in bay {marker}.", "where is the car"),
+    ("Our attorney filed brief {marker} last spring.", "who is the legal counsel"),
+    ("Contractor wages are approved under budget line {marker}.", "how is salary decided"),
+    ("The cafeteria closes early; order form {marker}.", "when does the canteen shut"),
+    ("The research vessel docks at pier {marker}.", "where does the boat moor"),
+    ("Badge photographs are stored in folder {marker}.", "where do pictures for cards live"),
+    ("Onboarding commences with orientation session {marker}.", "how do newcomers begin"),
+    (
+        "The defective monitor was returned under RMA {marker}.",
+        "what happened to the faulty screen",
+    ),
+    ("Procurement approved order {marker} for laptops.", "who can buy hardware"),
+    ("The journey to the summit is booked as {marker}.", "travel plans for the offsite"),
+    ("A rapid response unit handles case {marker}.", "who answers quickly"),
+)
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -83,6 +114,9 @@ class GateResult:
     shown: int = 0
     verbatim: int = 0
     lost: int = 0
+    # recall@8 of the paraphrased questions (`PARAPHRASES`), when the corpus holds them.
+    paraphrase_before: float = 0.0
+    paraphrase_after: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,7 +126,10 @@ class Canonical:
     inflected: str = ""
 
 
-def build_corpus(store: Store, n_canonical: int, n_filler: int, seed: int) -> list[Canonical]:
+def build_corpus(
+    store: Store, n_canonical: int, n_filler: int, seed: int, *, paraphrases: bool = False
+) -> tuple[list[Canonical], list[Canonical]]:
+    """(canonical facts, paraphrased facts) after inserting them and the filler."""
     rng = random.Random(seed)
     items: list[NewFact] = []
     canon: list[Canonical] = []
@@ -110,9 +147,15 @@ def build_corpus(store: Store, n_canonical: int, n_filler: int, seed: int) -> li
         items.append(_weak(text, rng))
     for index in range(n_filler):
         items.append(_weak(f"{FILLER[index % len(FILLER)]} (note {index})", rng))
+    reworded: list[Canonical] = []
+    if paraphrases:
+        for text, question in PARAPHRASES:
+            marker = f"{rng.randint(10000, 99999)}"
+            items.append(_weak(text.format(marker=marker), rng))
+            reworded.append(Canonical(query=question, marker=marker))
     rng.shuffle(items)
     store.put_many(items)
-    return canon
+    return canon, reworded
 
 
 def _weak(text: str, rng: random.Random) -> NewFact:
@@ -134,13 +177,40 @@ def _judge(batch: list[str], summary: str) -> tuple[int, int]:
     return verbatim, lost
 
 
-def recall_at_8(store: Store, canon: list[Canonical], *, inflected: bool = False) -> float:
+def recall_at_8(
+    store: Store,
+    canon: list[Canonical],
+    *,
+    inflected: bool = False,
+    vectors: QueryVectors | None = None,
+    weights: RecallWeights | None = None,
+    min_similarity: float = MIN_SIMILARITY,
+) -> float:
+    if not canon:
+        return 0.0
     hits = 0
     for item in canon:
-        found = rank(store, AGENT, item.inflected if inflected else item.query, k=8)
+        query = item.inflected if inflected else item.query
+        found = rank(
+            store,
+            AGENT,
+            query,
+            k=8,
+            vectors=vectors,
+            weights=weights,
+            min_similarity=min_similarity,
+        )
         if any(item.marker in hit.fact.text for hit in found):
             hits += 1
     return hits / len(canon)
+
+
+def _signal(store: Store, vectors: str) -> QueryVectors | None:
+    if vectors == "none":
+        return None
+    if vectors not in ("text", "sentences"):
+        raise ValueError(f"vectors must be none, text or sentences, got {vectors!r}")
+    return ConceptVectors(store, per_sentence=vectors == "sentences")
 
 
 def run_gate(
@@ -153,14 +223,33 @@ def run_gate(
     cycles: int = 6,
     seed: int = 11,
     stem_language: str = "english",
+    paraphrases: bool = False,
+    vectors: str = "none",
+    weights: RecallWeights | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
     with tempfile.TemporaryDirectory() as tmp:
         store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW, stem_language=stem_language)
         try:
-            canon = build_corpus(store, n_canonical, n_filler, seed)
-            before = recall_at_8(store, canon)
-            inflected_before = recall_at_8(store, canon, inflected=True)
+            canon, reworded = build_corpus(
+                store, n_canonical, n_filler, seed, paraphrases=paraphrases
+            )
+            signal = _signal(store, vectors)
+
+            def measure(items: list[Canonical], inflected: bool = False) -> float:
+                return recall_at_8(
+                    store,
+                    items,
+                    inflected=inflected,
+                    vectors=signal,
+                    weights=weights,
+                    min_similarity=min_similarity,
+                )
+
+            before = measure(canon)
+            inflected_before = measure(canon, inflected=True)
+            paraphrase_before = measure(reworded)
             consumed = kept = applied = shown = verbatim = lost = 0
             options = CycleOptions(threshold=20, max_batch=32, guard=guard)
             model = OllamaSummariser(
@@ -177,8 +266,9 @@ def run_gate(
                 held, missing = _judge(texts, record.summary_text)
                 verbatim += held
                 lost += missing
-            after = recall_at_8(store, canon)
-            inflected_after = recall_at_8(store, canon, inflected=True)
+            after = measure(canon)
+            inflected_after = measure(canon, inflected=True)
+            paraphrase_after = measure(reworded)
         finally:
             store.close()
     return GateResult(
@@ -194,6 +284,8 @@ def run_gate(
         shown,
         verbatim,
         lost,
+        paraphrase_before,
+        paraphrase_after,
     )
 
 
@@ -212,6 +304,10 @@ def main() -> None:
             )
     if stemming:
         _stemming_table(server)
+    if "--hybrid" in sys.argv[1:]:
+        _hybrid_table(server)
+    if "--sweep" in sys.argv[1:]:
+        _sweep_table(server)
 
 
 def _stemming_table(server: FakeOllama) -> None:
@@ -232,6 +328,73 @@ def _stemming_table(server: FakeOllama) -> None:
                     f"{r.recall_after:.2f} | {r.inflected_before:.2f} | "
                     f"{r.inflected_after:.2f} |"
                 )
+
+
+# (label, stemming language, vector signal): the ways recall can run.
+RECALL_MODES = (
+    ("keyword-only", "none", "none"),
+    ("keyword+stemming", "english", "none"),
+    ("hybrid, a vector per fact", "english", "text"),
+    ("hybrid, a vector per sentence", "english", "sentences"),
+)
+
+
+def _hybrid_table(server: FakeOllama) -> None:
+    """recall@8 of exact, inflected and paraphrased queries for each recall mode, before
+    and after the cycles, guard off and on, on the corpus with paraphrases."""
+    print()
+    print(
+        "| summariser | guard | recall | exact before | exact after | inflected before "
+        "| inflected after | paraphrase before | paraphrase after |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in ("lossless", "drops markers"):
+        for guard in ("off", "keys"):
+            for label, language, vectors in RECALL_MODES:
+                r = run_gate(
+                    name,
+                    guard,
+                    server=server,
+                    stem_language=language,
+                    paraphrases=True,
+                    vectors=vectors,
+                )
+                print(
+                    f"| {name} | {guard} | {label} | {r.recall_before:.2f} | "
+                    f"{r.recall_after:.2f} | {r.inflected_before:.2f} | "
+                    f"{r.inflected_after:.2f} | {r.paraphrase_before:.2f} | "
+                    f"{r.paraphrase_after:.2f} |"
+                )
+
+
+def _sweep_table(server: FakeOllama) -> None:
+    """The measurements behind docs/decisions/0037: recall@8 (before → after) of exact and
+    paraphrased questions for vector weights and similarity floors, a vector per fact and
+    per sentence, lossless summaries with the guard off and lossy ones with it on."""
+    print()
+    print(
+        "| vectors | vector weight | floor | lossless/off exact | lossless/off paraphrase "
+        "| drops markers/keys exact | drops markers/keys paraphrase |"
+    )
+    print("|---|---:|---:|---|---|---|---|")
+    settings = [(w, MIN_SIMILARITY) for w in (0.25, 0.5, 1.0, 2.0)]
+    settings += [(1.0, f) for f in (0.0, 0.5, 0.7)]
+    for vectors in ("text", "sentences"):
+        for weight, floor in settings:
+            cells = []
+            for name, guard in (("lossless", "off"), ("drops markers", "keys")):
+                r = run_gate(
+                    name,
+                    guard,
+                    server=server,
+                    paraphrases=True,
+                    vectors=vectors,
+                    weights=RecallWeights(vector=weight),
+                    min_similarity=floor,
+                )
+                cells.append(f"{r.recall_before:.2f} → {r.recall_after:.2f}")
+                cells.append(f"{r.paraphrase_before:.2f} → {r.paraphrase_after:.2f}")
+            print(f"| {vectors} | {weight} | {floor} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

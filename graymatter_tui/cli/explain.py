@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from graymatter_tui.cli.output import one_line
+from graymatter_tui.explain_fields import signal_fields, signal_summary
 from graymatter_tui.provenance import describe
 from graymatter_tui.recall import Hit, lineages
 from graymatter_tui.receipts import lineage_fields, lineage_summary
@@ -14,10 +15,10 @@ from graymatter_tui.store import MemoryStore
 
 def explanations(store: MemoryStore, agent: str, hits: list[Hit]) -> list[dict[str, Any]]:
     found = lineages(store, agent, [hit.fact.id for hit in hits])
+    now = store.now()
     return [
         {
-            "keyword_rank": hit.keyword_rank,
-            "recency_rank": hit.recency_rank,
+            **signal_fields(hit, now),
             "weight": hit.fact.weight,
             "pinned": hit.fact.pinned,
             "written_at": hit.fact.created_at,
@@ -29,10 +30,11 @@ def explanations(store: MemoryStore, agent: str, hits: list[Hit]) -> list[dict[s
 
 
 def explanation_lines(why: dict[str, Any]) -> list[str]:
-    """Indented lines under a hit: its ranks, then one line per fact it replaced, nearest
-    first. Stored text goes through `one_line` (neutralised) and `say`."""
+    """Indented lines under a hit: each signal's rank and score, then the fact's weight
+    and provenance, then one line per fact it replaced, nearest first. Stored text goes
+    through `one_line` (neutralised) and `say`."""
     lines = [
-        f"keyword rank {why['keyword_rank']} · recency rank {why['recency_rank']} · "
+        signal_summary(why),
         f"weight {why['weight']:.3f}{' · pinned' if why['pinned'] else ''} · "
         f"written {why['written_at']} by {one_line(describe(why['source']))}",
         f"lineage: {lineage_summary(why)}",

@@ -188,7 +188,8 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @click.option(
     "--weights",
     default=None,
-    help="KEYWORD,RECENCY fusion weights (default $GRAYMATTER_RECALL_WEIGHTS or 1.0,0.1).",
+    help="KEYWORD,RECENCY or VECTOR,KEYWORD,RECENCY fusion weights "
+    "(default $GRAYMATTER_RECALL_WEIGHTS or 1.0,1.0,0.1).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
 @click.option(

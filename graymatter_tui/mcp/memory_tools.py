@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from graymatter_tui.deferred_accesses import DeferredAccesses
 from graymatter_tui.errors import InvalidInput
+from graymatter_tui.explain_fields import signal_fields
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.replies import (
@@ -30,6 +32,7 @@ from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, lineages, r
 from graymatter_tui.receipts import Lineage, lineage_fields
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.tokens import tokens
+from graymatter_tui.vector_signal import QueryVectors
 
 MAX_EQUIVALENTS = 32
 
@@ -45,6 +48,9 @@ class Session:
     # (a single call in-process) the search records them itself before answering.
     accesses: DeferredAccesses | None = None
     review: str = "none"
+    # Recall's vector signal, when the server has an embedder; None ranks on keyword and
+    # recency alone.
+    vectors: QueryVectors | None = None
 
     def holds(self, action: str) -> bool:
         """Whether `action` is held for review rather than applied."""
@@ -98,11 +104,12 @@ def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
         wanted = query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
+    vectors = session.vectors
     if session.read_only:
-        return rank(session.store, agent, wanted, k=top_k)
+        return rank(session.store, agent, wanted, k=top_k, vectors=vectors)
     if session.accesses is None:
-        return recall(session.store, agent, wanted, k=top_k)
-    hits = rank(session.store, agent, wanted, k=top_k)
+        return recall(session.store, agent, wanted, k=top_k, vectors=vectors)
+    hits = rank(session.store, agent, wanted, k=top_k, vectors=vectors)
     session.accesses.record(hit.fact.id for hit in hits)
     return hits
 
@@ -111,14 +118,14 @@ def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
     return [hit.fact.text for hit in _hits(session, agent, query, top_k)]
 
 
-def _explained(hit: Hit, found: Lineage) -> dict[str, object]:
-    """Why a fact ranked where it did: each signal's rank, the fused score, its weight,
-    when and by whom it was written, and what it superseded (its lineage)."""
+def _explained(hit: Hit, found: Lineage, now: datetime) -> dict[str, object]:
+    """Why a fact ranked where it did: each signal's rank and score, the fused score, its
+    weight and age, when and by whom it was written, and what it superseded (its
+    lineage)."""
     return {
         "fact_id": hit.fact.id,
         "written_at": hit.fact.created_at,
-        "keyword_rank": hit.keyword_rank,
-        "recency_rank": hit.recency_rank,
+        **signal_fields(hit, now),
         "score": round(hit.score, 6),
         "weight": hit.fact.weight,
         "pinned": hit.fact.pinned,
@@ -137,7 +144,8 @@ def memory_search(session: Session, args: Arguments) -> Reply:
     if not explain:
         return reply
     found = lineages(session.store, agent, [hit.fact.id for hit in hits])
-    return explained_reply(reply, [_explained(hit, found[hit.fact.id]) for hit in hits])
+    now = session.store.now()
+    return explained_reply(reply, [_explained(hit, found[hit.fact.id], now) for hit in hits])
 
 
 def memory_search_batch(session: Session, args: Arguments) -> Reply:

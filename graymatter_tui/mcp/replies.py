@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from graymatter_tui.explain_fields import signal_summary
 from graymatter_tui.provenance import describe
 from graymatter_tui.receipts import lineage_summary
 
@@ -120,8 +121,8 @@ def no_checkpoint_reply(agent: str) -> Reply:
 def explained_reply(reply: Reply, why: list[dict[str, Any]]) -> Reply:
     """A search reply with, per fact, why it ranked where it did (`explain: true`)."""
     lines = [
-        f"{n}. id {w['fact_id']} · keyword rank {w['keyword_rank']} · recency rank "
-        f"{w['recency_rank']} · score {w['score']} · weight {w['weight']:.3f} · "
+        f"{n}. id {w['fact_id']} · {signal_summary(w)} · "
+        f"score {w['score']} · weight {w['weight']:.3f} · "
         f"written {w['written_at']} by {describe(w['source'])} · "
         f"{lineage_summary(w)}"
         for n, w in enumerate(why, start=1)

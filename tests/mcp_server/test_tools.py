@@ -171,8 +171,13 @@ async def test_explain_says_why_each_fact_ranked(served: Served) -> None:
     assert set(why[0]) == {
         "fact_id",
         "written_at",
+        "vector_rank",
+        "vector_score",
         "keyword_rank",
+        "keyword_score",
         "recency_rank",
+        "age",
+        "age_seconds",
         "score",
         "weight",
         "pinned",
@@ -183,6 +188,10 @@ async def test_explain_says_why_each_fact_ranked(served: Served) -> None:
     }
     assert why[0]["source"] == "mcp:test-client"
     assert why[0]["lineage"] == [] and not why[0]["lineage_capped"]
+    # No embedder in this server: the vector signal is absent, the keyword one present.
+    assert why[0]["vector_rank"] is None and why[0]["vector_score"] is None
+    assert why[0]["keyword_score"] > why[1]["keyword_score"] > 0
+    assert isinstance(why[0]["age_seconds"], int) and why[0]["age"]
     assert text.startswith(plain_text + "\n\nWhy:\n1. id " + why[0]["fact_id"])
     assert "by mcp:test-client · replaced nothing" in text.splitlines()[-2]
 

@@ -200,6 +200,16 @@ def test_weights_option_and_environment(seeded: tuple[Path, dict[str, str]]) -> 
     assert overridden[0]["score"] == round(1 / 61, 6)
 
 
+def test_three_weights_name_vector_keyword_recency(seeded: tuple[Path, dict[str, str]]) -> None:
+    # Without a vector signal the vector weight changes nothing; keyword and recency keep
+    # the meaning they have in the two-number form.
+    data_dir, _ = seeded
+    for two, three in (("0,1", "0.5,0,1"), ("1,0", "1,1,0"), ("1.0,0.1", "1,1.0,0.1")):
+        assert recall_json(
+            data_dir, AGENT, "router firmware", "--weights", three, "--preview"
+        ) == recall_json(data_dir, AGENT, "router firmware", "--weights", two, "--preview")
+
+
 @pytest.mark.parametrize(
     ("args", "code", "needle"),
     [
@@ -209,9 +219,12 @@ def test_weights_option_and_environment(seeded: tuple[Path, dict[str, str]]) -> 
         ([AGENT, "router", "-k", "1001"], 2, "'-k'"),
         ([AGENT, "router", "-k", "many"], 2, "'-k'"),
         ([AGENT, "router", "--weights", "banana"], 1, "banana"),
-        ([AGENT, "router", "--weights", "1,2,3"], 1, "KEYWORD,RECENCY"),
+        ([AGENT, "router", "--weights", "1,2,3,4"], 1, "VECTOR,KEYWORD,RECENCY"),
+        ([AGENT, "router", "--weights", "1"], 1, "KEYWORD,RECENCY"),
         ([AGENT, "router", "--weights", "-1,1"], 1, "non-negative"),
         ([AGENT, "router", "--weights", "0,0"], 1, "not both zero"),
+        ([AGENT, "router", "--weights", "0,0,0"], 1, "not all zero"),
+        ([AGENT, "router", "--weights", "1,-1,1"], 1, "non-negative"),
         ([AGENT, "x" * 5000], 1, "4096 bytes"),
         ([AGENT, "é" * 2500], 1, "4096 bytes"),  # 2500 characters, 5000 bytes
     ],
@@ -222,9 +235,12 @@ def test_weights_option_and_environment(seeded: tuple[Path, dict[str, str]]) -> 
         "k-too-big",
         "k-not-a-number",
         "weights-banana",
-        "weights-three",
+        "weights-four",
+        "weights-one",
         "weights-negative",
         "weights-zero",
+        "weights-three-zero",
+        "weights-three-negative",
         "query-5000-bytes",
         "query-5000-utf8-bytes",
     ],

@@ -35,12 +35,15 @@ def test_text_shows_ranks_source_and_the_lineage_nearest_first(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].endswith(f"{third.id}  The build cache lives on disk three")
-    assert lines[1].startswith("    keyword rank 1 · recency rank 1 · weight 1.000 · written ")
-    assert lines[1].endswith(" by api")  # written in-process by the test, not by the CLI
-    assert lines[2] == "    lineage: replaced 2 facts (2 deep)"
-    assert lines[3] == f"      {second.id}  The build cache lives on disk two"
-    assert lines[4] == f"        {first.id}  The build cache lives on disk one"
-    assert len(lines) == 5
+    # No vector signal in the CLI without an embedder: "vector –".
+    assert lines[1].startswith("    vector – · keyword rank 1 (tf-idf ")
+    assert " · recency rank 1 (age " in lines[1]
+    assert lines[2].startswith("    weight 1.000 · written ")
+    assert lines[2].endswith(" by api")  # written in-process by the test, not by the CLI
+    assert lines[3] == "    lineage: replaced 2 facts (2 deep)"
+    assert lines[4] == f"      {second.id}  The build cache lives on disk two"
+    assert lines[5] == f"        {first.id}  The build cache lives on disk one"
+    assert len(lines) == 6
 
 
 def test_json_adds_the_explain_keys_and_keeps_the_old_ones(tmp_path: Path) -> None:
@@ -79,11 +82,11 @@ def test_a_cycle_of_ids_and_hostile_stored_text_are_shown_safely(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout
     lines = done.stdout.splitlines()
-    assert lines[2] == (
+    assert lines[3] == (
         "    lineage: replaced 1 fact (1 deep); stopped at a cycle of ids "
         "(corrupt receipts, see doctor)"
     )
-    assert lines[3].startswith(f"      {HOSTILE_ID}  old ") and "[bold]note[/bold]" in lines[3]
+    assert lines[4].startswith(f"      {HOSTILE_ID}  old ") and "[bold]note[/bold]" in lines[4]
     (hit,) = json.loads(
         run(tmp_path, "recall", AGENT, "release train", "--json", "--explain").stdout
     )
