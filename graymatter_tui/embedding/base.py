@@ -17,10 +17,20 @@ class EmbedError(GraymatterError):
     names the server and what was wrong, on one line."""
 
 
+class DimensionChanged(EmbedError):
+    """The server's vectors have another dimension than the store's for this model: one
+    hostile answer, or the model really changed (the worker probes to tell which)."""
+
+    def __init__(self, message: str, found: int) -> None:
+        super().__init__(message)
+        self.found = found
+
+
 class Embedder(Protocol):
     name: str  # "ollama" or "openai"
     model: str
     where: str  # the server, as messages name it
+    dimension: int | None  # the store's, once known: vectors of another are refused
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         """One unit-length float32 row per text, in order; EmbedError otherwise."""

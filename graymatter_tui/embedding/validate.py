@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from graymatter_tui.embedding.base import EmbedError, Matrix
+from graymatter_tui.embedding.base import DimensionChanged, EmbedError, Matrix
 
 
 def vectors(where: str, raw: Any, count: int, dimension: int | None = None) -> Matrix:
@@ -33,9 +33,10 @@ def vectors(where: str, raw: Any, count: int, dimension: int | None = None) -> M
         raise EmbedError(f"{where} sent vectors of different dimensions ({found}); nothing stored")
     size = sizes.pop()
     if dimension is not None and size != dimension:
-        raise EmbedError(
+        raise DimensionChanged(
             f"{where} sent vectors of dimension {size}, but this store's vectors of the "
-            f"model have {dimension}; nothing stored"
+            f"model have {dimension}; nothing stored",
+            size,
         )
     with np.errstate(over="ignore", invalid="ignore"):
         matrix = np.asarray(raw, dtype=np.float64).astype(np.float32)
