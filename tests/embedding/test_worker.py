@@ -98,7 +98,7 @@ def test_a_hostile_answer_stores_nothing(
 
 def test_a_refused_connection_stores_nothing(store: Store) -> None:
     store.put(AGENT, "a fact")
-    with pytest.raises(EmbedError, match="cannot connect to Ollama at http://127.0.0.1"):
+    with pytest.raises(EmbedError, match=r"cannot connect to Ollama at http://127\.0\.0\.1"):
         Worker(store, _ollama(_dead_url())).drain()
     state = store.embed_state()
     assert (state.model, state.vectors, state.backlog) == ("nomic-embed-text", 0, 1)
@@ -131,7 +131,9 @@ def test_a_fact_revised_in_flight_never_gets_the_old_texts_vector(
     assert money[0][1] == pytest.approx(0.0, abs=1e-6)  # deploy/schedule, not money
 
 
-def test_a_model_switch_re_embeds_and_never_mixes(store: Store, server: EmbeddingOverSocket) -> None:
+def test_a_model_switch_re_embeds_and_never_mixes(
+    store: Store, server: EmbeddingOverSocket
+) -> None:
     server.models["concepts-small"] = 32
     for text in TEXTS:
         store.put(AGENT, text)
