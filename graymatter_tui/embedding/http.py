@@ -36,22 +36,41 @@ def error_detail(body: bytes) -> str:
     return " ".join(body[:200].decode("utf-8", errors="replace").split())
 
 
+class Connection:
+    """One client per embedder, kept: building one loads the CA store (~0.14 s here), and
+    a kept connection spares a TCP handshake per batch."""
+
+    def __init__(self, transport: httpx.BaseTransport | None = None) -> None:
+        self._transport = transport
+        self._client: httpx.Client | None = None
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(transport=self._transport)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
 def post_json(
+    connection: Connection,
     url: str,
     payload: dict[str, Any],
     *,
     where: str,
     timeout: float,
     headers: dict[str, str] | None = None,
-    transport: httpx.BaseTransport | None = None,
 ) -> Any:
     """POST `payload`; the decoded JSON of a 200 answer, or EmbedError."""
     deadline = time.monotonic() + timeout
+    client = connection.client()
     try:
-        with (
-            httpx.Client(timeout=httpx.Timeout(timeout), transport=transport) as client,
-            client.stream("POST", url, json=payload, headers=headers or {}) as response,
-        ):
+        with client.stream(
+            "POST", url, json=payload, headers=headers or {}, timeout=httpx.Timeout(timeout)
+        ) as response:
             chunks: list[bytes] = []
             size = 0
             for chunk in response.iter_bytes():

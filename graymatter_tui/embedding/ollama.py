@@ -6,7 +6,7 @@ import httpx
 
 from graymatter_tui.embedding import validate
 from graymatter_tui.embedding.base import EmbedError, Matrix
-from graymatter_tui.embedding.http import post_json
+from graymatter_tui.embedding.http import Connection, post_json
 
 
 class OllamaEmbedder:
@@ -26,7 +26,7 @@ class OllamaEmbedder:
         self.timeout = timeout
         self.dimension = dimension  # the store's, once it has vectors of this model
         self.where = f"Ollama at {self.url}"
-        self._transport = transport
+        self._connection = Connection(transport)
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         if not texts:
@@ -35,11 +35,11 @@ class OllamaEmbedder:
         payload = {"model": self.model, "input": texts, "truncate": True}
         try:
             reply = post_json(
+                self._connection,
                 f"{self.url}/api/embed",
                 payload,
                 where=self.where,
                 timeout=timeout or self.timeout,
-                transport=self._transport,
             )
         except EmbedError as exc:
             if " HTTP 404:" in str(exc):

@@ -10,7 +10,7 @@ import httpx
 
 from graymatter_tui.embedding import validate
 from graymatter_tui.embedding.base import EmbedError, Matrix
-from graymatter_tui.embedding.http import post_json, redact
+from graymatter_tui.embedding.http import Connection, post_json, redact
 
 
 def endpoint(base: str) -> str:
@@ -51,7 +51,7 @@ class OpenAIEmbedder:
         self.dimension = dimension
         self.where = f"the embeddings server at {self.url}"
         self._key = api_key
-        self._transport = transport
+        self._connection = Connection(transport)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, url={self.url!r})"
@@ -65,12 +65,12 @@ class OpenAIEmbedder:
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
         try:
             reply = post_json(
+                self._connection,
                 self.url,
                 payload,
                 where=self.where,
                 timeout=timeout or self.timeout,
                 headers=headers,
-                transport=self._transport,
             )
         except EmbedError as exc:
             raise EmbedError(redact(str(exc), self._key)) from None
