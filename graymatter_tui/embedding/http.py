@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import httpx
+import msgspec
 
 from graymatter_tui.embedding.base import EmbedError
 
@@ -92,6 +93,12 @@ def post_json(
     if status != 200:
         raise EmbedError(f"{where} answered HTTP {status}: {error_detail(body)}")
     try:
+        return msgspec.json.decode(body)  # ~10x faster than json on 25k floats
+    except msgspec.DecodeError:
+        pass
+    try:
+        # Python's json also reads NaN and Infinity, which JSON lacks but a broken server
+        # writes: validation then names them instead of calling the body "not JSON".
         return json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise EmbedError(f"{where} sent a reply that is not JSON") from None
