@@ -87,8 +87,6 @@ def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -
     current, dimension = model(tx)
     if current != name or (dimension is not None and dimension != matrix.shape[1]):
         return 0, len(rows)
-    if dimension is None:
-        tx.meta_put(EMBED_DIM, str(matrix.shape[1]))
     by_agent: dict[str, list[tuple[str, Vector]]] = defaultdict(list)
     skipped = 0
     for (agent, fact_id, text), vector in zip(rows, matrix, strict=True):
@@ -105,6 +103,8 @@ def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -
             continue
         tx.queue_delete(agent, fact_id)
         by_agent[agent].append((fact_id, vector))
+    if dimension is None and by_agent:  # never from a batch that stored nothing
+        tx.meta_put(EMBED_DIM, str(matrix.shape[1]))
     for agent, items in by_agent.items():
         _write_rows(tx, agent, items, matrix.shape[1])
     return len(rows) - skipped, skipped

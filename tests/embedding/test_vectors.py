@@ -128,3 +128,12 @@ def test_a_read_only_open_of_an_older_store_has_no_vectors(tmp_path: Path) -> No
         assert old.embed_state().backlog == 0
         agent = old.agents()[0].agent_id
         assert old.nearest(agent, "concepts", np.ones(4, dtype=np.float32) / 2, 3) is None
+
+
+def test_a_batch_that_stores_nothing_records_no_dimension(store: Store) -> None:
+    fact = store.put(AGENT, "Payments go through Polar")
+    store.start_embedding("concepts")
+    rows = store.embed_waiting(5)
+    store.retire(fact.id)
+    assert store.store_vectors("concepts", rows, np.zeros((1, 1), dtype=np.float32)) == (0, 1)
+    assert store.embed_model() == ("concepts", None)
