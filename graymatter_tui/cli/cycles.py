@@ -249,7 +249,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 "ok" if check.ok else "fail",
                 check.title if check.ok else "; ".join(check.violations[:3]),
             )
-    add("embeddings", "ok", embedding_note(store))
+    add("embeddings", "ok", embedding_note(store, sum(a.live_facts for a in agents)))
     summariser = summarisers.from_settings(settings)
     if summariser is None:
         add("summariser", "ok", "none configured: cycles decay and prune only")
@@ -269,7 +269,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     return checks
 
 
-def embedding_note(store: Store) -> str:
+def embedding_note(store: Store, live: int) -> str:
     """Coverage of live facts by vectors of the store's model: a note, never a failure
     (facts without a vector rank on keyword and recency)."""
     from graymatter_tui.embedding.settings import EmbedSettings
@@ -283,7 +283,6 @@ def embedding_note(store: Store) -> str:
         if configured.enabled:
             return f"none stored yet; {configured.model} will embed every live fact"
         return "none: this store has never embedded (GRAYMATTER_EMBED is off)"
-    live = state.vectors + state.backlog
     share = 100.0 if live == 0 else 100 * state.vectors / live
     note = (
         f"{state.vectors} of {live} live facts have a vector of {state.model} "

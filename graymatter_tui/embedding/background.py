@@ -9,12 +9,14 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from graymatter_tui.embedding.base import Embedder
 from graymatter_tui.embedding.settings import EmbedSettings
-from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.store import MemoryStore
+
+if TYPE_CHECKING:  # numpy and httpx load only when embeddings are configured
+    from graymatter_tui.embedding.base import Embedder
 
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 1.0
@@ -31,6 +33,8 @@ class BackgroundEmbedder:
         idle: float = IDLE_SECONDS,
         max_backoff: float = MAX_BACKOFF_SECONDS,
     ) -> None:
+        from graymatter_tui.embedding.worker import Worker
+
         self.worker = Worker(store, embedder, batch=batch)
         self.idle = idle
         self.max_backoff = max_backoff

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
+    import numpy as np
+    import numpy.typing as npt
 
 from graymatter_tui.model import (
     ActivityEntry,

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
+    import numpy as np
+    import numpy.typing as npt
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import (

@@ -5,9 +5,7 @@ vectors, the nearest live facts to a query vector, and a switch of model."""
 from __future__ import annotations
 
 from collections import defaultdict
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from graymatter_tui.store.tx import EMBED_DIM, EMBED_MODEL, Tx
 from graymatter_tui.store.values import EmbedState
@@ -25,7 +23,11 @@ from graymatter_tui.store.vector_layout import (
     slot_key,
 )
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 
 def model(tx: Tx) -> tuple[str | None, int | None]:
@@ -113,6 +115,8 @@ def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -
 def _write_rows(tx: Tx, agent: str, items: list[tuple[str, Vector]], dimension: int) -> None:
     """Each vector into its fact's old row, else a freed row, else the tail block (a new
     block when full); every touched block is rewritten once."""
+    import numpy as np
+
     row_bytes = dimension * 4
     raw_free = tx.vector_row(free_key(agent)) or b""
     free = [SLOT.unpack_from(raw_free, i) for i in range(0, len(raw_free), SLOT.size)]
@@ -162,6 +166,8 @@ def nearest(
     (a unit vector of model `name`), best first, ties by id; None when the store holds no
     vectors of that model and dimension. Each block is one matrix product over the mapped
     bytes: no per-fact record is read. Retired facts lost their rows when retired."""
+    import numpy as np
+
     current, dimension = model(tx)
     if not tx.has_vector_tables() or dimension is None or current != name or limit <= 0:
         return None
