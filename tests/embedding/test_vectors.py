@@ -12,10 +12,12 @@ import pytest
 
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.vector_layout import BLOCK_ROWS
-from tests.support.concepts import concept_vector
+from tests.support.concepts import concept_dimension, concept_vector
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 AGENT = "agent-a"
+# Room for every concept of the table however it grows, and still small.
+DIM = concept_dimension() + 8
 
 
 def _unit(rows: list[list[float]]) -> np.ndarray:
@@ -23,7 +25,7 @@ def _unit(rows: list[list[float]]) -> np.ndarray:
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 
 
-def _embed_all(store: Store, model: str = "concepts", dimension: int = 16) -> int:
+def _embed_all(store: Store, model: str = "concepts", dimension: int = DIM) -> int:
     done = 0
     while rows := store.embed_waiting(50):
         matrix = _unit([concept_vector(text or "x", dimension) for _, _, text in rows])
@@ -47,7 +49,7 @@ def test_every_write_queues_once_a_model_is_recorded(store: Store) -> None:
     assert store.embed_backlog("nobody") == 0
     assert _embed_all(store) == 5
     state = store.embed_state()
-    assert (state.model, state.dimension, state.backlog, state.vectors) == ("concepts", 16, 0, 5)
+    assert (state.model, state.dimension, state.backlog, state.vectors) == ("concepts", DIM, 0, 5)
     revision, _tomb = store.revise(old.id, "Billing goes through Stripe")
     assert [r[1] for r in store.embed_waiting(10)] == [revision.id]
     assert store.embed_state().vectors == 4  # the old text's vector went with it
@@ -59,14 +61,14 @@ def test_nearest_finds_paraphrases_and_never_a_retired_fact(store: Store) -> Non
     friday = store.put(AGENT, "We never deploy on fridays")
     store.put(AGENT, "the cafeteria opens at nine")
     _embed_all(store)
-    query = _unit([concept_vector("which billing vendor do we use?", 16)])[0]
+    query = _unit([concept_vector("which billing vendor do we use?", DIM)])[0]
     found = store.nearest(AGENT, "concepts", query, 2)
     assert found is not None and found[0][0] == polar.id
     assert found[0][1] == pytest.approx(0.7071, abs=1e-3)
     store.retire(polar.id)
     found = store.nearest(AGENT, "concepts", query, 3)
     assert found is not None and polar.id not in [i for i, _ in found]
-    deploy = _unit([concept_vector("when is the release", 16)])[0]
+    deploy = _unit([concept_vector("when is the release", DIM)])[0]
     assert store.nearest(AGENT, "concepts", deploy, 1) == [
         (friday.id, pytest.approx(0.7071, abs=1e-3))
     ]
@@ -100,13 +102,13 @@ def test_vectors_of_another_model_are_never_compared(store: Store) -> None:
     store.start_embedding("old-model")
     store.put(AGENT, "Payments go through Polar")
     _embed_all(store, "old-model")
-    query = _unit([concept_vector("billing", 16)])[0]
+    query = _unit([concept_vector("billing", DIM)])[0]
     assert store.nearest(AGENT, "new-model", query, 5) is None
     assert store.nearest(AGENT, "old-model", query[:8] / np.linalg.norm(query[:8]), 5) is None
     assert store.start_embedding("new-model") == 1  # the switch re-queues every live fact
     assert store.nearest(AGENT, "old-model", query, 5) is None  # old vectors are gone
     rows = store.embed_waiting(5)
-    assert store.store_vectors("old-model", rows, _unit([[1.0] * 16])) == (0, 1)
+    assert store.store_vectors("old-model", rows, _unit([[1.0] * DIM])) == (0, 1)
     assert store.embed_backlog() == 1
 
 
@@ -115,7 +117,7 @@ def test_a_stale_batch_stores_nothing_for_a_changed_fact(store: Store) -> None:
     fact = store.put(AGENT, "Payments go through Polar")
     rows = store.embed_waiting(5)
     revision, _ = store.revise(fact.id, "Payments go through Stripe")
-    matrix = _unit([concept_vector(rows[0][2], 16)])
+    matrix = _unit([concept_vector(rows[0][2], DIM)])
     assert store.store_vectors("concepts", rows, matrix) == (0, 1)
     assert store.embed_state().vectors == 0
     assert [r[1] for r in store.embed_waiting(5)] == [revision.id]

@@ -17,11 +17,12 @@ from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.openai import OpenAIEmbedder
 from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.store import Store
-from tests.support.concepts import concept_vector
+from tests.support.concepts import concept_dimension, concept_vector
 from tests.support.embedding_fake import EmbeddingOverSocket, Fault
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 AGENT = "agent-a"
+SMALL = concept_dimension() + 8  # another model's dimension, room for every concept
 TEXTS = ["Payments go through Polar", "We never deploy on fridays", "The outage hit billing"]
 
 
@@ -134,7 +135,7 @@ def test_a_fact_revised_in_flight_never_gets_the_old_texts_vector(
 def test_a_model_switch_re_embeds_and_never_mixes(
     store: Store, server: EmbeddingOverSocket
 ) -> None:
-    server.models["concepts-small"] = 32
+    server.models["concepts-small"] = SMALL
     for text in TEXTS:
         store.put(AGENT, text)
     Worker(store, _ollama(server.url)).drain()
@@ -143,13 +144,13 @@ def test_a_model_switch_re_embeds_and_never_mixes(
     assert switched.ensure_model() == 3
     # The old model's vectors are gone at once: nothing to compare across models.
     assert store.nearest(AGENT, "nomic-embed-text", _query("billing"), 5) is None
-    assert store.nearest(AGENT, "concepts-small", _query("billing", 32), 5) is None
+    assert store.nearest(AGENT, "concepts-small", _query("billing", SMALL), 5) is None
     result = switched.drain()
     assert (result.stored, result.backlog) == (3, 0)
-    assert store.embed_model() == ("concepts-small", 32)
+    assert store.embed_model() == ("concepts-small", SMALL)
     state = store.embed_state()
     assert (state.vectors, state.backlog) == (3, 0)
-    found = store.nearest(AGENT, "concepts-small", _query("billing", 32), 1)
+    found = store.nearest(AGENT, "concepts-small", _query("billing", SMALL), 1)
     assert found is not None and found[0][1] > 0.5
     embedded = [t for r in server.embed_requests() for t in r.json["input"]]
     assert sorted(embedded[3:]) == sorted(TEXTS)  # each fact embedded again, once
