@@ -21,6 +21,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from graymatter_tui import provenance
 from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers import factory as summarisers
+from graymatter_tui.embedding import background as embedding
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.presentation import store_badges
@@ -136,6 +137,9 @@ class GraymatterApp(App[None]):
         self.poll_seconds = poll_seconds
         self.clock_seconds = clock_seconds
         self.last_error = ""
+        # Embeds new facts on its own thread when GRAYMATTER_EMBED is set; it never
+        # touches a widget (the poll picks its writes up like any other process's).
+        self.embedder: embedding.BackgroundEmbedder | None = None
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -156,10 +160,26 @@ class GraymatterApp(App[None]):
             self.set_reactive(GraymatterApp.agent, agents[0] if agents else "default")
         self.query_one("#errorbar", Static).display = False
         self._probe_summariser()
+        self._start_embedder()
         self._poll()
         self.set_interval(self.poll_seconds, self._poll)
         self.set_interval(self.clock_seconds, self._tick_clock)
         self._focus_tab(self._active_tab())
+
+    def _start_embedder(self) -> None:
+        if self.read_only:
+            return
+        try:
+            self.embedder = embedding.from_env(self.store)
+        except GraymatterError as exc:  # a bad GRAYMATTER_EMBED* value
+            self.show_error(str(exc))
+            return
+        if self.embedder is not None:
+            self.embedder.start()
+
+    def on_unmount(self) -> None:
+        if self.embedder is not None:
+            self.embedder.stop()
 
     def _agents_or_none(self) -> list[str]:
         try:

@@ -34,12 +34,18 @@ class StatusPayload(TypedDict):
     map_used: int
     agents: list[AgentFigures]
     stem_language: str  # added in schema 4, after the keys above
+    # Added with embeddings (schema 5): the store's model and dimension (None until
+    # recorded) and the live facts waiting for a vector.
+    embed_model: str | None
+    embed_dim: int | None
+    embed_backlog: int
 
 
 def status_payload(store: MemoryStore) -> StatusPayload:
     agents = store.agents()
     counters = store.counters()
     info = store.info()
+    embed_model, embed_dim = store.embed_model()
     return {
         "data_dir": info.data_dir,
         "schema_version": info.schema_version,
@@ -66,6 +72,9 @@ def status_payload(store: MemoryStore) -> StatusPayload:
             for a in agents
         ],
         "stem_language": info.stem_language,
+        "embed_model": embed_model,
+        "embed_dim": embed_dim,
+        "embed_backlog": store.embed_backlog(),
     }
 
 

@@ -42,6 +42,14 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         f"{payload['map_used'] / 1e6:.1f} of {payload['map_size'] / 1e6:.0f} MB used"
     )
     say(f"recall     stemming {payload['stem_language']}")
+    if payload["embed_model"] is None:
+        say("embedding  none recorded")
+    else:
+        dims = f"{payload['embed_dim']} dims" if payload["embed_dim"] else "dimension not known yet"
+        say(
+            f"embedding  {one_line(payload['embed_model'])} · {dims} · "
+            f"{payload['embed_backlog']} facts waiting"
+        )
     if payload["agents"]:
         say("")
         say(f"{'agent':<32} {'live':>7} {'tombs':>7} {'pinned':>7} {'avg w':>7}")

@@ -249,6 +249,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 "ok" if check.ok else "fail",
                 check.title if check.ok else "; ".join(check.violations[:3]),
             )
+    add("embeddings", "ok", embedding_note(store, sum(a.live_facts for a in agents)))
     summariser = summarisers.from_settings(settings)
     if summariser is None:
         add("summariser", "ok", "none configured: cycles decay and prune only")
@@ -266,6 +267,30 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 "and prune until it answers",
             )
     return checks
+
+
+def embedding_note(store: Store, live: int) -> str:
+    """Coverage of live facts by vectors of the store's model: a note, never a failure
+    (facts without a vector rank on keyword and recency)."""
+    from graymatter_tui.embedding.settings import EmbedSettings
+
+    state = store.embed_state()
+    try:
+        configured = EmbedSettings.from_env()
+    except GraymatterError as exc:
+        return f"the embedding settings are wrong: {exc}"
+    if state.model is None:
+        if configured.enabled:
+            return f"none stored yet; {configured.model} will embed every live fact"
+        return "none: this store has never embedded (GRAYMATTER_EMBED is off)"
+    share = 100.0 if live == 0 else 100 * state.vectors / live
+    note = (
+        f"{state.vectors} of {live} live facts have a vector of {state.model} "
+        f"({share:.0f}%); {state.backlog} waiting"
+    )
+    if configured.enabled and configured.model != state.model:
+        note += f"; {configured.model} is configured: the next embedder run re-embeds all"
+    return note
 
 
 def doctor_summary(checks: list[dict[str, Any]]) -> str:

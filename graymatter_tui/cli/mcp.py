@@ -53,6 +53,7 @@ def mcp(
     """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
     protocol), or with --http on HTTP, where every request needs the bearer token kept in
     the data dir's mcp-token file."""
+    from graymatter_tui.embedding import background
     from graymatter_tui.mcp.http_guard import load_or_create_token, parse_bind
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
@@ -69,7 +70,9 @@ def mcp(
     mode = " (read-only)" if read_only else ""
     if review != "none" and not read_only:
         mode = f" (holding {review} writes for review)"
-    with store:
+    with store, background.running(store) as embedder:
+        if embedder is not None:
+            note(f"embedding new facts in the background with {embedder.model}")
         session = Session(store, read_only=read_only, default_agent=agent, review=review)
         if where is None:
             note(f"serving {store.path} over MCP on stdio{mode}")

@@ -69,6 +69,8 @@ class StatusPane(VerticalScroll, Pane):
             f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
             f"stemming {p['stem_language']}",
         )
+        embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
+        out.add_row("embedding", embedding)
         s = self.host.settings
         out.add_row(
             "summariser",
@@ -107,3 +109,12 @@ class StatusPane(VerticalScroll, Pane):
         from rich.console import Group
 
         self.query_one("#status-body", Static).update(Group(out, Text(""), agents, histogram))
+
+
+def embedding_text(model: str | None, dimension: int | None, backlog: int) -> Text:
+    """The store's embedding model and its backlog; facts waiting still rank on keyword
+    and recency, so a backlog is shown plainly, never as an alarm."""
+    if model is None:
+        return Text("none recorded")
+    dims = f"{dimension} dims" if dimension else "dimension not known yet"
+    return literal(model) + Text(f" · {dims} · {backlog} facts waiting")

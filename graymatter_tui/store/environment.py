@@ -203,12 +203,13 @@ class Environment:
             raise ReadOnlyStore(read_only_message(self.path, reason))
 
     # ---- transactions ------------------------------------------------------------------
-    def read(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` in a read transaction."""
+    def read(self, fn: Callable[[Tx], T], *, buffers: bool = False) -> T:
+        """Run `fn` in a read transaction. With `buffers`, values are memoryviews of the
+        map, valid only inside `fn` (a vector search reads its blocks without a copy)."""
         self.check_usable()
         for _ in range(8):
             try:
-                with self.resize.shared(), self.lmdb_env.begin() as txn:
+                with self.resize.shared(), self.lmdb_env.begin(buffers=buffers) as txn:  # type: ignore[call-overload]
                     return fn(Tx(txn, self.dbs, self.clock(), write=False))
             except lmdb.MapResizedError:
                 self._adopt_map_size()

@@ -15,7 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
+    import numpy as np
+    import numpy.typing as npt
 
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import (
@@ -42,6 +46,7 @@ from graymatter_tui.store import (
     reindex_ops,
     review_ops,
     values,
+    vector_ops,
 )
 from graymatter_tui.store.environment import Environment, map_size_from_env
 from graymatter_tui.store.files import DATA_FILE, LOCK_FILE, prepare_directory, prepare_reading
@@ -244,6 +249,48 @@ class Store:
         (a filter index over 1M facts without building 1M full Fact objects). Keyset
         paging as in `fact_ids`."""
         return self._env.read(lambda tx: queries.texts(tx, agent, state, limit, before))
+
+    # ---- embeddings (ADR 0034) ---------------------------------------------------------
+    def embed_state(self) -> values.EmbedState:
+        """The store's embedding model, dimension, backlog and how many facts have vectors."""
+        return self._env.read(vector_ops.state)
+
+    def embed_model(self) -> tuple[str | None, int | None]:
+        """(model, dimension) of the store's vectors; None for what is not recorded yet."""
+        return self._env.read(vector_ops.model)
+
+    def embed_backlog(self, agent: str | None = None) -> int:
+        """Live facts (of `agent`, or all) waiting for a vector."""
+        return self._env.read(lambda tx: vector_ops.backlog(tx, agent))
+
+    def start_embedding(self, model: str, dimension: int | None = None) -> int:
+        """Make `model` the store's embedding model: vectors of any other go, every live
+        fact is queued. Returns how many were queued."""
+        if not model.strip():
+            raise InvalidInput("an embedding model needs a name")
+        return self._env.write(lambda tx: vector_ops.start(tx, model, dimension))
+
+    def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
+        """(agent, fact id, text) of up to `limit` facts waiting for a vector."""
+        return self._env.read(lambda tx: vector_ops.waiting(tx, limit, agent))
+
+    def store_vectors(
+        self, model: str, rows: list[tuple[str, str, str]], matrix: npt.NDArray[np.float32]
+    ) -> tuple[int, int]:
+        """Store unit vectors of `model` for facts given as (agent, id, embedded text),
+        each only if the fact is still live with that text and queued. (stored, skipped)."""
+        if len(rows) != len(matrix):
+            raise InvalidInput(f"{len(matrix)} vectors for {len(rows)} facts")
+        return self._env.write(lambda tx: vector_ops.store(tx, model, rows, matrix))
+
+    def nearest(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]] | None:
+        """`agent`'s live facts nearest the unit `vector` of `model`, best first; None
+        when the store holds no vectors of that model and dimension."""
+        return self._env.read(
+            lambda tx: vector_ops.nearest(tx, agent, model, vector, limit), buffers=True
+        )
 
     def release_mapped_pages(self) -> None:
         """Drop the pages of the store's map this process holds resident (after reading

@@ -32,6 +32,15 @@ from graymatter_tui.store.codec import (
     encode,
 )
 from graymatter_tui.store.ids import new_id
+from graymatter_tui.store.vector_layout import (
+    EMPTY_ID,
+    ID_WIDTH,
+    SLOT,
+    block_key,
+    free_key,
+    queue_key,
+    slot_key,
+)
 from graymatter_tui.tokens import NO_STEMMING, Analyzer, languages
 
 SEP = b"\x00"
@@ -50,6 +59,10 @@ FLAG_PINNED = 1
 FLAG_TOMBSTONE = 2
 # The meta row naming the store's stemming language (schema 4).
 STEM_LANGUAGE = "stem_language"
+# The embedding model whose vectors the store holds, and their dimension (ADR 0034). A
+# store without a model has never embedded: its writes queue nothing.
+EMBED_MODEL = "embed_model"
+EMBED_DIM = "embed_dim"
 _ANALYZERS: dict[str, Analyzer] = {}
 
 
@@ -216,6 +229,7 @@ class Tx:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
         self._analyzer: Analyzer | None = None
+        self._embedding: bool | None = None
 
     def unchanged(self, result: T) -> T:
         """Return `result` from a write that decided to change nothing: its transaction is
@@ -302,6 +316,8 @@ class Tx:
                 self._unindex(old)
             if new.is_live:
                 self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
+        if self.embedding_on:
+            self._requeue(new, old)
         self._count(old, -1)
         self._count(new, +1)
 
@@ -334,6 +350,9 @@ class Tx:
         cursor(db=self.dbs.state).putmulti(rows)
         for fact in facts:
             self._count(fact, +1)
+        if self.embedding_on:
+            queued = sorted(queue_key(f.agent_id, f.id) for f in facts if f.is_live)
+            cursor(db=self._vector_table("embed_queue")).putmulti((k, b"") for k in queued)
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
 
     def delete_fact(self, fact: Fact) -> None:
@@ -344,7 +363,134 @@ class Tx:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.extracted)
         if fact.is_live:
             self._unindex(fact)
+        if self.embedding_on:
+            self._requeue(None, fact)
         self._count(fact, -1)
+
+    # ---- embeddings (schema 5) -----------------------------------------------------------
+    @property
+    def embedding_on(self) -> bool:
+        """Whether this store embeds (it has a model recorded); read once per transaction."""
+        if self._embedding is None:
+            self._embedding = (
+                self.dbs.vectors is not None
+                and self.dbs.embed_queue is not None
+                and self.meta_get(EMBED_MODEL) is not None
+            )
+        return self._embedding
+
+    def embedding_started(self) -> None:
+        """A model was just recorded in this transaction: writes from now on queue."""
+        self._embedding = True
+
+    def _requeue(self, new: Fact | None, old: Fact | None) -> None:
+        """A fact that stops being live, or whose text changes, loses its vector and its
+        place in the queue; a fact that becomes live, or gets a new text, waits for one."""
+        old_text = old.text if old is not None and old.is_live else None
+        new_text = new.text if new is not None and new.is_live else None
+        if old_text == new_text:
+            return
+        if old is not None and old_text is not None:
+            self.drop_vector(old.agent_id, old.id)
+            self.queue_delete(old.agent_id, old.id)
+        if new is not None and new_text is not None:
+            self.txn.put(queue_key(new.agent_id, new.id), b"", db=self.dbs.embed_queue)
+
+    def drop_vector(self, agent: str, fact_id: str) -> bool:
+        """Free the row holding `fact_id`'s vector (its id is zeroed, so no search returns
+        it, and a later write reuses the slot). False when it had none."""
+        table = self._vector_table("vectors")
+        key = slot_key(agent, fact_id)
+        raw = self.txn.get(key, db=table)
+        if raw is None:
+            return False
+        block, row = SLOT.unpack(bytes(raw))
+        ids_key = block_key(agent, b"i", block)
+        ids = bytearray(self.txn.get(ids_key, db=table) or b"")
+        ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
+        self.txn.put(ids_key, bytes(ids), db=table)
+        self.txn.delete(key, db=table)
+        free = self.txn.get(free_key(agent), db=table)
+        packed = (bytes(free) if free else b"") + SLOT.pack(block, row)
+        self.txn.put(free_key(agent), packed, db=table)
+        return True
+
+    def _vector_table(self, name: Literal["vectors", "embed_queue"]) -> Table:
+        table = getattr(self.dbs, name)
+        if table is None:  # only a read-only open of an older store lacks them
+            raise NotFound("this store has no vector tables yet (open it writable once)")
+        return cast(Table, table)
+
+    def has_vector_tables(self) -> bool:
+        return self.dbs.vectors is not None and self.dbs.embed_queue is not None
+
+    def vector_row(self, key: bytes) -> bytes | None:
+        """A row of the `vectors` table (`vector_layout`), copied out of the map."""
+        raw = self.txn.get(key, db=self._vector_table("vectors"))
+        return None if raw is None else bytes(raw)
+
+    def put_vector_row(self, key: bytes, value: bytes) -> None:
+        self.txn.put(key, value, db=self._vector_table("vectors"))
+
+    def delete_vector_row(self, key: bytes) -> None:
+        self.txn.delete(key, db=self._vector_table("vectors"))
+
+    def vector_rows(self, prefix: bytes, *, keys_only: bool = False) -> Iterator[tuple[bytes, Any]]:
+        """(key, value) of `vectors` rows under `prefix`, in key order. In a read with
+        buffers the value is a view of the map, valid until the next step."""
+        cursor = self.txn.cursor(db=self._vector_table("vectors"))
+        found = cursor.set_range(prefix)
+        while found:
+            key = bytes(cursor.key())
+            if not key.startswith(prefix):
+                return
+            yield key, None if keys_only else cursor.value()
+            found = cursor.next()
+
+    def last_vector_key(self, prefix: bytes) -> bytes | None:
+        """The greatest key of `vectors` under `prefix`."""
+        cursor = self.txn.cursor(db=self._vector_table("vectors"))
+        found = cursor.prev() if cursor.set_range(prefix + b"\xff") else cursor.last()
+        key = bytes(cursor.key()) if found else b""
+        return key if key.startswith(prefix) else None
+
+    def clear_embeddings(self) -> None:
+        """Empty the vectors and the queue (a switch of model follows)."""
+        self.txn.drop(self._vector_table("vectors"), delete=False)
+        self.txn.drop(self._vector_table("embed_queue"), delete=False)
+        self.txn.delete(EMBED_DIM.encode(), db=self.dbs.meta)
+
+    def queue_put_sorted(self, keys: list[bytes]) -> None:
+        """Queue facts given as sorted `queue_key`s into an empty queue."""
+        cursor = self.txn.cursor(db=self._vector_table("embed_queue"))
+        cursor.putmulti(((k, b"") for k in keys), append=True)
+
+    def queued(self, agent: str, fact_id: str) -> bool:
+        key = queue_key(agent, fact_id)
+        return self.txn.get(key, db=self._vector_table("embed_queue")) is not None
+
+    def queue_delete(self, agent: str, fact_id: str) -> None:
+        self.txn.delete(queue_key(agent, fact_id), db=self._vector_table("embed_queue"))
+
+    def queue_size(self) -> int:
+        queue = self.dbs.embed_queue
+        return 0 if queue is None else int(self.txn.stat(queue)["entries"])
+
+    def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]:
+        """(agent, fact id) of queued facts in key order (of one agent, or all)."""
+        queue = self.dbs.embed_queue
+        if queue is None:
+            return
+        cursor = self.txn.cursor(db=queue)
+        prefix = agent.encode() + SEP if agent is not None else b""
+        found = cursor.set_range(prefix) if prefix else cursor.first()
+        while found:
+            key = bytes(cursor.key())
+            if not key.startswith(prefix):
+                return
+            owner, _, fact_id = key.decode().partition("\x00")
+            yield owner, fact_id
+            found = cursor.next()
 
     # ---- recall index --------------------------------------------------------------------
     def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:

@@ -185,3 +185,13 @@ class ReviewDecision:
     proposal: ReviewProposal
     record: CycleRecord
     applied: bool
+
+
+@dataclass(frozen=True)
+class EmbedState:
+    """Where the store's embeddings stand (ADR 0034)."""
+
+    model: str | None  # None: the store has never embedded
+    dimension: int | None  # None until the first vectors of `model` are stored
+    backlog: int  # live facts waiting for a vector
+    vectors: int  # live facts holding one of `model`

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
@@ -156,6 +157,16 @@ def _held(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return (store.hold_change(AGENT, "update", text, "Restarts weekly.").id,)
 
 
+def _queued(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    facts = _facts(store, 4)
+    store.start_embedding("concepts")
+    store.retire(facts[0].id)
+    rows = store.embed_waiting(10)
+    # Plain lists: the caller's arguments are compared after the run.
+    vectors = [[1.0 if i == n else 0.0 for i in range(4)] for n in range(len(rows))]
+    return "concepts", rows, vectors
+
+
 CASES: dict[str, Case] = {
     "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
@@ -187,6 +198,12 @@ CASES: dict[str, Case] = {
     # A new, empty store: the demo may claim it.
     "claim_for_demo": Case(_nothing, lambda s: s.claim_for_demo()),
     "hold_change": Case(_twins, lambda s, t: s.hold_change(AGENT, "update", t, "Restarts weekly.")),
+    "start_embedding": Case(
+        lambda s, c: (_facts(s, 3) and "concepts",), lambda s, m: s.start_embedding(m)
+    ),
+    "store_vectors": Case(
+        _queued, lambda s, m, r, v: s.store_vectors(m, r, np.array(v, dtype=np.float32))
+    ),
     "approve_proposal": Case(_held, lambda s, i: s.approve_proposal(i)),
     "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
 }

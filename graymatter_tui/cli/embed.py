@@ -1,0 +1,59 @@
+"""`embed`: drain the embedding backlog in this process (ADR 0035)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from graymatter_tui.cli.common import common_options, open_store
+from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.progress import stderr_progress
+from graymatter_tui.errors import InvalidInput
+from graymatter_tui.textsafe import validate_agent
+
+
+@click.command()
+@click.argument("agent", required=False)
+@common_options
+def embed(agent: str | None, data_dir: Path | None, as_json: bool) -> None:
+    """Embed every fact (of AGENT, or all) still waiting for a vector, with the model
+    GRAYMATTER_EMBED configures. A store that holds another model's vectors is switched
+    to this one first (every live fact is embedded again)."""
+    from graymatter_tui.embedding.factory import from_settings
+    from graymatter_tui.embedding.settings import EmbedSettings
+    from graymatter_tui.embedding.worker import Worker
+
+    if agent is not None:
+        validate_agent(agent)
+    settings = EmbedSettings.from_env()
+    embedder = from_settings(settings)
+    if embedder is None:
+        raise InvalidInput(
+            "embeddings are off: set GRAYMATTER_EMBED=ollama or GRAYMATTER_EMBED=openai"
+        )
+    store = open_store(data_dir)
+    worker = Worker(store, embedder, batch=settings.batch, agent=agent)
+    with stderr_progress(as_json) as progress:
+        result = worker.drain(progress)
+    model, dimension = store.embed_model()
+    if as_json:
+        emit_json(
+            {
+                "agent": agent,
+                "model": model,
+                "dimension": dimension,
+                "embedded": result.stored,
+                "skipped": result.skipped,
+                "requeued": result.requeued,
+                "backlog": result.backlog,
+            }
+        )
+        return
+    scope = f" of {one_line(agent)}" if agent else ""
+    say(
+        f"embedded {result.stored} facts{scope} with {one_line(model or '?')} "
+        f"(dimension {dimension or '?'}); {result.backlog} waiting"
+    )
+    if result.requeued:
+        say(f"the store switched to this model: {result.requeued} facts were queued again")

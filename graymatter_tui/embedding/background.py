@@ -1,0 +1,117 @@
+"""The embedder on a daemon thread of a long-running process (the TUI, the MCP server):
+writes never wait for it. It takes a batch whenever facts wait, sleeps when none do, and
+backs off (1 s, 2 s, 4 s … 60 s) while the server fails, leaving the backlog queued; the
+last error is kept for whoever asks, and nothing is shown or raised (ADR 0035)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from graymatter_tui.embedding.settings import EmbedSettings
+from graymatter_tui.errors import GraymatterError
+from graymatter_tui.store import MemoryStore
+
+if TYPE_CHECKING:  # numpy and httpx load only when embeddings are configured
+    from graymatter_tui.embedding.base import Embedder
+
+log = logging.getLogger(__name__)
+IDLE_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 60.0
+
+
+class BackgroundEmbedder:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        batch: int = 32,
+        idle: float = IDLE_SECONDS,
+        max_backoff: float = MAX_BACKOFF_SECONDS,
+    ) -> None:
+        from graymatter_tui.embedding.worker import Worker
+
+        self.worker = Worker(store, embedder, batch=batch)
+        self.idle = idle
+        self.max_backoff = max_backoff
+        self.stored = 0
+        self.failures = 0  # in a row; 0 once a batch goes through
+        self.last_error = ""
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="graymatter-embedder", daemon=True)
+
+    @property
+    def model(self) -> str:
+        return self.worker.embedder.model
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def nudge(self) -> None:
+        """Look at the queue now rather than after the idle wait."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Ask the thread to end and wait up to `timeout` s (a request in flight may hold
+        it to its own timeout; the thread is a daemon, so exit never waits for it)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            wait = self._one_round()
+            if self._wake.wait(wait):
+                self._wake.clear()
+
+    def _one_round(self) -> float:
+        """One batch; how long to wait before the next."""
+        try:
+            self.worker.ensure_model()
+            stored, skipped, requeued = self.worker.step()
+        except GraymatterError as exc:  # the server failed, or the store refused
+            return self._failed(str(exc))
+        except Exception as exc:  # never take the host process down
+            log.exception("embedder failed")
+            return self._failed(f"{type(exc).__name__}: {exc}")
+        self.failures = 0
+        self.last_error = ""
+        self.stored += stored
+        return 0.0 if stored + skipped + requeued else self.idle
+
+    def _failed(self, message: str) -> float:
+        self.failures += 1
+        self.last_error = message
+        log.info("embedding deferred: %s", message)
+        return float(min(self.max_backoff, 2 ** (self.failures - 1)))
+
+
+def from_env(store: MemoryStore) -> BackgroundEmbedder | None:
+    """The background embedder GRAYMATTER_EMBED configures for `store`, not started; None
+    when embeddings are off or the store cannot be written. A bad setting raises."""
+    from graymatter_tui.embedding.factory import from_settings
+
+    settings = EmbedSettings.from_env()
+    embedder = from_settings(settings)
+    if embedder is None or store.read_only_reason is not None:
+        return None
+    return BackgroundEmbedder(store, embedder, batch=settings.batch)
+
+
+@contextmanager
+def running(store: MemoryStore) -> Iterator[BackgroundEmbedder | None]:
+    """The configured background embedder, running for the duration of the block."""
+    embedder = from_env(store)
+    if embedder is not None:
+        embedder.start()
+    try:
+        yield embedder
+    finally:
+        if embedder is not None:
+            embedder.stop()

@@ -1,0 +1,46 @@
+"""Recall's vector signal (`vector_signal.QueryVectors`) over the store's vectors: embed
+the query with a short timeout, then search the agent's blocks. Any failure gives None
+(recall then ranks on keyword and recency); nothing here raises into recall."""
+
+from __future__ import annotations
+
+import logging
+
+from graymatter_tui.embedding.base import Embedder
+from graymatter_tui.embedding.settings import EmbedSettings
+from graymatter_tui.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+
+class StoreQueryVectors:
+    def __init__(self, store: MemoryStore, embedder: Embedder, timeout: float) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.timeout = timeout
+        self.last_error = ""  # why the last query had no vector signal, for diagnostics
+
+    def nearest(self, agent: str, query: str, limit: int) -> list[tuple[str, float]] | None:
+        try:
+            name, dimension = self.store.embed_model()
+            if name != self.embedder.model or dimension is None or not query.strip():
+                return None  # no vectors of this model yet: don't call the server
+            self.embedder.dimension = dimension
+            vector = self.embedder.embed([query], timeout=self.timeout)[0]
+            return self.store.nearest(agent, name, vector, limit)
+        except Exception as exc:  # never into recall: it ranks without vectors instead
+            self.last_error = str(exc) or type(exc).__name__
+            log.debug("no vector signal: %s", self.last_error)
+            return None
+
+
+def from_env(store: MemoryStore) -> StoreQueryVectors | None:
+    """The vector signal GRAYMATTER_EMBED configures for `store`, or None (embeddings
+    off). A bad setting raises InvalidInput, as every setting does."""
+    from graymatter_tui.embedding.factory import from_settings
+
+    settings = EmbedSettings.from_env()
+    embedder = from_settings(settings)
+    if embedder is None:
+        return None
+    return StoreQueryVectors(store, embedder, settings.query_timeout)

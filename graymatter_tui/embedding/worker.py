@@ -1,0 +1,119 @@
+"""The embedder: takes a batch of queued facts, calls the server outside any transaction,
+and stores the vectors in one transaction only for facts still live with the same text.
+
+A store whose model differs from the configured one is switched first (every live fact
+re-queued, old vectors gone: two models are never compared). A batch whose vectors have
+another dimension than the store's is refused; the worker then embeds one probe text, and
+when the server now answers in that dimension every time, the model changed under the
+same name: the store starts over in the new dimension."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graymatter_tui.embedding.base import DimensionChanged, Embedder
+from graymatter_tui.progress import Report
+from graymatter_tui.store import MemoryStore
+
+PROBE_TEXT = "graymatter dimension probe"
+
+
+@dataclass
+class DrainResult:
+    stored: int = 0
+    skipped: int = 0  # changed or retired while their embedding was in flight
+    requeued: int = 0  # by a switch of model or dimension
+    backlog: int = 0  # still waiting after the drain
+
+
+class Worker:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        batch: int = 32,
+        agent: str | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch = batch
+        self.agent = agent
+
+    def ensure_model(self) -> int:
+        """Switch the store to the configured model if it holds another (or none); the
+        number of facts queued by the switch."""
+        name, dimension = self.store.embed_model()
+        if name != self.embedder.model:
+            self.embedder.dimension = None
+            return self.store.start_embedding(self.embedder.model)
+        self.embedder.dimension = dimension
+        return 0
+
+    def step(self) -> tuple[int, int, int]:
+        """Embed one batch: (stored, skipped, requeued). EmbedError when the server fails
+        (nothing is stored; the batch stays queued)."""
+        rows = self.store.embed_waiting(self.batch, self.agent)
+        if not rows:
+            return 0, 0, 0
+        live = [i for i, (_, _, text) in enumerate(rows) if text]
+        try:
+            vectors = self.embedder.embed([rows[i][2] for i in live])
+        except DimensionChanged as exc:
+            requeued = self._dimension_switch(exc)
+            return 0, 0, requeued
+        dimension = vectors.shape[1] if live else (self.embedder.dimension or 1)
+        matrix = np.zeros((len(rows), dimension), dtype=np.float32)
+        if live:
+            matrix[live] = vectors
+        stored, skipped = self.store.store_vectors(self.embedder.model, rows, matrix)
+        if stored and self.embedder.dimension is None:
+            self.embedder.dimension = dimension
+        return stored, skipped, 0
+
+    def _dimension_switch(self, exc: DimensionChanged) -> int:
+        """Probe once with no dimension expected; a consistent new dimension is a switch."""
+        expected, self.embedder.dimension = self.embedder.dimension, None
+        try:
+            probe = self.embedder.embed([PROBE_TEXT])
+        finally:
+            self.embedder.dimension = expected
+        if probe.shape[1] != exc.found:
+            raise exc
+        requeued = self.store.start_embedding(self.embedder.model, exc.found)
+        self.embedder.dimension = exc.found
+        return requeued
+
+    def drain(self, progress: Report | None = None) -> DrainResult:
+        """Embed until nothing (of `agent`) waits. EmbedError stops it; what was stored
+        before stays stored."""
+        result = DrainResult(requeued=self.ensure_model())
+        total = self.store.embed_backlog(self.agent)
+        done = 0
+        if progress is not None:
+            progress("embedding", 0, total)
+        while True:
+            stored, skipped, requeued = self.step()
+            if requeued:
+                result.requeued += requeued
+                total = self.store.embed_backlog(self.agent)
+                done = 0
+            elif stored + skipped == 0:
+                break
+            result.stored += stored
+            result.skipped += skipped
+            done += stored + skipped
+            if progress is not None:
+                progress("embedding", min(done, total), total)
+            if stored == 0 and skipped and not requeued and self._stuck():
+                break
+        result.backlog = self.store.embed_backlog(self.agent)
+        return result
+
+    def _stuck(self) -> bool:
+        """A batch that stored nothing leaves the queue unchanged only when another
+        process switched the model meanwhile: adopt it and go on, or stop."""
+        name, _ = self.store.embed_model()
+        return name != self.embedder.model

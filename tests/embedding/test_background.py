@@ -1,0 +1,133 @@
+"""The embedder in the background of the long-running processes: a real MCP server in a
+subprocess and the TUI under `run_test`, both against the scripted server over loopback.
+Writes return while the server holds its answer; the backlog drains once it answers, and
+drains again after a failure (back-off, not a give-up)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from graymatter_tui.embedding.background import BackgroundEmbedder
+from graymatter_tui.embedding.ollama import OllamaEmbedder
+from graymatter_tui.store import Store
+from tests.mcp_server.client import ROOT, Agent, server_env
+from tests.support.embedding_fake import EmbeddingOverSocket, Fault
+from tests.tui.helpers import make_app, open_store, running, screen_text, wait_until
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+AGENT = "ops-agent"
+TEXTS = ["Payments go through Polar", "We never deploy on fridays", "The outage hit billing"]
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingOverSocket]:
+    with EmbeddingOverSocket() as running_server:
+        yield running_server
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@asynccontextmanager
+async def _mcp(data_dir: Path, url: str) -> AsyncIterator[Agent]:
+    env = server_env() | {"GRAYMATTER_EMBED": "ollama", "GRAYMATTER_EMBED_URL": url}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "graymatter_tui", "mcp", "--dir", str(data_dir)],
+        env=env,
+        cwd=str(ROOT),
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield Agent(session)
+
+
+async def test_the_mcp_server_embeds_in_the_background(
+    tmp_path: Path, server: EmbeddingOverSocket
+) -> None:
+    data = tmp_path / "data"
+    server.hold = threading.Event()  # the server answers nothing until released
+    async with _mcp(data, server.url) as agent:
+        for text in TEXTS:  # each write returns while the embedding server holds
+            await agent.ok("memory_add", agent_id=AGENT, text=text)
+        with Store.open(data, read_only=True) as store:
+            assert store.embed_state().vectors == 0
+            server.hold.set()
+            _wait(lambda: store.embed_state().vectors == 3, "3 vectors")
+            state = store.embed_state()
+            assert (state.model, state.dimension, state.backlog) == ("nomic-embed-text", 768, 0)
+
+
+async def test_the_tui_embeds_in_the_background(
+    tmp_path: Path, server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAYMATTER_EMBED", "ollama")
+    monkeypatch.setenv("GRAYMATTER_EMBED_URL", server.url)
+    with open_store(tmp_path / "store") as store:
+        app = make_app(store)
+        async with running(app) as pilot:
+            assert app.embedder is not None
+            for text in TEXTS:
+                store.put(AGENT, text)
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: store.embed_state().vectors == 3, timeout=60, what="3 vectors"
+            )
+            assert store.embed_backlog() == 0
+            assert "Traceback" not in screen_text(app) and not app.last_error
+        assert app.embedder is not None and not app.embedder._thread.is_alive()
+
+
+def test_a_server_that_is_down_leaves_the_backlog_and_is_retried(
+    store: Store, server: EmbeddingOverSocket
+) -> None:
+    for text in TEXTS:
+        store.put(AGENT, text)
+    server.script(Fault.status(500), Fault.status(503))
+    embedder = BackgroundEmbedder(
+        store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0), idle=0.05, max_backoff=0.2
+    )
+    embedder.start()
+    try:
+        _wait(lambda: store.embed_state().vectors == 3, "3 vectors after two failures")
+    finally:
+        embedder.stop()
+    assert embedder.failures == 0 and embedder.last_error == ""
+    assert len(server.embed_requests()) >= 3  # two refused, then the batch that stored
+    assert store.embed_backlog() == 0
+
+
+def test_a_write_never_waits_for_the_embedder(store: Store, server: EmbeddingOverSocket) -> None:
+    server.hold = threading.Event()
+    embedder = BackgroundEmbedder(
+        store, OllamaEmbedder(server.url, "nomic-embed-text", 30.0), idle=0.05
+    )
+    embedder.start()
+    try:
+        store.put(AGENT, TEXTS[0])
+        embedder.nudge()
+        _wait(lambda: len(server.embed_requests()) == 1, "the held request")
+        fact = store.put(AGENT, TEXTS[1])  # while the embedder's request is held
+        assert store.find(fact.id) is not None
+        assert store.embed_backlog() == 2
+        server.hold.set()
+        _wait(lambda: store.embed_state().vectors == 2, "2 vectors")
+    finally:
+        server.hold.set()
+        embedder.stop()

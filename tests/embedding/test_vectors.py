@@ -1,0 +1,141 @@
+"""Stored vectors in a real LMDB store: the queue follows every write once the store has a
+model, vectors follow their facts' life, a search reads per-agent blocks, and vectors of
+two models are never compared."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store.vector_layout import BLOCK_ROWS
+from tests.support.concepts import concept_dimension, concept_vector
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+AGENT = "agent-a"
+# Room for every concept of the table however it grows, and still small.
+DIM = concept_dimension() + 8
+
+
+def _unit(rows: list[list[float]]) -> np.ndarray:
+    matrix = np.array(rows, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def _embed_all(store: Store, model: str = "concepts", dimension: int = DIM) -> int:
+    done = 0
+    while rows := store.embed_waiting(50):
+        matrix = _unit([concept_vector(text or "x", dimension) for _, _, text in rows])
+        done += store.store_vectors(model, rows, matrix)[0]
+    return done
+
+
+def test_a_store_that_never_embeds_queues_nothing(store: Store) -> None:
+    store.put(AGENT, "Payments go through Polar")
+    store.put_many(NewFact(AGENT, f"note {i}") for i in range(3))
+    state = store.embed_state()
+    assert (state.model, state.dimension, state.backlog, state.vectors) == (None, None, 0, 0)
+
+
+def test_every_write_queues_once_a_model_is_recorded(store: Store) -> None:
+    old = store.put(AGENT, "Payments go through Polar")
+    assert store.start_embedding("concepts") == 1
+    store.put(AGENT, "We deploy on fridays")
+    store.put_many(NewFact(AGENT, f"incident {i}") for i in range(3))
+    assert store.embed_backlog() == 5 and store.embed_backlog(AGENT) == 5
+    assert store.embed_backlog("nobody") == 0
+    assert _embed_all(store) == 5
+    state = store.embed_state()
+    assert (state.model, state.dimension, state.backlog, state.vectors) == ("concepts", DIM, 0, 5)
+    revision, _tomb = store.revise(old.id, "Billing goes through Stripe")
+    assert [r[1] for r in store.embed_waiting(10)] == [revision.id]
+    assert store.embed_state().vectors == 4  # the old text's vector went with it
+
+
+def test_nearest_finds_paraphrases_and_never_a_retired_fact(store: Store) -> None:
+    store.start_embedding("concepts")
+    polar = store.put(AGENT, "Payments go through Polar")
+    friday = store.put(AGENT, "We never deploy on fridays")
+    store.put(AGENT, "the cafeteria opens at nine")
+    _embed_all(store)
+    query = _unit([concept_vector("which billing vendor do we use?", DIM)])[0]
+    found = store.nearest(AGENT, "concepts", query, 2)
+    assert found is not None and found[0][0] == polar.id
+    assert found[0][1] == pytest.approx(0.7071, abs=1e-3)
+    store.retire(polar.id)
+    found = store.nearest(AGENT, "concepts", query, 3)
+    assert found is not None and polar.id not in [i for i, _ in found]
+    deploy = _unit([concept_vector("when is the release", DIM)])[0]
+    assert store.nearest(AGENT, "concepts", deploy, 1) == [
+        (friday.id, pytest.approx(0.7071, abs=1e-3))
+    ]
+
+
+def test_a_search_over_many_blocks_matches_brute_force(store: Store) -> None:
+    store.start_embedding("random")
+    facts = store.put_many(NewFact(AGENT, f"fact number {i}") for i in range(BLOCK_ROWS * 2 + 7))
+    rng = np.random.default_rng(7)
+    matrix = _unit(rng.standard_normal((len(facts), 32)).tolist())
+    by_id = {f.id: matrix[n] for n, f in enumerate(facts)}
+    while rows := store.embed_waiting(60):
+        store.store_vectors("random", rows, np.array([by_id[r[1]] for r in rows]))
+    for gone in facts[:40:3]:  # free slots, reused below by new facts
+        store.retire(gone.id)
+        del by_id[gone.id]
+    for fact in store.put_many(NewFact(AGENT, f"late fact {i}") for i in range(10)):
+        by_id[fact.id] = _unit(rng.standard_normal((1, 32)).tolist())[0]
+    while rows := store.embed_waiting(60):
+        store.store_vectors("random", rows, np.array([by_id[r[1]] for r in rows]))
+    assert store.embed_state().vectors == len(by_id)
+    query = _unit(rng.standard_normal((1, 32)).tolist())[0]
+    ids = list(by_id)
+    scores = np.array([by_id[i] for i in ids]) @ query
+    expected = [ids[n] for n in np.argsort(-scores)[:10]]
+    found = store.nearest(AGENT, "random", query, 10)
+    assert found is not None and [i for i, _ in found] == expected
+
+
+def test_vectors_of_another_model_are_never_compared(store: Store) -> None:
+    store.start_embedding("old-model")
+    store.put(AGENT, "Payments go through Polar")
+    _embed_all(store, "old-model")
+    query = _unit([concept_vector("billing", DIM)])[0]
+    assert store.nearest(AGENT, "new-model", query, 5) is None
+    assert store.nearest(AGENT, "old-model", query[:8] / np.linalg.norm(query[:8]), 5) is None
+    assert store.start_embedding("new-model") == 1  # the switch re-queues every live fact
+    assert store.nearest(AGENT, "old-model", query, 5) is None  # old vectors are gone
+    rows = store.embed_waiting(5)
+    assert store.store_vectors("old-model", rows, _unit([[1.0] * DIM])) == (0, 1)
+    assert store.embed_backlog() == 1
+
+
+def test_a_stale_batch_stores_nothing_for_a_changed_fact(store: Store) -> None:
+    store.start_embedding("concepts")
+    fact = store.put(AGENT, "Payments go through Polar")
+    rows = store.embed_waiting(5)
+    revision, _ = store.revise(fact.id, "Payments go through Stripe")
+    matrix = _unit([concept_vector(rows[0][2], DIM)])
+    assert store.store_vectors("concepts", rows, matrix) == (0, 1)
+    assert store.embed_state().vectors == 0
+    assert [r[1] for r in store.embed_waiting(5)] == [revision.id]
+
+
+def test_a_read_only_open_of_an_older_store_has_no_vectors(tmp_path: Path) -> None:
+    fixture = Path(__file__).parents[1] / "fixtures" / "store-0.4.0" / "store"
+    shutil.copytree(fixture, tmp_path / "store")
+    with Store.open(tmp_path / "store", read_only=True) as old:
+        assert old.embed_state().backlog == 0
+        agent = old.agents()[0].agent_id
+        assert old.nearest(agent, "concepts", np.ones(4, dtype=np.float32) / 2, 3) is None
+
+
+def test_a_batch_that_stores_nothing_records_no_dimension(store: Store) -> None:
+    fact = store.put(AGENT, "Payments go through Polar")
+    store.start_embedding("concepts")
+    rows = store.embed_waiting(5)
+    store.retire(fact.id)
+    assert store.store_vectors("concepts", rows, np.zeros((1, 1), dtype=np.float32)) == (0, 1)
+    assert store.embed_model() == ("concepts", None)
