@@ -14,12 +14,18 @@ from graymatter_tui.textsafe import validate_agent
 
 
 @click.command()
+@click.option("--agent", "agent_option", default=None, help="Only this agent's facts.")
 @click.argument("agent", required=False)
 @common_options
-def embed(agent: str | None, data_dir: Path | None, as_json: bool) -> None:
-    """Embed every fact (of AGENT, or all) still waiting for a vector, with the model
+def embed(
+    agent_option: str | None, agent: str | None, data_dir: Path | None, as_json: bool
+) -> None:
+    """Embed every fact (of --agent A, or all) still waiting for a vector, with the model
     GRAYMATTER_EMBED configures. A store that holds another model's vectors is switched
     to this one first (every live fact is embedded again)."""
+    if agent_option is not None and agent is not None and agent_option != agent:
+        raise InvalidInput(f"two agents given: --agent {agent_option!r} and {agent!r}")
+    agent = agent_option if agent_option is not None else agent
     from graymatter_tui.embedding.factory import from_settings
     from graymatter_tui.embedding.settings import EmbedSettings
     from graymatter_tui.embedding.worker import Worker

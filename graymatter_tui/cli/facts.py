@@ -214,8 +214,10 @@ def recall_cmd(
     validate_agent(agent)
     check_query(query)
     store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)
+    from graymatter_tui.embedding.query import from_env  # numpy and httpx only if used
+
     run = rank if preview else recall
-    hits = run(store, agent, query, k=k, weights=fusion)
+    hits = run(store, agent, query, k=k, weights=fusion, vectors=from_env(store))
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     if as_json:
         emit_json(

@@ -54,6 +54,7 @@ def mcp(
     protocol), or with --http on HTTP, where every request needs the bearer token kept in
     the data dir's mcp-token file."""
     from graymatter_tui.embedding import background
+    from graymatter_tui.embedding.query import from_env
     from graymatter_tui.mcp.http_guard import load_or_create_token, parse_bind
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
@@ -73,7 +74,13 @@ def mcp(
     with store, background.running(store) as embedder:
         if embedder is not None:
             note(f"embedding new facts in the background with {embedder.model}")
-        session = Session(store, read_only=read_only, default_agent=agent, review=review)
+        session = Session(
+            store,
+            read_only=read_only,
+            default_agent=agent,
+            review=review,
+            vectors=from_env(store),
+        )
         if where is None:
             note(f"serving {store.path} over MCP on stdio{mode}")
             serve_stdio(session)

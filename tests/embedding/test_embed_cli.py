@@ -60,7 +60,7 @@ def test_the_backlog_is_shown_drained_and_covered(
     )
     text = run_cli("status").stdout
     assert "embedding  nomic-embed-text · 768 dims · 3 facts waiting" in text
-    drained = run_cli("embed", "ops", env=env)
+    drained = run_cli("embed", "--agent", "ops", env=env)  # DESIGN.md: embed [--agent A]
     assert drained.returncode == 0, drained.stderr
     assert drained.stdout.strip() == (
         "embedded 3 facts of ops with nomic-embed-text (dimension 768); 0 waiting"
@@ -108,3 +108,25 @@ def test_embed_without_a_usable_setting_is_a_clear_error(
     done = run_cli("embed", env=env)
     assert done.returncode == 1 and said in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_recall_finds_a_paraphrase_through_the_cli_once_embedded(
+    run_cli: RunCli, server: EmbeddingOverSocket
+) -> None:
+    env = _env(server.url)
+    for text in ("Payments go through Polar", "Standup moved to the afternoon"):
+        assert run_cli("remember", "ops", text).returncode == 0
+    question = "which billing vendor do we use"
+    # No embedder: keyword and recency alone, and no fact shares a word with the question.
+    assert json.loads(run_cli("recall", "ops", question, "--json").stdout) == []
+    assert run_cli("embed", "--agent", "ops", env=env).returncode == 0
+    found = run_cli("recall", "ops", question, "--json", "--explain", env=env)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert [h["text"] for h in hits] == ["Payments go through Polar"]
+    assert hits[0]["vector_rank"] == 1 and hits[0]["keyword_rank"] is None
+    # The embedding server down: recall still answers, on keyword and recency.
+    down = run_cli("recall", "ops", "Polar payments", "--json", env=_env("http://127.0.0.1:9"))
+    assert down.returncode == 0 and [h["text"] for h in json.loads(down.stdout)] == [
+        "Payments go through Polar"
+    ]
