@@ -1,0 +1,368 @@
+"""One transaction's view of a PostgreSQL store, with the method surface of the LMDB
+backend's `Tx` that the shared operation functions (`store.fact_ops`) call, so both
+backends run the same curation code (ADR 0042). Every SQL statement of a fact's row, its
+postings and its terms' document frequencies is here and only here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, TypeVar
+
+from graymatter_tui import clock, provenance
+from graymatter_tui.errors import NotFound
+from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
+from graymatter_tui.pg.rows import COLUMNS, PLACEHOLDERS, SET_ALL, from_row, to_row
+from graymatter_tui.store.codec import decode_activity, decode_record, encode
+from graymatter_tui.store.ids import new_id
+from graymatter_tui.store.tx import ACTIVITY_KEEP, ACTIVITY_TEXT, STEM_LANGUAGE, analyzer_for
+from graymatter_tui.tokens import NO_STEMMING, Analyzer
+
+T = TypeVar("T")
+PAGE = 1000  # rows fetched per round trip when iterating
+
+STATE_SQL: dict[FactState, str] = {
+    "live": " AND superseded_by = ''",
+    "tombstones": " AND superseded_by <> ''",
+    "all": "",
+}
+
+
+class PgTx:
+    def __init__(
+        self, conn: Any, now: datetime, *, write: bool, source: str = provenance.LIBRARY
+    ) -> None:
+        self.conn = conn
+        self.now = now
+        self.write = write
+        self.source = source
+        self.discard = False
+        self._analyzer: Analyzer | None = None
+
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def unchanged(self, result: T) -> T:
+        """A write that decided to change nothing: roll back, the generation stays."""
+        self.discard = True
+        return result
+
+    def new_id(self, moment: datetime | None = None) -> str:
+        when = self.now if moment is None else moment
+        while True:
+            candidate = new_id(when)
+            if not self.id_in_use(candidate):
+                return candidate
+
+    def id_in_use(self, value: str) -> bool:
+        return bool(
+            self._one(
+                "SELECT EXISTS (SELECT 1 FROM facts WHERE id = %s) "
+                "OR EXISTS (SELECT 1 FROM journal WHERE cycle_id = %s)",
+                (value, value),
+            )
+        )
+
+    @property
+    def analyzer(self) -> Analyzer:
+        if self._analyzer is None:
+            self._analyzer = analyzer_for(self.meta_get(STEM_LANGUAGE) or NO_STEMMING)
+        return self._analyzer
+
+    def set_analyzer(self, language: str) -> None:
+        self.meta_put(STEM_LANGUAGE, language)
+        self._analyzer = analyzer_for(language)
+
+    # ---- facts -------------------------------------------------------------------------
+    def agent_of(self, fact_id: str) -> str | None:
+        if not fact_id or len(fact_id) > 64:
+            return None
+        found: str | None = self._one("SELECT agent_id FROM facts WHERE id = %s", (fact_id,))
+        return found
+
+    def find(self, fact_id: str) -> Fact | None:
+        if not fact_id or len(fact_id) > 64 or "\x00" in fact_id:
+            return None
+        row = self.conn.execute(f"SELECT {COLUMNS} FROM facts WHERE id = %s", (fact_id,))
+        found = row.fetchone()
+        return None if found is None else from_row(found)
+
+    def find_many(self, fact_ids: list[str]) -> list[Fact | None]:
+        wanted = [i for i in fact_ids if i and len(i) <= 64 and "\x00" not in i]
+        rows = self.conn.execute(
+            f"SELECT {COLUMNS} FROM facts WHERE id = ANY(%s)", (wanted,)
+        ).fetchall()
+        by_id = {row[0]: from_row(row) for row in rows}
+        return [by_id.get(i) for i in fact_ids]
+
+    def require(self, fact_id: str) -> Fact:
+        fact = self.find(fact_id)
+        if fact is None:
+            raise NotFound(f"no fact with id {fact_id}")
+        return fact
+
+    def write_fact(self, new: Fact, old: Fact | None) -> None:
+        """Insert or replace one fact, keeping its postings in step with its state."""
+        self.conn.execute(
+            f"INSERT INTO facts ({COLUMNS}) VALUES ({PLACEHOLDERS}) "
+            f"ON CONFLICT (id) DO UPDATE SET {SET_ALL}",
+            to_row(new),
+        )
+        if old is None or old.is_live != new.is_live or old.text != new.text:
+            if old is not None and old.is_live:
+                self._unindex(old)
+            if new.is_live:
+                self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
+
+    def insert_many(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None = None,
+        made_by: Analyzer | None = None,
+    ) -> None:
+        """Insert new facts in bulk with COPY; `terms` as `Tx.insert_many` takes them."""
+        if terms is None or made_by != self.analyzer:
+            counts = self.analyzer.term_counts
+            terms = [counts(f.text) if f.is_live else {} for f in facts]
+        with self.conn.cursor().copy(f"COPY facts ({COLUMNS}) FROM STDIN") as copy:
+            for fact in facts:
+                copy.write_row(to_row(fact))
+        self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+
+    def delete_fact(self, fact: Fact) -> None:
+        self.conn.execute("DELETE FROM facts WHERE id = %s", (fact.id,))
+        if fact.is_live:
+            self._unindex(fact)
+
+    # ---- recall index --------------------------------------------------------------------
+    def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
+        """Postings of live facts given as (agent, id, term counts), and their terms'
+        document frequencies."""
+        added: Counter[tuple[str, str]] = Counter()
+        with self.conn.cursor().copy(
+            "COPY postings (agent_id, term, fact_id, count, length) FROM STDIN"
+        ) as copy:
+            for agent, fact_id, counts in facts:
+                length = min(sum(counts.values()), 65535)
+                for term, count in counts.items():
+                    copy.write_row((agent, term, fact_id, count, length))
+                    added[agent, term] += 1
+        self._add_df(added)
+
+    def _add_df(self, change: Counter[tuple[str, str]]) -> None:
+        if not change:
+            return
+        agents, terms, amounts = zip(*((a, t, n) for (a, t), n in change.items()), strict=True)
+        self.conn.execute(
+            "INSERT INTO terms (agent_id, term, df) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]) "
+            "ON CONFLICT (agent_id, term) DO UPDATE SET df = terms.df + EXCLUDED.df",
+            (list(agents), list(terms), list(amounts)),
+        )
+        if min(amounts) < 0:  # a term no live fact holds any more has no row
+            self.conn.execute(
+                "DELETE FROM terms WHERE (agent_id, term) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[])) AND df <= 0",
+                (list(agents), list(terms)),
+            )
+
+    def _unindex(self, fact: Fact) -> None:
+        terms = list(self.analyzer.term_counts(fact.text))
+        self.conn.execute(
+            "DELETE FROM postings WHERE agent_id = %s AND term = ANY(%s) AND fact_id = %s",
+            (fact.agent_id, terms, fact.id),
+        )
+        self._add_df(Counter({(fact.agent_id, t): -1 for t in terms}))
+
+    def clear_index(self) -> None:
+        self.conn.execute("TRUNCATE postings, terms")
+
+    def index_texts(self, rows: list[tuple[str, str, str]]) -> None:
+        counts = self.analyzer.term_counts
+        self._index([(agent, fact_id, counts(text)) for agent, fact_id, text in rows])
+
+    def terms(self, text: str) -> list[str]:
+        return self.analyzer.terms(text)
+
+    def document_frequency(self, agent: str, term: str) -> int:
+        found = self._one("SELECT df FROM terms WHERE agent_id = %s AND term = %s", (agent, term))
+        return int(found or 0)
+
+    def iter_postings(self, agent: str, term: str) -> Iterator[tuple[str, int, int]]:
+        rows = self.conn.execute(
+            "SELECT fact_id, count, length FROM postings WHERE agent_id = %s AND term = %s "
+            "ORDER BY fact_id",
+            (agent, term),
+        )
+        yield from rows.fetchall()
+
+    def live_count(self, agent: str) -> int:
+        return int(
+            self._one(
+                "SELECT count(*) FROM facts WHERE agent_id = %s AND superseded_by = ''", (agent,)
+            )
+        )
+
+    # ---- iteration -----------------------------------------------------------------------
+    def _pages(
+        self,
+        columns: str,
+        agent: str,
+        state: FactState,
+        before: str | None,
+        newest_first: bool,
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows of one agent's facts in id order, a page per round trip (keyset)."""
+        order, compare = ("DESC", "<") if newest_first else ("ASC", ">")
+        sql = (
+            f"SELECT {columns} FROM facts WHERE agent_id = %s{STATE_SQL[state]} "
+            f"AND (%s::text IS NULL OR id {compare} %s) ORDER BY id {order} LIMIT {PAGE}"
+        )
+        after = before
+        while True:
+            rows = self.conn.execute(sql, (agent, after, after)).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = rows[-1][0]
+
+    def iter_ids(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[str]:
+        for row in self._pages("id", agent, state, before, newest_first):
+            yield row[0]
+
+    def iter_facts(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[Fact]:
+        for row in self._pages(COLUMNS, agent, state, before, newest_first):
+            yield from_row(row)
+
+    def iter_texts(
+        self, agent: str, state: FactState, *, before: str | None = None
+    ) -> Iterator[tuple[str, str]]:
+        for fid, text, raw in self._pages("id, text, text_raw", agent, state, before, True):
+            yield fid, text if raw is None else bytes(raw).decode("utf-8")
+
+    def agent_names(self) -> list[str]:
+        rows = self.conn.execute("SELECT DISTINCT agent_id FROM facts ORDER BY agent_id")
+        return [row[0] for row in rows.fetchall()]
+
+    # ---- meta, counters, receipts, journal ---------------------------------------------
+    def meta_get(self, key: str) -> str | None:
+        found: str | None = self._one("SELECT value FROM graymatter_meta WHERE key = %s", (key,))
+        return found
+
+    def meta_put(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO graymatter_meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (key, value),
+        )
+
+    def meta_int(self, key: str) -> int:
+        return int(self._one("SELECT value FROM counters WHERE name = %s", (key,)) or 0)
+
+    def bump(self, key: str, amount: int = 1) -> int:
+        return int(
+            self._one(
+                "INSERT INTO counters (name, value) VALUES (%s, %s) ON CONFLICT (name) "
+                "DO UPDATE SET value = counters.value + EXCLUDED.value RETURNING value",
+                (key, amount),
+            )
+        )
+
+    def flush_counts(self) -> None:
+        """Nothing to flush: counts are queried, document frequencies written at once."""
+
+    def receipts(self, summary_id: str) -> list[str]:
+        found = self._one("SELECT consumed FROM receipts WHERE summary_id = %s", (summary_id,))
+        return [] if found is None else list(found)
+
+    def put_receipts(self, summary_id: str, consumed: list[str]) -> None:
+        self.conn.execute(
+            "INSERT INTO receipts (summary_id, consumed) VALUES (%s, %s) "
+            "ON CONFLICT (summary_id) DO UPDATE SET consumed = EXCLUDED.consumed",
+            (summary_id, consumed),
+        )
+
+    def delete_receipts(self, summary_id: str) -> None:
+        self.conn.execute("DELETE FROM receipts WHERE summary_id = %s", (summary_id,))
+
+    def find_record(self, cycle_id: str) -> CycleRecord | None:
+        if not cycle_id or "\x00" in cycle_id:
+            return None
+        raw = self._one("SELECT record::text FROM journal WHERE cycle_id = %s", (cycle_id,))
+        return None if raw is None else decode_record(raw)
+
+    def require_record(self, cycle_id: str) -> CycleRecord:
+        record = self.find_record(cycle_id)
+        if record is None:
+            raise NotFound(f"no cycle with id {cycle_id}")
+        return record
+
+    def put_record(self, record: CycleRecord) -> None:
+        self.conn.execute(
+            "INSERT INTO journal (cycle_id, agent_id, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (cycle_id) DO UPDATE SET record = EXCLUDED.record",
+            (record.cycle_id, record.agent_id, encode(record).decode()),
+        )
+
+    def iter_records(self, *, newest_first: bool = True) -> Iterator[CycleRecord]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self.conn.execute(f"SELECT record::text FROM journal ORDER BY cycle_id {order}")
+        for (raw,) in rows.fetchall():
+            yield decode_record(raw)
+
+    def count_facts(self) -> int:
+        return int(self._one("SELECT count(*) FROM facts"))
+
+    def count_records(self) -> int:
+        return int(self._one("SELECT count(*) FROM journal"))
+
+    # ---- activity --------------------------------------------------------------------------
+    def log(
+        self,
+        action: ActivityAction,
+        agent: str,
+        *,
+        text: str = "",
+        fact_id: str = "",
+        cycle_id: str = "",
+        count: int = 1,
+    ) -> None:
+        """Add this write to the activity feed; the feed keeps `ACTIVITY_KEEP` entries."""
+        seq = self.bump("activity_seq")
+        entry = ActivityEntry(
+            seq=seq,
+            at=clock.format_time(self.now),
+            source=self.source,
+            agent_id=agent,
+            action=action,
+            text=text[:ACTIVITY_TEXT],
+            fact_id=fact_id,
+            cycle_id=cycle_id,
+            count=count,
+        )
+        self.conn.execute(
+            "INSERT INTO activity (seq, entry) VALUES (%s, %s::json)",
+            (seq, encode(entry).decode()),
+        )
+        if seq > ACTIVITY_KEEP:
+            self.conn.execute("DELETE FROM activity WHERE seq = %s", (seq - ACTIVITY_KEEP,))
+
+    def iter_activity(
+        self, *, after: int = 0, before: int | None = None
+    ) -> Iterator[ActivityEntry]:
+        rows = self.conn.execute(
+            "SELECT entry::text FROM activity WHERE seq > %s AND (%s::bigint IS NULL OR seq < %s) "
+            "ORDER BY seq DESC",
+            (after, before, before),
+        )
+        for (raw,) in rows.fetchall():
+            yield decode_activity(raw)
+
+    def last_activity(self) -> int:
+        return self.meta_int("activity_seq")
