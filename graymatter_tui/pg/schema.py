@@ -75,7 +75,8 @@ CREATE TABLE terms (
     df       integer NOT NULL,
     PRIMARY KEY (agent_id, term)
 );
-INSERT INTO counters (name, value) VALUES ('generation', 0), ('activity_seq', 0);
+-- creating the store is its first write, as on LMDB
+INSERT INTO counters (name, value) VALUES ('generation', 1), ('activity_seq', 0);
 """
 
 # Step n makes schema version n. Append only; never edit a released step.
