@@ -79,8 +79,46 @@ CREATE TABLE terms (
 INSERT INTO counters (name, value) VALUES ('generation', 1), ('activity_seq', 0);
 """
 
+# Checkpoints, aliases, the review queue and the knowledge graph. The graph keeps the
+# LMDB backend's byte keys (`agent \0 …`), whose order its operations rely on.
+_STEP_2 = """
+CREATE TABLE checkpoints (
+    agent_id text COLLATE "C" NOT NULL,
+    id       text COLLATE "C" NOT NULL,
+    record   json NOT NULL,
+    PRIMARY KEY (agent_id, id)
+);
+CREATE TABLE aliases (
+    agent_id text COLLATE "C" NOT NULL,
+    term     text COLLATE "C" NOT NULL,
+    record   json NOT NULL,
+    PRIMARY KEY (agent_id, term)
+);
+CREATE TABLE proposals (
+    id     text COLLATE "C" PRIMARY KEY,
+    record json NOT NULL
+);
+CREATE TABLE graph_nodes (
+    agent_id text COLLATE "C" NOT NULL,
+    key      bytea PRIMARY KEY,
+    value    bytea NOT NULL
+);
+CREATE INDEX graph_nodes_by_agent ON graph_nodes (agent_id, key);
+CREATE TABLE graph_edges (
+    agent_id text COLLATE "C" NOT NULL,
+    key      bytea PRIMARY KEY,
+    value    bytea NOT NULL
+);
+CREATE INDEX graph_edges_by_agent ON graph_edges (agent_id, key);
+-- a fact whose text was extracted into the graph (key: agent name, a NUL byte, fact id)
+CREATE TABLE extracted (
+    key       bytea PRIMARY KEY,
+    signature bytea NOT NULL
+);
+"""
+
 # Step n makes schema version n. Append only; never edit a released step.
-STEPS: tuple[str, ...] = (_STEP_1,)
+STEPS: tuple[str, ...] = (_STEP_1, _STEP_2)
 SCHEMA_VERSION = len(STEPS)
 
 

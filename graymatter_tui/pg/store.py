@@ -5,14 +5,13 @@ backend (`store.fact_ops`, `store.reindex_ops`) over a `PgTx`. Writers take the
 generation row's lock first, so writes are serialised as LMDB serialises them and READ
 COMMITTED sees every earlier write; reads run in one REPEATABLE READ snapshot (ADR 0041).
 
-Implemented so far (ADR 0042 lists the rest): opening, facts and their curation, touch,
-delete, the keyword index, activity, counters, generation, journal reads.
+Every `MemoryStore` method is implemented (mypy checks `_implements_memory_store`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
@@ -27,6 +26,8 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    ReviewProposal,
+    ReviewStatus,
     StoreInfo,
 )
 from graymatter_tui.pg import bulk_ops, connect, schema
@@ -34,7 +35,32 @@ from graymatter_tui.pg.driver import psycopg_modules
 from graymatter_tui.pg.rows import COLUMNS, from_row
 from graymatter_tui.pg.tx import STATE_SQL, PgTx
 from graymatter_tui.progress import Report
-from graymatter_tui.store import KeywordIndex, NewFact, ShowResult, fact_ops, reindex_ops
+from graymatter_tui.store import (
+    ON_CONFLICT,
+    ApplyOutcome,
+    ApplyRequest,
+    Checkpoint,
+    DecayOutcome,
+    EntityLike,
+    ExtractOutcome,
+    GraphDecayOutcome,
+    ImportResult,
+    KeywordIndex,
+    MemoryStore,
+    NewFact,
+    OnConflict,
+    PruneOutcome,
+    ReviewDecision,
+    Selection,
+    ShowResult,
+    checkpoint_ops,
+    cycle_ops,
+    fact_ops,
+    graph_ops,
+    import_ops,
+    reindex_ops,
+    review_ops,
+)
 from graymatter_tui.store_url import StoreUrl, parse_store_url
 from graymatter_tui.textsafe import validate_agent, validate_text
 from graymatter_tui.tokens import check_language, language_from_env
@@ -388,3 +414,126 @@ class PgStore:
 
     def claim_for_demo(self) -> None:
         self._write(lambda tx: fact_ops.claim_for_demo(_as_tx(tx), Path(self.url.redacted)))
+
+    # ---- the review queue ---------------------------------------------------------------
+    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+        validate_agent(agent)
+        if action in ("add", "update"):
+            validate_text(text)
+        if action != "add":
+            validate_text(target)
+        return self._write(lambda tx: review_ops.hold(_as_tx(tx), agent, action, target, text))
+
+    def proposals(
+        self,
+        agent: str | None = None,
+        *,
+        status: ReviewStatus | None = None,
+        limit: int | None = None,
+    ) -> list[ReviewProposal]:
+        return self._read(lambda tx: review_ops.listing(_as_tx(tx), agent, status, limit))
+
+    def pending_count(self) -> int:
+        return self._read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
+
+    def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
+        return self._read(lambda tx: review_ops.find(_as_tx(tx), proposal_id))
+
+    def require_proposal(self, proposal_id: str) -> ReviewProposal:
+        return self._read(lambda tx: review_ops.require(_as_tx(tx), proposal_id))
+
+    def approve_proposal(self, proposal_id: str) -> ReviewDecision:
+        review_ops.validate_proposal_id(proposal_id)
+        return self._write(lambda tx: review_ops.approve(_as_tx(tx), proposal_id))
+
+    def reject_proposal(self, proposal_id: str, reason: str = "") -> ReviewDecision:
+        review_ops.validate_proposal_id(proposal_id)
+        review_ops.validate_reason(reason)
+        return self._write(lambda tx: review_ops.reject(_as_tx(tx), proposal_id, reason))
+
+    # ---- checkpoints and aliases ----------------------------------------------------------
+    def save_checkpoint(self, agent: str, state: str | None) -> Checkpoint:
+        validate_agent(agent)
+        return self._write(lambda tx: checkpoint_ops.save_checkpoint(_as_tx(tx), agent, state))
+
+    def latest_checkpoint(self, agent: str) -> Checkpoint | None:
+        return self._read(lambda tx: checkpoint_ops.latest_checkpoint(_as_tx(tx), agent))
+
+    def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]:
+        validate_agent(agent)
+        wanted = list(equivalents)
+        return self._write(lambda tx: checkpoint_ops.add_alias(_as_tx(tx), agent, term, wanted))
+
+    def aliases(self, agent: str) -> dict[str, list[str]]:
+        return self._read(lambda tx: checkpoint_ops.aliases(_as_tx(tx), agent))
+
+    # ---- the consolidation cycle: each call one transaction, as on LMDB ----------------
+    def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
+        def run(tx: PgTx) -> DecayOutcome:
+            return cycle_ops.decay(_as_tx(tx), agent, half_life_hours)
+
+        return self._read(run) if dry_run else self._write(run)
+
+    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
+        return self._read(lambda tx: cycle_ops.weights(_as_tx(tx), agent, state))
+
+    def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
+        return self._read(
+            lambda tx: cycle_ops.selection(_as_tx(tx), agent, half_life_hours, max_batch)
+        )
+
+    def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
+        """All or nothing; refused (nothing written) when the proposal has gone stale:
+        the staleness check reads current rows under the writers' lock (ADR 0041)."""
+        return self._write(lambda tx: cycle_ops.apply_consolidation(_as_tx(tx), request, record))
+
+    def prune(self, agent: str, record: CycleRecord) -> PruneOutcome:
+        return self._write(lambda tx: cycle_ops.prune(_as_tx(tx), agent, record))
+
+    def save_record(self, record: CycleRecord) -> None:
+        self._write(lambda tx: cycle_ops.save_record(_as_tx(tx), record))
+
+    def revert_refusal(self, cycle_id: str) -> str | None:
+        return self._read(lambda tx: cycle_ops.revert_refusal(_as_tx(tx), cycle_id))
+
+    def revert(self, cycle_id: str) -> CycleRecord:
+        return self._write(lambda tx: cycle_ops.revert(_as_tx(tx), cycle_id))
+
+    # ---- the knowledge graph -----------------------------------------------------------
+    def extract_graph(
+        self, agent: str, extract: Callable[[str], Sequence[EntityLike]]
+    ) -> ExtractOutcome:
+        return self._write(lambda tx: graph_ops.extract_graph(_as_tx(tx), agent, extract))
+
+    def decay_graph(self, agent: str, half_life_hours: float) -> GraphDecayOutcome:
+        return self._write(lambda tx: graph_ops.decay_graph(_as_tx(tx), agent, half_life_hours))
+
+    def graph_size(self, agent: str) -> tuple[int, int]:
+        return self._read(lambda tx: graph_ops.graph_size(_as_tx(tx), agent))
+
+    # ---- import ------------------------------------------------------------------------
+    def import_all(
+        self,
+        facts: list[Fact],
+        records: list[CycleRecord],
+        *,
+        fact_where: Sequence[str] | None = None,
+        record_where: Sequence[str] | None = None,
+        on_conflict: OnConflict = "refuse",
+        progress: Report | None = None,
+    ) -> ImportResult:
+        """Facts and journal records with their ids, in one transaction (`import_ops`)."""
+        if on_conflict not in ON_CONFLICT:
+            raise InvalidInput(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
+        analyzer = self._read(lambda tx: tx.analyzer)
+        batch = import_ops.ImportBatch.prepare(
+            facts, records, fact_where, record_where, progress, analyzer
+        )
+        return self._write(
+            lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)
+        )
+
+
+def _implements_memory_store(store: PgStore) -> MemoryStore:
+    """Never called: mypy checks here that `PgStore` has every method of `MemoryStore`."""
+    return store

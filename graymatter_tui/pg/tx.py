@@ -6,7 +6,7 @@ postings and its terms' document frequencies is here and only here."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,7 +16,18 @@ from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fac
 from graymatter_tui.pg.rows import COLUMNS, PLACEHOLDERS, SET_ALL, from_row, to_row
 from graymatter_tui.store.codec import decode_activity, decode_record, encode
 from graymatter_tui.store.ids import new_id
-from graymatter_tui.store.tx import ACTIVITY_KEEP, ACTIVITY_TEXT, STEM_LANGUAGE, analyzer_for
+from graymatter_tui.store.tx import (
+    ACTIVITY_KEEP,
+    ACTIVITY_TEXT,
+    FLAG_PINNED,
+    FLAG_TOMBSTONE,
+    SEP,
+    STEM_LANGUAGE,
+    GraphTable,
+    analyzer_for,
+    epoch_ms,
+    fact_key,
+)
 from graymatter_tui.tokens import NO_STEMMING, Analyzer
 
 T = TypeVar("T")
@@ -133,6 +144,9 @@ class PgTx:
 
     def delete_fact(self, fact: Fact) -> None:
         self.conn.execute("DELETE FROM facts WHERE id = %s", (fact.id,))
+        self.conn.execute(
+            "DELETE FROM extracted WHERE key = %s", (fact_key(fact.agent_id, fact.id),)
+        )
         if fact.is_live:
             self._unindex(fact)
 
@@ -246,6 +260,37 @@ class PgTx:
         for fid, text, raw in self._pages("id, text, text_raw", agent, state, before, True):
             yield fid, text if raw is None else bytes(raw).decode("utf-8")
 
+    def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
+        """(key, weight, accessed epoch ms, flags) of every fact of `agent` in id order:
+        what LMDB's vitals rows hold, made from the columns."""
+        head = agent.encode() + SEP
+        for fid, weight, accessed, pinned, by in self._pages(
+            "id, weight, accessed_at, pinned, superseded_by", agent, "all", None, False
+        ):
+            flags = (FLAG_PINNED if pinned else 0) | (FLAG_TOMBSTONE if by else 0)
+            yield head + fid.encode(), weight, epoch_ms(accessed), flags
+
+    def reweigh(
+        self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
+    ) -> None:
+        """Call `weigh` for every fact of `agent` in id order; with `write`, store the
+        weights it changed (decay), in one statement."""
+        start = len(agent.encode()) + 1
+        changed: dict[str, float] = {}
+        for key, weight, accessed, flags in self.iter_vitals(agent):
+            new = weigh(key, weight, accessed, flags)
+            if write and new != weight:
+                changed[key[start:].decode()] = new
+        if changed:
+            self.conn.execute(
+                "UPDATE facts SET weight = w.weight FROM unnest(%s::text[], %s::float8[]) "
+                "AS w(id, weight) WHERE facts.id = w.id",
+                (list(changed), list(changed.values())),
+            )
+
+    def set_weight_sum(self, agent: str, weight_sum: float) -> None:
+        """Nothing to keep: an agent's weights are summed when asked for."""
+
     def agent_names(self) -> list[str]:
         rows = self.conn.execute("SELECT DISTINCT agent_id FROM facts ORDER BY agent_id")
         return [row[0] for row in rows.fetchall()]
@@ -322,6 +367,87 @@ class PgTx:
     def count_records(self) -> int:
         return int(self._one("SELECT count(*) FROM journal"))
 
+    # ---- knowledge graph (keys as LMDB's: agent \0 ...) -----------------------------------
+    def extracted(self, key: bytes) -> bool:
+        return bool(self._one("SELECT EXISTS (SELECT 1 FROM extracted WHERE key = %s)", (key,)))
+
+    def put_extracted(self, key: bytes, signature: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO extracted (key, signature) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET signature = EXCLUDED.signature",
+            (key, signature),
+        )
+
+    def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
+        found = self._one(f"SELECT value FROM {_graph(table)} WHERE key = %s", (key,))
+        return None if found is None else bytes(found)
+
+    def put_graph_row(self, table: GraphTable, key: bytes, value: bytes) -> None:
+        agent = key.split(SEP, 1)[0].decode()
+        self.conn.execute(
+            f"INSERT INTO {_graph(table)} (agent_id, key, value) VALUES (%s, %s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (agent, key, value),
+        )
+
+    def delete_graph_row(self, table: GraphTable, key: bytes) -> None:
+        self.conn.execute(f"DELETE FROM {_graph(table)} WHERE key = %s", (key,))
+
+    def graph_rows(self, table: GraphTable, agent: str) -> Iterator[tuple[bytes, bytes]]:
+        rows = self.conn.execute(
+            f"SELECT key, value FROM {_graph(table)} WHERE agent_id = %s ORDER BY key", (agent,)
+        )
+        for key, value in rows.fetchall():
+            yield bytes(key), bytes(value)
+
+    # ---- checkpoints, aliases, the review queue -------------------------------------------
+    def put_checkpoint(self, agent: str, checkpoint_id: str, record: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO checkpoints (agent_id, id, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (agent_id, id) DO UPDATE SET record = EXCLUDED.record",
+            (agent, checkpoint_id, record.decode()),
+        )
+
+    def latest_checkpoint(self, agent: str) -> tuple[str, bytes] | None:
+        row = self.conn.execute(
+            "SELECT id, record::text FROM checkpoints WHERE agent_id = %s ORDER BY id DESC LIMIT 1",
+            (agent,),
+        ).fetchone()
+        return None if row is None else (row[0], row[1].encode())
+
+    def put_alias(self, agent: str, term: str, record: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO aliases (agent_id, term, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (agent_id, term) DO UPDATE SET record = EXCLUDED.record",
+            (agent, term, record.decode()),
+        )
+
+    def iter_aliases(self, agent: str) -> Iterator[tuple[str, bytes]]:
+        rows = self.conn.execute(
+            "SELECT term, record::text FROM aliases WHERE agent_id = %s ORDER BY term", (agent,)
+        )
+        for term, raw in rows.fetchall():
+            yield term, raw.encode()
+
+    def put_proposal(self, proposal_id: str, record: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO proposals (id, record) VALUES (%s, %s::json) "
+            "ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record",
+            (proposal_id, record.decode()),
+        )
+
+    def proposal(self, proposal_id: str) -> bytes | None:
+        if not proposal_id or len(proposal_id) > 64 or "\x00" in proposal_id:
+            return None
+        raw = self._one("SELECT record::text FROM proposals WHERE id = %s", (proposal_id,))
+        return None if raw is None else str(raw).encode()
+
+    def iter_proposals(self, *, newest_first: bool = True) -> Iterator[bytes]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self.conn.execute(f"SELECT record::text FROM proposals ORDER BY id {order}")
+        for (raw,) in rows.fetchall():
+            yield raw.encode()
+
     # ---- activity --------------------------------------------------------------------------
     def log(
         self,
@@ -366,3 +492,8 @@ class PgTx:
 
     def last_activity(self) -> int:
         return self.meta_int("activity_seq")
+
+
+def _graph(table: GraphTable) -> str:
+    """The table's name, from the two the type allows (never from input)."""
+    return {"graph_nodes": "graph_nodes", "graph_edges": "graph_edges"}[table]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from graymatter_tui.errors import StoreError
-from graymatter_tui.pg import PgStore
+from graymatter_tui.pg import PgStore, schema
 from graymatter_tui.pg.schema import SCHEMA_VERSION
 from tests.conftest import clean_env
 from tests.support.postgres import Cluster, _free_port
@@ -181,3 +181,19 @@ def test_without_psycopg_the_package_imports_and_a_postgres_url_names_the_extra(
     )
     assert done.returncode == 0, done.stderr
     assert "install graymatter-tui[postgres]" in done.stdout
+
+
+def test_an_older_schema_is_upgraded_step_by_step_keeping_the_facts(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patched:  # a graymatter-tui that knew only step 1
+        patched.setattr(schema, "STEPS", schema.STEPS[:1])
+        patched.setattr(schema, "SCHEMA_VERSION", 1)
+        with PgStore.open(pg_url) as store:
+            fact = store.put("ann", "written at schema version 1")
+            assert store.info().schema_version == 1
+    with PgStore.open(pg_url) as store:
+        assert store.info().schema_version == SCHEMA_VERSION
+        assert store.require(fact.id) == fact
+        saved = store.save_checkpoint("ann", '{"at": "v2"}')  # a table of step 2
+        assert store.latest_checkpoint("ann") == saved
