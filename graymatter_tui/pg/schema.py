@@ -44,7 +44,7 @@ CREATE TABLE facts (
     confidence    text,
     kind          text,
     source        text
-);
+) WITH (fillfactor = 80);  -- room on each page for decay's in-place (HOT) weight updates
 CREATE INDEX facts_by_agent ON facts (agent_id, id);
 CREATE INDEX facts_live ON facts (agent_id, id) WHERE superseded_by = '';
 CREATE INDEX facts_tombstones ON facts (agent_id, id) WHERE superseded_by <> '';

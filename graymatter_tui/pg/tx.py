@@ -32,6 +32,7 @@ from graymatter_tui.tokens import NO_STEMMING, Analyzer
 
 T = TypeVar("T")
 PAGE = 1000  # rows fetched per round trip when iterating
+ANALYZE_AFTER = 1000  # facts inserted in one call after which the tables are analysed
 
 STATE_SQL: dict[FactState, str] = {
     "live": " AND superseded_by = ''",
@@ -141,6 +142,10 @@ class PgTx:
             for fact in facts:
                 copy.write_row(to_row(fact))
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+        if len(facts) >= ANALYZE_AFTER:
+            # Fresh statistics now, not when autovacuum gets round to it: without them the
+            # planner scans all postings to delete one fact's (measured: 50 ms at 10k facts).
+            self.conn.execute("ANALYZE facts, postings, terms")
 
     def delete_fact(self, fact: Fact) -> None:
         self.conn.execute("DELETE FROM facts WHERE id = %s", (fact.id,))
@@ -230,17 +235,19 @@ class PgTx:
     ) -> Iterator[tuple[Any, ...]]:
         """Rows of one agent's facts in id order, a page per round trip (keyset)."""
         order, compare = ("DESC", "<") if newest_first else ("ASC", ">")
-        sql = (
-            f"SELECT {columns} FROM facts WHERE agent_id = %s{STATE_SQL[state]} "
-            f"AND (%s::text IS NULL OR id {compare} %s) ORDER BY id {order} LIMIT {PAGE}"
-        )
-        after = before
+        head = f"SELECT {columns} FROM facts WHERE agent_id = %s{STATE_SQL[state]}"
+        tail = f" ORDER BY id {order} LIMIT {PAGE}"
+        # Two statements, not `(%s IS NULL OR id < %s)`: the planner can walk the
+        # (agent_id, id) index only when the bound is a plain comparison.
+        first, more = head + tail, head + f" AND id {compare} %s" + tail
+        rows = self.conn.execute(
+            first if before is None else more, (agent,) if before is None else (agent, before)
+        ).fetchall()
         while True:
-            rows = self.conn.execute(sql, (agent, after, after)).fetchall()
             yield from rows
             if len(rows) < PAGE:
                 return
-            after = rows[-1][0]
+            rows = self.conn.execute(more, (agent, rows[-1][0])).fetchall()
 
     def iter_ids(
         self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
