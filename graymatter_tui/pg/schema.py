@@ -152,6 +152,20 @@ def _version(conn: Any) -> int:
         raise StoreError("the database's schema version is unreadable") from None
 
 
+def inspect(conn: Any) -> int:
+    """The schema version of a database opened for reading only, changing nothing:
+    refuses another application's database and a newer schema; 0 when it holds no
+    store yet."""
+    with conn.transaction():
+        version = _version(conn)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {version}, newer than this "
+            f"graymatter-tui knows ({SCHEMA_VERSION}); upgrade graymatter-tui"
+        )
+    return version
+
+
 def prepare(conn: Any, *, created_at: str, language: str) -> int:
     """Bring the database to `SCHEMA_VERSION`, one step per transaction; returns the
     version found before. `created_at` and `language` (stemming) mark a new database."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from graymatter_tui import clock, provenance
-from graymatter_tui.errors import GraymatterError, InvalidInput, StoreError
+from graymatter_tui.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
 from graymatter_tui.model import (
     ActivityEntry,
     AgentSummary,
@@ -85,6 +85,7 @@ class PgStore:
         self._pool = pool
         self._clock = clock_fn or clock.now
         self._closed = False
+        self._read_only = False
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -95,9 +96,12 @@ class PgStore:
         clock_fn: Callable[[], datetime] | None = None,
         stem_language: str | None = None,
         connect_timeout: float | None = None,
+        read_only: bool = False,
     ) -> PgStore:
         """Connect to the database `url` names, create or upgrade its schema (refusing a
-        newer one or another application's database) and open a pool of connections."""
+        newer one or another application's database) and open a pool of connections.
+        `read_only` creates and upgrades nothing: a database without a store, or with an
+        older schema, is refused, and every write is refused with ReadOnlyStore."""
         target = parse_store_url(url) if isinstance(url, str) else url
         if target.backend != "postgresql":
             raise InvalidInput(f"{target.redacted} is not a PostgreSQL URL")
@@ -106,13 +110,18 @@ class PgStore:
         psycopg, _ = psycopg_modules()
         conn = connect.connect_once(target, timeout)
         try:
-            created = clock.format_time((clock_fn or clock.now)())
-            schema.prepare(conn, created_at=created, language=language)
+            if read_only:
+                _check_readable(target, schema.inspect(conn))
+            else:
+                created = clock.format_time((clock_fn or clock.now)())
+                schema.prepare(conn, created_at=created, language=language)
         except psycopg.Error as exc:
             raise connect.describe(exc, target) from None
         finally:
             conn.close()
-        return cls(target, connect.open_pool(target, timeout), clock_fn)
+        opened = cls(target, connect.open_pool(target, timeout), clock_fn)
+        opened._read_only = read_only
+        return opened
 
     def close(self) -> None:
         if not self._closed:
@@ -127,7 +136,8 @@ class PgStore:
 
     @property
     def read_only_reason(self) -> str | None:
-        return None
+        """Why writes are refused, or None for a writable store."""
+        return "opened read-only" if self._read_only else None
 
     @property
     def absent(self) -> bool:
@@ -167,6 +177,11 @@ class PgStore:
     def _write(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` in one transaction that first takes the generation row's lock: one writer
         at a time, every earlier write visible (READ COMMITTED), all or nothing."""
+        if self._read_only:
+            raise ReadOnlyStore(
+                f"the PostgreSQL store {self.url.redacted} was opened read-only; "
+                "nothing was written"
+            )
         now = self._clock()
         source = provenance.current()
         psycopg, _ = psycopg_modules()
@@ -531,6 +546,19 @@ class PgStore:
         )
         return self._write(
             lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)
+        )
+
+
+def _check_readable(url: StoreUrl, version: int) -> None:
+    if version == 0:
+        raise StoreError(
+            f"the database of {url.redacted} holds no graymatter-tui store yet, and it was "
+            "opened for reading only; nothing was created"
+        )
+    if version < schema.SCHEMA_VERSION:
+        raise StoreError(
+            f"the store in {url.redacted} has schema version {version}; open it once for "
+            f"writing to upgrade it to {schema.SCHEMA_VERSION}"
         )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from graymatter_tui.errors import StoreError
+from graymatter_tui.errors import ReadOnlyStore, StoreError
 from graymatter_tui.pg import PgStore, schema
 from graymatter_tui.pg.schema import SCHEMA_VERSION
 from tests.conftest import clean_env
@@ -197,3 +197,35 @@ def test_an_older_schema_is_upgraded_step_by_step_keeping_the_facts(
         assert store.require(fact.id) == fact
         saved = store.save_checkpoint("ann", '{"at": "v2"}')  # a table of step 2
         assert store.latest_checkpoint("ann") == saved
+
+
+def test_a_read_only_open_reads_and_refuses_every_write(pg_url: str) -> None:
+    with PgStore.open(pg_url) as store:
+        fact = store.put("ann", "readable by a read-only open")
+        generation = store.generation()
+    with PgStore.open(pg_url, read_only=True) as reader:
+        assert reader.read_only_reason == "opened read-only"
+        assert reader.require(fact.id) == fact
+        for write in (
+            lambda: reader.put("ann", "never written"),
+            lambda: reader.touch([fact.id]),
+            lambda: reader.pin(fact.id),
+        ):
+            with pytest.raises(ReadOnlyStore, match="opened read-only; nothing was written"):
+                write()
+        assert reader.generation() == generation
+
+
+def test_a_read_only_open_of_an_empty_database_creates_nothing(pg_url: str) -> None:
+    message = _refusal_read_only(pg_url)
+    assert "holds no graymatter-tui store yet" in message
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchone() == (0,)
+
+
+def _refusal_read_only(url: str) -> str:
+    with pytest.raises(StoreError) as caught:
+        PgStore.open(url, read_only=True)
+    return str(caught.value)
