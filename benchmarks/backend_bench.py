@@ -5,10 +5,11 @@
 Without `--pg-url` the run starts a throwaway cluster (tests/support/postgres.py: a temp
 dir, a free port, fsync off as in the tests, so commit cost is below a production
 server's). Each backend gets one agent's `--facts` facts by `put_many` in chunks of 20k,
-then: remember (`put`, one transaction each), recall (`rank` over the keyword index,
-queries of 1-3 common words), touch of ten ids, the first page of the fact list with the
-agent summary (what the TUI reads to paint), decay and selection over every fact, and one
-applied consolidation of ten facts. Times are wall clock on this machine; the ratio column
+then: remember (`put`, one transaction each), recall (`rank` over the keyword index;
+facts and queries are recall_bench.py's: a Zipf vocabulary of 2k words and rare ids),
+touch of ten ids, the first page of the fact list with the agent summary (what the TUI
+reads to paint), decay and selection over every fact, and one applied consolidation of
+ten facts. Times are wall clock on this machine; the ratio column
 is PostgreSQL / LMDB (the issue's goal: within 5x on each).
 """
 
@@ -26,7 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import NOW, WORDS, median, new_facts, percentile
+from benchmarks._common import NOW, median, percentile
+from benchmarks.recall_bench import build_items, build_queries
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.pg import PgStore
 from graymatter_tui.recall import rank
@@ -47,7 +49,9 @@ def _samples(n: int, fn: Callable[[int], object]) -> list[float]:
 
 def measure(store: Any, facts: int, samples: int) -> dict[str, float]:
     got: dict[str, float] = {}
-    items = new_facts(AGENT, facts)
+    rng = random.Random(11)
+    items, words, zipf, rare_ids = build_items(facts, rng)  # recall_bench's Zipf vocabulary
+    queries = build_queries(samples, rng, words, zipf, rare_ids)
     started = time.perf_counter()
     for start in range(0, facts, CHUNK):
         store.put_many(items[start : start + CHUNK])
@@ -55,8 +59,6 @@ def measure(store: Any, facts: int, samples: int) -> dict[str, float]:
     remember = _samples(samples, lambda i: store.put(AGENT, f"remember {i} deploy port note"))
     got["remember p50 (ms)"] = median(remember) * 1000
     got["remember p99 (ms)"] = percentile(remember, 99) * 1000
-    rng = random.Random(5)
-    queries = [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(samples)]
     recall = _samples(samples, lambda i: rank(store, AGENT, queries[i]))
     got["recall p50 (ms)"] = median(recall) * 1000
     got["recall p99 (ms)"] = percentile(recall, 99) * 1000

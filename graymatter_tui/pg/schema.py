@@ -48,6 +48,15 @@ CREATE TABLE facts (
 CREATE INDEX facts_by_agent ON facts (agent_id, id);
 CREATE INDEX facts_live ON facts (agent_id, id) WHERE superseded_by = '';
 CREATE INDEX facts_tombstones ON facts (agent_id, id) WHERE superseded_by <> '';
+-- per agent: live facts, tombstones, live pinned facts and the sum of live weights,
+-- kept by every write (as LMDB keeps them) so listing agents reads one row each
+CREATE TABLE agent_counts (
+    agent_id   text COLLATE "C" PRIMARY KEY,
+    live       bigint NOT NULL,
+    tombstones bigint NOT NULL,
+    pinned     bigint NOT NULL,
+    weight_sum double precision NOT NULL
+);
 CREATE TABLE receipts (
     summary_id text COLLATE "C" PRIMARY KEY,
     consumed   text[] NOT NULL

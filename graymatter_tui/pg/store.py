@@ -193,6 +193,7 @@ class PgStore:
                 result = fn(tx)
                 if tx.discard:
                     raise psycopg.Rollback()
+                tx.flush_counts()
             return result
 
         return self._run(run)
@@ -285,11 +286,8 @@ class PgStore:
     def agents(self) -> list[AgentSummary]:
         def run(tx: PgTx) -> list[AgentSummary]:
             rows = tx.conn.execute(
-                "SELECT agent_id, count(*) FILTER (WHERE superseded_by = ''), "
-                "count(*) FILTER (WHERE superseded_by <> ''), "
-                "count(*) FILTER (WHERE superseded_by = '' AND pinned), "
-                "coalesce(sum(weight) FILTER (WHERE superseded_by = ''), 0) "
-                "FROM facts GROUP BY agent_id ORDER BY agent_id"
+                "SELECT agent_id, live, tombstones, pinned, weight_sum FROM agent_counts "
+                "ORDER BY agent_id"
             ).fetchall()
             return [
                 AgentSummary(

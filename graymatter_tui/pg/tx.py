@@ -14,7 +14,7 @@ from graymatter_tui import clock, provenance
 from graymatter_tui.errors import NotFound
 from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
 from graymatter_tui.pg.rows import COLUMNS, PLACEHOLDERS, SET_ALL, from_row, to_row
-from graymatter_tui.store.codec import decode_activity, decode_record, encode
+from graymatter_tui.store.codec import AgentCounts, decode_activity, decode_record, encode
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import (
     ACTIVITY_KEEP,
@@ -51,6 +51,8 @@ class PgTx:
         self.source = source
         self.discard = False
         self._analyzer: Analyzer | None = None
+        # Agent counts this transaction changed, written once at its end (`flush_counts`).
+        self._counts: dict[str, AgentCounts] = {}
 
     def _one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
@@ -127,6 +129,8 @@ class PgTx:
                 self._unindex(old)
             if new.is_live:
                 self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
+        self._count(old, -1)
+        self._count(new, +1)
 
     def insert_many(
         self,
@@ -142,6 +146,8 @@ class PgTx:
             for fact in facts:
                 copy.write_row(to_row(fact))
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+        for fact in facts:
+            self._count(fact, +1)
         if len(facts) >= ANALYZE_AFTER:
             # Fresh statistics now, not when autovacuum gets round to it: without them the
             # planner scans all postings to delete one fact's (measured: 50 ms at 10k facts).
@@ -154,6 +160,51 @@ class PgTx:
         )
         if fact.is_live:
             self._unindex(fact)
+        self._count(fact, -1)
+
+    # ---- agent counts (the same arithmetic as LMDB's `Tx._count`) ---------------------------
+    def _count(self, fact: Fact | None, sign: int) -> None:
+        if fact is None:
+            return
+        counts = self.agent_counts(fact.agent_id)
+        self._counts[fact.agent_id] = counts
+        if fact.is_live:
+            counts.live += sign
+            counts.weight_sum += sign * fact.weight
+            if fact.pinned:
+                counts.pinned += sign
+        else:
+            counts.tombstones += sign
+
+    def agent_counts(self, agent: str) -> AgentCounts:
+        pending = self._counts.get(agent)
+        if pending is not None:
+            return pending
+        row = self.conn.execute(
+            "SELECT live, tombstones, pinned, weight_sum FROM agent_counts WHERE agent_id = %s",
+            (agent,),
+        ).fetchone()
+        if row is None:
+            return AgentCounts()
+        return AgentCounts(live=row[0], tombstones=row[1], pinned=row[2], weight_sum=row[3])
+
+    def flush_counts(self) -> None:
+        """Write the agent counts this transaction changed (an agent with no facts left
+        has no row)."""
+        for agent, counts in self._counts.items():
+            if counts.live == 0 and counts.tombstones == 0:
+                self.conn.execute("DELETE FROM agent_counts WHERE agent_id = %s", (agent,))
+                continue
+            if counts.live == 0:
+                counts.weight_sum = 0.0
+            self.conn.execute(
+                "INSERT INTO agent_counts (agent_id, live, tombstones, pinned, weight_sum) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id) DO UPDATE SET "
+                "live = EXCLUDED.live, tombstones = EXCLUDED.tombstones, "
+                "pinned = EXCLUDED.pinned, weight_sum = EXCLUDED.weight_sum",
+                (agent, counts.live, counts.tombstones, counts.pinned, counts.weight_sum),
+            )
+        self._counts.clear()
 
     # ---- recall index --------------------------------------------------------------------
     def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
@@ -218,11 +269,7 @@ class PgTx:
         yield from rows.fetchall()
 
     def live_count(self, agent: str) -> int:
-        return int(
-            self._one(
-                "SELECT count(*) FROM facts WHERE agent_id = %s AND superseded_by = ''", (agent,)
-            )
-        )
+        return self.agent_counts(agent).live
 
     # ---- iteration -----------------------------------------------------------------------
     def _pages(
@@ -296,10 +343,12 @@ class PgTx:
             )
 
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
-        """Nothing to keep: an agent's weights are summed when asked for."""
+        counts = self.agent_counts(agent)
+        counts.weight_sum = weight_sum
+        self._counts[agent] = counts
 
     def agent_names(self) -> list[str]:
-        rows = self.conn.execute("SELECT DISTINCT agent_id FROM facts ORDER BY agent_id")
+        rows = self.conn.execute("SELECT agent_id FROM agent_counts ORDER BY agent_id")
         return [row[0] for row in rows.fetchall()]
 
     # ---- meta, counters, receipts, journal ---------------------------------------------
@@ -325,9 +374,6 @@ class PgTx:
                 (key, amount),
             )
         )
-
-    def flush_counts(self) -> None:
-        """Nothing to flush: counts are queried, document frequencies written at once."""
 
     def receipts(self, summary_id: str) -> list[str]:
         found = self._one("SELECT consumed FROM receipts WHERE summary_id = %s", (summary_id,))
