@@ -426,7 +426,9 @@ class PgStore:
         return self._write(lambda tx: fact_ops.delete(_as_tx(tx), wanted))
 
     def claim_for_demo(self) -> None:
-        self._write(lambda tx: fact_ops.claim_for_demo(_as_tx(tx), Path(self.url.redacted)))
+        # The location is only shown in the refusal; a Path would fold the URL's "//".
+        where = cast("Path", self.url.redacted)
+        self._write(lambda tx: fact_ops.claim_for_demo(_as_tx(tx), where))
 
     # ---- the review queue ---------------------------------------------------------------
     def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:

@@ -566,3 +566,61 @@ def test_delete_removes_the_fact_from_every_view(any_store: AnyStore) -> None:
         return index.document_frequency("a", term), [p[0] for p in index.iter_postings("a", term)]
 
     assert any_store.read_index(postings) == (1, [keep.id])
+
+
+# ---- limits, hostile text, the demo's claim ---------------------------------------------
+
+
+def test_text_and_agent_size_limits_are_bytes(any_store: AnyStore) -> None:
+    assert any_store.put("a", "x" * 65536).text == "x" * 65536  # exactly 64 KiB is fine
+    assert any_store.put("é" * 128, "ok").agent_id == "é" * 128  # 256 bytes is fine
+    with pytest.raises(InvalidInput, match="65537 bytes"):
+        any_store.put("a", "x" * 65535 + "é")
+    with pytest.raises(InvalidInput, match="258"):
+        any_store.put("é" * 129, "x")
+    with pytest.raises(InvalidInput):
+        any_store.put("a", "bad \ud800 surrogate")
+    assert {a.agent_id for a in any_store.agents()} == {"a", "é" * 128}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a NUL \x00 inside, twice \x00",
+        "\x00",
+        "quotes ' \" and a backslash \\ and %s %(x)s {x}",
+        "Robert'); DROP TABLE facts;--",
+        "emoji \U0001f600 and RTL \u202e override",
+    ],
+)
+def test_hostile_text_is_kept_exactly_and_found(any_store: AnyStore, text: str) -> None:
+    fact = any_store.put("a", text)
+    assert any_store.require(fact.id).text == text
+    assert any_store.list_facts("a") == [fact]
+    revision, tomb = any_store.revise(fact.id, text + " (revised)")
+    assert any_store.require(tomb.id).text == text
+    assert any_store.texts("a") == ([revision.id], [text + " (revised)"])
+    assert any_store.retire_text("a", text + " (revised)")[0].id == revision.id
+
+
+def test_unknown_and_malformed_ids_are_not_found(any_store: AnyStore) -> None:
+    for bad in ("", "x" * 100, "nul\x00id", "01JC000000000000000000000'"):
+        assert any_store.find(bad) is None
+        assert any_store.find_record(bad) is None
+        assert any_store.find_many([bad]) == [None]
+
+
+def test_the_demo_claims_only_an_empty_store(any_store: AnyStore) -> None:
+    assert any_store.is_demo() is False
+    any_store.claim_for_demo()
+    assert any_store.is_demo() is True
+    any_store.put("a", "a demo fact")
+    any_store.claim_for_demo()  # claimed already: nothing to refuse
+
+
+def test_the_demo_refuses_a_store_with_facts_it_did_not_put(any_store: AnyStore) -> None:
+    any_store.put("a", "somebody's fact")
+    with pytest.raises(Conflict, match="already holds 1 fact that the demo did not put") as caught:
+        any_store.claim_for_demo()
+    assert "***" in str(caught.value) or "store-" in str(caught.value)
+    assert any_store.is_demo() is False
