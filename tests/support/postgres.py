@@ -44,6 +44,8 @@ def find_bin_dir() -> Path:
     newest Debian version."""
     chosen = os.environ.get("GRAYMATTER_TEST_PG_BIN")
     if chosen:
+        if not (Path(chosen) / "initdb").exists():
+            raise ClusterUnavailable(f"GRAYMATTER_TEST_PG_BIN={chosen} holds no initdb")
         return Path(chosen)
     on_path = shutil.which("initdb")
     if on_path and shutil.which("pg_ctl"):
