@@ -12,8 +12,18 @@ COLUMNS = (
     "id, agent_id, text, text_raw, created_at, accessed_at, access_count, weight, "
     "superseded_by, pinned, pinned_at, cycle_id, confidence, kind, source"
 )
-SET_ALL = ", ".join(f"{name} = EXCLUDED.{name}" for name in COLUMNS.split(", ") if name != "id")
-PLACEHOLDERS = ", ".join(["%s"] * len(COLUMNS.split(", ")))
+# Where a fact's columns are read from: its row and its weight (ADR 0041).
+FACTS = "facts JOIN weights ON weights.fact_id = facts.id"
+# The `facts` table's own columns: every column but the weight.
+ROW_COLUMNS = COLUMNS.replace(" weight,", "")
+SET_ROW = ", ".join(f"{name} = EXCLUDED.{name}" for name in ROW_COLUMNS.split(", ") if name != "id")
+ROW_PLACEHOLDERS = ", ".join(["%s"] * len(ROW_COLUMNS.split(", ")))
+
+
+def to_row_and_weight(fact: Fact) -> tuple[tuple[Any, ...], float]:
+    """The `facts` row (no weight) and the weight, for writing."""
+    row = to_row(fact)
+    return row[:7] + row[8:], fact.weight
 
 
 def to_row(fact: Fact) -> tuple[Any, ...]:

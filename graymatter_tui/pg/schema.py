@@ -36,7 +36,6 @@ CREATE TABLE facts (
     created_at    text NOT NULL,
     accessed_at   text NOT NULL,
     access_count  bigint NOT NULL DEFAULT 0,
-    weight        double precision NOT NULL,
     superseded_by text COLLATE "C" NOT NULL DEFAULT '',
     pinned        boolean NOT NULL DEFAULT false,
     pinned_at     text,
@@ -44,7 +43,13 @@ CREATE TABLE facts (
     confidence    text,
     kind          text,
     source        text
-) WITH (fillfactor = 80);  -- room on each page for decay's in-place (HOT) weight updates
+);
+-- A fact's weight, apart from its row as LMDB keeps it apart (vitals): decay rewrites
+-- every weight, and a narrow row with half of each page free is updated in place (HOT).
+CREATE TABLE weights (
+    fact_id text COLLATE "C" PRIMARY KEY,
+    weight  double precision NOT NULL
+) WITH (fillfactor = 50);
 CREATE INDEX facts_by_agent ON facts (agent_id, id);
 CREATE INDEX facts_live ON facts (agent_id, id) WHERE superseded_by = '';
 CREATE INDEX facts_tombstones ON facts (agent_id, id) WHERE superseded_by <> '';

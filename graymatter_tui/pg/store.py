@@ -32,7 +32,7 @@ from graymatter_tui.model import (
 )
 from graymatter_tui.pg import bulk_ops, connect, schema
 from graymatter_tui.pg.driver import psycopg_modules
-from graymatter_tui.pg.rows import COLUMNS, from_row
+from graymatter_tui.pg.rows import COLUMNS, FACTS, from_row
 from graymatter_tui.pg.tx import STATE_SQL, PgTx
 from graymatter_tui.progress import Report
 from graymatter_tui.store import (
@@ -238,7 +238,7 @@ class PgStore:
         if before is not None:
             where.append("id < %s")
             params.append(before)
-        sql = f"SELECT {COLUMNS} FROM facts WHERE {' AND '.join(where)} ORDER BY id DESC"
+        sql = f"SELECT {COLUMNS} FROM {FACTS} WHERE {' AND '.join(where)} ORDER BY id DESC"
         if limit is not None:
             sql += " LIMIT %s"
             params.append(max(limit, 0))
@@ -278,7 +278,7 @@ class PgStore:
         """Every fact, by agent then oldest first (exports)."""
 
         def run(tx: PgTx) -> list[Fact]:
-            rows = tx.conn.execute(f"SELECT {COLUMNS} FROM facts ORDER BY agent_id, id")
+            rows = tx.conn.execute(f"SELECT {COLUMNS} FROM {FACTS} ORDER BY agent_id, id")
             return [from_row(row) for row in rows.fetchall()]
 
         return self._read(run)

@@ -13,7 +13,15 @@ from typing import Any, TypeVar
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import NotFound
 from graymatter_tui.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
-from graymatter_tui.pg.rows import COLUMNS, PLACEHOLDERS, SET_ALL, from_row, to_row
+from graymatter_tui.pg.rows import (
+    COLUMNS,
+    FACTS,
+    ROW_COLUMNS,
+    ROW_PLACEHOLDERS,
+    SET_ROW,
+    from_row,
+    to_row_and_weight,
+)
 from graymatter_tui.store.codec import AgentCounts, decode_activity, decode_record, encode
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import (
@@ -99,14 +107,14 @@ class PgTx:
     def find(self, fact_id: str) -> Fact | None:
         if not fact_id or len(fact_id) > 64 or "\x00" in fact_id:
             return None
-        row = self.conn.execute(f"SELECT {COLUMNS} FROM facts WHERE id = %s", (fact_id,))
+        row = self.conn.execute(f"SELECT {COLUMNS} FROM {FACTS} WHERE id = %s", (fact_id,))
         found = row.fetchone()
         return None if found is None else from_row(found)
 
     def find_many(self, fact_ids: list[str]) -> list[Fact | None]:
         wanted = [i for i in fact_ids if i and len(i) <= 64 and "\x00" not in i]
         rows = self.conn.execute(
-            f"SELECT {COLUMNS} FROM facts WHERE id = ANY(%s)", (wanted,)
+            f"SELECT {COLUMNS} FROM {FACTS} WHERE id = ANY(%s)", (wanted,)
         ).fetchall()
         by_id = {row[0]: from_row(row) for row in rows}
         return [by_id.get(i) for i in fact_ids]
@@ -119,11 +127,18 @@ class PgTx:
 
     def write_fact(self, new: Fact, old: Fact | None) -> None:
         """Insert or replace one fact, keeping its postings in step with its state."""
+        row, weight = to_row_and_weight(new)
         self.conn.execute(
-            f"INSERT INTO facts ({COLUMNS}) VALUES ({PLACEHOLDERS}) "
-            f"ON CONFLICT (id) DO UPDATE SET {SET_ALL}",
-            to_row(new),
+            f"INSERT INTO facts ({ROW_COLUMNS}) VALUES ({ROW_PLACEHOLDERS}) "
+            f"ON CONFLICT (id) DO UPDATE SET {SET_ROW}",
+            row,
         )
+        if old is None or old.weight != new.weight:
+            self.conn.execute(
+                "INSERT INTO weights (fact_id, weight) VALUES (%s, %s) "
+                "ON CONFLICT (fact_id) DO UPDATE SET weight = EXCLUDED.weight",
+                (new.id, weight),
+            )
         if old is None or old.is_live != new.is_live or old.text != new.text:
             if old is not None and old.is_live:
                 self._unindex(old)
@@ -142,19 +157,24 @@ class PgTx:
         if terms is None or made_by != self.analyzer:
             counts = self.analyzer.term_counts
             terms = [counts(f.text) if f.is_live else {} for f in facts]
-        with self.conn.cursor().copy(f"COPY facts ({COLUMNS}) FROM STDIN") as copy:
-            for fact in facts:
-                copy.write_row(to_row(fact))
+        split = [to_row_and_weight(fact) for fact in facts]
+        with self.conn.cursor().copy(f"COPY facts ({ROW_COLUMNS}) FROM STDIN") as copy:
+            for row, _weight in split:
+                copy.write_row(row)
+        with self.conn.cursor().copy("COPY weights (fact_id, weight) FROM STDIN") as copy:
+            for row, weight in split:
+                copy.write_row((row[0], weight))
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
         for fact in facts:
             self._count(fact, +1)
         if len(facts) >= ANALYZE_AFTER:
             # Fresh statistics now, not when autovacuum gets round to it: without them the
             # planner scans all postings to delete one fact's (measured: 50 ms at 10k facts).
-            self.conn.execute("ANALYZE facts, postings, terms")
+            self.conn.execute("ANALYZE facts, weights, postings, terms")
 
     def delete_fact(self, fact: Fact) -> None:
         self.conn.execute("DELETE FROM facts WHERE id = %s", (fact.id,))
+        self.conn.execute("DELETE FROM weights WHERE fact_id = %s", (fact.id,))
         self.conn.execute(
             "DELETE FROM extracted WHERE key = %s", (fact_key(fact.agent_id, fact.id),)
         )
@@ -282,7 +302,7 @@ class PgTx:
     ) -> Iterator[tuple[Any, ...]]:
         """Rows of one agent's facts in id order, a page per round trip (keyset)."""
         order, compare = ("DESC", "<") if newest_first else ("ASC", ">")
-        head = f"SELECT {columns} FROM facts WHERE agent_id = %s{STATE_SQL[state]}"
+        head = f"SELECT {columns} FROM {FACTS} WHERE agent_id = %s{STATE_SQL[state]}"
         tail = f" ORDER BY id {order} LIMIT {PAGE}"
         # Two statements, not `(%s IS NULL OR id < %s)`: the planner can walk the
         # (agent_id, id) index only when the bound is a plain comparison.
@@ -336,11 +356,19 @@ class PgTx:
             if write and new != weight:
                 changed[key[start:].decode()] = new
         if changed:
+            # COPY into a scratch table, then one UPDATE: binding 100k-element arrays costs
+            # more in the driver than the update itself.
             self.conn.execute(
-                "UPDATE facts SET weight = w.weight FROM unnest(%s::text[], %s::float8[]) "
-                "AS w(id, weight) WHERE facts.id = w.id",
-                (list(changed), list(changed.values())),
+                'CREATE TEMP TABLE decayed (fact_id text COLLATE "C", weight float8) ON COMMIT DROP'
             )
+            with self.conn.cursor().copy("COPY decayed (fact_id, weight) FROM STDIN") as copy:
+                for item in changed.items():
+                    copy.write_row(item)
+            self.conn.execute(
+                "UPDATE weights SET weight = d.weight FROM decayed d "
+                "WHERE weights.fact_id = d.fact_id"
+            )
+            self.conn.execute("DROP TABLE decayed")
 
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
         counts = self.agent_counts(agent)
