@@ -235,9 +235,9 @@ class PgStore:
         if agent is not None:
             where.append("agent_id = %s")
             params.append(agent)
-        if before is not None:
-            where.append("id < %s")
-            params.append(before)
+        if before is not None:  # bound on both joined tables (see PgTx._pages)
+            where.append("id < %s AND weights.fact_id < %s")
+            params += [before, before]
         sql = f"SELECT {COLUMNS} FROM {FACTS} WHERE {' AND '.join(where)} ORDER BY id DESC"
         if limit is not None:
             sql += " LIMIT %s"

@@ -306,15 +306,19 @@ class PgTx:
         tail = f" ORDER BY id {order} LIMIT {PAGE}"
         # Two statements, not `(%s IS NULL OR id < %s)`: the planner can walk the
         # (agent_id, id) index only when the bound is a plain comparison.
-        first, more = head + tail, head + f" AND id {compare} %s" + tail
+        # The bound is given for both joined tables: the planner does not carry it across
+        # the join, and a merge join would otherwise walk `weights` from its start.
+        bound = f" AND id {compare} %s AND weights.fact_id {compare} %s"
+        first, more = head + tail, head + bound + tail
         rows = self.conn.execute(
-            first if before is None else more, (agent,) if before is None else (agent, before)
+            first if before is None else more,
+            (agent,) if before is None else (agent, before, before),
         ).fetchall()
         while True:
             yield from rows
             if len(rows) < PAGE:
                 return
-            rows = self.conn.execute(more, (agent, rows[-1][0])).fetchall()
+            rows = self.conn.execute(more, (agent, rows[-1][0], rows[-1][0])).fetchall()
 
     def iter_ids(
         self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
