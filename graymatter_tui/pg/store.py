@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from graymatter_tui.store.tx import Tx
 
 T = TypeVar("T")
+NO_VECTORS = "the PostgreSQL backend does not store embedding vectors yet (keyword recall only)"
 
 
 def _as_tx(tx: PgTx) -> Tx:
@@ -270,6 +271,36 @@ class PgStore:
             lambda tx: list(islice(tx.iter_texts(agent, state, before=before), limit))
         )
         return [r[0] for r in rows], [r[1] for r in rows]
+
+    # ---- embeddings (ADR 0034): not on this backend yet; recall stays keyword-only ----
+    # `EmbedState` and the vector protocol arrive with the embedding work merged beside
+    # this backend; these are typed loosely so this file checks before and after it.
+    def embed_state(self) -> Any:
+        from graymatter_tui.store import values
+
+        state = getattr(values, "EmbedState", None)
+        if state is None:
+            raise StoreError(NO_VECTORS)
+        return state(model=None, dimension=None, backlog=0, vectors=0)
+
+    def embed_model(self) -> tuple[str | None, int | None]:
+        return None, None
+
+    def embed_backlog(self, agent: str | None = None) -> int:
+        return 0
+
+    def start_embedding(self, model: str, dimension: int | None = None) -> int:
+        raise StoreError(NO_VECTORS)
+
+    def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
+        return []
+
+    def store_vectors(self, model: str, rows: list[tuple[str, str, str]], matrix: Any) -> Any:
+        raise StoreError(NO_VECTORS)
+
+    def nearest(self, agent: str, model: str, vector: Any, limit: int) -> Any:
+        """None: this store holds no vectors, so recall ranks by keywords and recency."""
+        return None
 
     def release_mapped_pages(self) -> None:
         """Nothing is mapped: the store lives on a server."""

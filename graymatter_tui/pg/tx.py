@@ -280,13 +280,28 @@ class PgTx:
         found = self._one("SELECT df FROM terms WHERE agent_id = %s AND term = %s", (agent, term))
         return int(found or 0)
 
-    def iter_postings(self, agent: str, term: str) -> Iterator[tuple[str, int, int]]:
-        rows = self.conn.execute(
-            "SELECT fact_id, count, length FROM postings WHERE agent_id = %s AND term = %s "
-            "ORDER BY fact_id",
-            (agent, term),
-        )
+    def iter_postings(
+        self, agent: str, term: str, newest: int | None = None
+    ) -> Iterator[tuple[str, int, int]]:
+        """(fact id, term count, fact length) of every live fact of `agent` holding
+        `term`, oldest first; with `newest`, only that many of the newest, newest first
+        (the keyword index's contract as recall uses it)."""
+        sql = "SELECT fact_id, count, length FROM postings WHERE agent_id = %s AND term = %s"
+        if newest is None:
+            rows = self.conn.execute(sql + " ORDER BY fact_id", (agent, term))
+        else:
+            rows = self.conn.execute(
+                sql + " ORDER BY fact_id DESC LIMIT %s", (agent, term, max(newest, 0))
+            )
         yield from rows.fetchall()
+
+    def posting(self, agent: str, term: str, fact_id: str) -> tuple[int, int] | None:
+        """(term count, fact length) if the live fact `fact_id` of `agent` holds `term`."""
+        row = self.conn.execute(
+            "SELECT count, length FROM postings WHERE agent_id = %s AND term = %s AND fact_id = %s",
+            (agent, term, fact_id),
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
 
     def live_count(self, agent: str) -> int:
         return self.agent_counts(agent).live
