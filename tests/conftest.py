@@ -14,6 +14,7 @@ import pytest
 from graymatter_tui import provenance
 from graymatter_tui.store import Store
 from tests.support.clock import ManualClock
+from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
 
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
@@ -125,3 +126,22 @@ def writes_as_the_library() -> Iterator[None]:
     provenance.name_process(provenance.LIBRARY)
     yield
     provenance.name_process(provenance.LIBRARY)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL cluster for the whole session (tests/support/postgres.py).
+    Fails, never skips, when PostgreSQL is missing: CI must not pass without these tests."""
+    try:
+        with throwaway_cluster() as cluster:
+            yield cluster
+    except ClusterUnavailable as exc:
+        pytest.fail(f"the PostgreSQL tests need a throwaway cluster: {exc}", pytrace=False)
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> Iterator[str]:
+    """A password URL of a fresh, empty database of its own, dropped at teardown."""
+    name = pg_cluster.new_database()
+    yield pg_cluster.url(name)
+    pg_cluster.drop_database(name)

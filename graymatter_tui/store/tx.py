@@ -780,7 +780,9 @@ class Tx:
         self.txn.delete(summary_id.encode(), db=self.dbs.receipts)
 
     def find_record(self, cycle_id: str) -> CycleRecord | None:
-        raw = self.txn.get(cycle_id.encode(), db=self.dbs.journal)
+        if not cycle_id or len(cycle_id) > 64:  # never a cycle id; LMDB refuses empty keys
+            return None
+        raw = self.txn.get(cycle_id.encode("utf-8", errors="replace"), db=self.dbs.journal)
         return None if raw is None else decode_record(raw)
 
     def require_record(self, cycle_id: str) -> CycleRecord:

@@ -1,0 +1,160 @@
+"""Several processes, each with its own connection pool, writing to one PostgreSQL store at
+once (as agents on several hosts would), and faults of the connection: no write is lost,
+the activity feed numbers every write once in commit order, and a write whose connection
+dies is absent, never half there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from graymatter_tui.errors import StoreError
+from graymatter_tui.model import CycleRecord
+from graymatter_tui.pg import PgStore
+from graymatter_tui.store import ApplyRequest
+from tests.conftest import clean_env
+from tests.support.postgres import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+WRITERS = 4
+PER_WRITER = 60
+
+# Waits for the go file, then remembers N facts (one transaction each), touching and
+# pinning as it goes, so writers contend on every kind of write.
+REMEMBER = textwrap.dedent(
+    """
+    import os, sys, time
+    from graymatter_tui.pg import PgStore
+    url, agent, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    store = PgStore.open(url)
+    while not os.path.exists(go):
+        time.sleep(0.005)
+    for i in range(n):
+        fact = store.put(agent, f"{agent} remembers fact number {i}")
+        if i % 5 == 0:
+            store.touch([fact.id])
+        if i % 7 == 0:
+            store.pin(fact.id)
+    store.close()
+    """
+)
+
+
+def test_concurrent_writers_lose_nothing_and_number_every_write_once(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with PgStore.open(pg_url) as store:
+        start_generation = store.generation()
+    go = tmp_path / "go"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", REMEMBER, pg_url, f"agent-{w}", str(PER_WRITER), str(go)],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=clean_env(),
+        )
+        for w in range(WRITERS)
+    ]
+    go.touch()
+    errors = [writer.communicate(timeout=300)[1] for writer in writers]
+    assert [w.returncode for w in writers] == [0] * WRITERS, errors
+    pins = len(range(0, PER_WRITER, 7))
+    touches = len(range(0, PER_WRITER, 5))
+    with PgStore.open(pg_url) as store:
+        for w in range(WRITERS):
+            facts = store.list_facts(f"agent-{w}")
+            assert sorted(f.text for f in facts) == sorted(
+                f"agent-{w} remembers fact number {i}" for i in range(PER_WRITER)
+            )
+            assert sum(f.pinned for f in facts) == pins
+            assert sum(f.access_count for f in facts) == touches
+        writes = WRITERS * (PER_WRITER + pins + touches)
+        assert store.generation() - start_generation == writes
+        # touch writes no activity entry; put and pin write one each
+        entries = store.activity()
+        assert [e.seq for e in entries] == list(range(WRITERS * (PER_WRITER + pins), 0, -1))
+        assert store.last_activity() == len(entries)
+
+
+def test_a_restarted_server_costs_a_reconnect_not_an_error(
+    pg_cluster: Cluster, pg_url: str
+) -> None:
+    with PgStore.open(pg_url) as store:
+        before = store.put("ann", "written before the restart")
+        pg_cluster.stop()
+        try:
+            with pytest.raises(StoreError) as caught:
+                store.put("ann", "written while the server is down")
+            message = str(caught.value)
+            assert message.startswith("cannot use the PostgreSQL store postgresql://")
+            assert pg_cluster.password not in message and "\n" not in message
+        finally:
+            pg_cluster.start()
+        after = store.put("ann", "written after the restart")
+        assert [f.id for f in store.list_facts("ann")] == [after.id, before.id]
+
+
+def _backend_waiting_on_a_lock(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for _ in range(500):
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'graymatter-tui' "
+                "AND wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()
+            if row:
+                return int(row[0])
+            time.sleep(0.01)
+    raise AssertionError("the store's write never waited on the held lock")
+
+
+def test_a_connection_killed_during_apply_leaves_the_cycle_absent(pg_url: str) -> None:
+    with PgStore.open(pg_url) as store:
+        a = store.put("ann", "the build runs on Tuesdays")
+        b = store.put("ann", "the build takes an hour")
+        cycle_id = store.unused_id(store.now())
+        request = ApplyRequest(
+            cycle_id=cycle_id,
+            agent_id="ann",
+            summary="The build runs on Tuesdays and takes an hour.",
+            consume=[a.id, b.id],
+            snapshot={a.id: a.text, b.id: b.text},
+        )
+        record = CycleRecord(cycle_id=cycle_id, agent_id="ann")
+        generation = store.generation()
+        outcome: list[BaseException | object] = []
+
+        def apply() -> None:
+            try:
+                outcome.append(store.apply_consolidation(request, record))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        # Another session holds the writers' lock, so the apply is caught mid-transaction
+        # (its generation update waiting), then its connection is killed.
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("UPDATE counters SET value = value WHERE name = 'generation'")
+            worker = threading.Thread(target=apply)
+            worker.start()
+            victim = _backend_waiting_on_a_lock(pg_url)
+            with psycopg.connect(pg_url, autocommit=True) as killer:
+                killer.execute("SELECT pg_terminate_backend(%s)", (victim,))
+            worker.join(timeout=60)
+            holder.rollback()
+        (result,) = outcome
+        assert isinstance(result, StoreError), result
+        assert "\n" not in str(result)
+        assert store.generation() == generation
+        assert store.find_record(cycle_id) is None
+        assert [f.id for f in store.list_facts("ann")] == [b.id, a.id]
+        assert store.receipts(a.id) == [] and store.counters().consolidations == 0
+        # the pool replaced the dead connection: the next apply goes through whole
+        again = store.apply_consolidation(request, record)
+        assert again.applied and store.require(a.id).superseded_by == again.summary.id

@@ -1,0 +1,45 @@
+"""The keyword index as recall reads it on PostgreSQL: postings oldest first, the newest N
+newest first, and one fact's posting; the embedding methods say there are no vectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graymatter_tui.errors import StoreError
+from graymatter_tui.pg import PgStore
+from graymatter_tui.store import NewFact
+
+
+def test_postings_in_both_orders_and_one_posting(pg_url: str) -> None:
+    with PgStore.open(pg_url) as store:
+        facts = store.put_many([NewFact("a", f"lamp number {i} lamp") for i in range(5)])
+        store.retire(facts[2].id)
+
+        def read(index: Any) -> tuple[list[str], list[str], Any, Any]:
+            (term,) = index.terms("lamp")
+            oldest_first = [p[0] for p in index.iter_postings("a", term)]
+            newest_two = [p[0] for p in index.iter_postings("a", term, 2)]
+            return (
+                oldest_first,
+                newest_two,
+                index.posting("a", term, facts[0].id),
+                index.posting("a", term, facts[2].id),
+            )
+
+        oldest_first, newest_two, held, retired = store.read_index(read)
+    live = [f.id for f in facts if f.id != facts[2].id]
+    assert oldest_first == sorted(live)
+    assert newest_two == sorted(live, reverse=True)[:2]
+    assert held == (2, 4)  # "lamp" twice in a fact of four tokens ("number" and the digit)
+    assert retired is None
+
+
+def test_a_postgres_store_has_no_vectors_and_says_so(pg_url: str) -> None:
+    with PgStore.open(pg_url) as store:
+        assert store.embed_model() == (None, None)
+        assert store.embed_backlog() == 0 and store.embed_waiting(10) == []
+        assert store.nearest("a", "m", None, 5) is None
+        with pytest.raises(StoreError, match="does not store embedding vectors yet"):
+            store.start_embedding("nomic-embed-text")
