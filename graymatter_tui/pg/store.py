@@ -41,6 +41,7 @@ from graymatter_tui.store import (
     ApplyRequest,
     Checkpoint,
     DecayOutcome,
+    EmbedState,
     EntityLike,
     ExtractOutcome,
     GraphDecayOutcome,
@@ -66,6 +67,9 @@ from graymatter_tui.textsafe import validate_agent, validate_text
 from graymatter_tui.tokens import check_language, language_from_env
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from graymatter_tui.store.tx import Tx
 
 T = TypeVar("T")
@@ -273,15 +277,8 @@ class PgStore:
         return [r[0] for r in rows], [r[1] for r in rows]
 
     # ---- embeddings (ADR 0034): not on this backend yet; recall stays keyword-only ----
-    # `EmbedState` and the vector protocol arrive with the embedding work merged beside
-    # this backend; these are typed loosely so this file checks before and after it.
-    def embed_state(self) -> Any:
-        from graymatter_tui.store import values
-
-        state = getattr(values, "EmbedState", None)
-        if state is None:
-            raise StoreError(NO_VECTORS)
-        return state(model=None, dimension=None, backlog=0, vectors=0)
+    def embed_state(self) -> EmbedState:
+        return EmbedState(model=None, dimension=None, backlog=0, vectors=0)
 
     def embed_model(self) -> tuple[str | None, int | None]:
         return None, None
@@ -295,10 +292,14 @@ class PgStore:
     def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
         return []
 
-    def store_vectors(self, model: str, rows: list[tuple[str, str, str]], matrix: Any) -> Any:
+    def store_vectors(
+        self, model: str, rows: list[tuple[str, str, str]], matrix: npt.NDArray[np.float32]
+    ) -> tuple[int, int]:
         raise StoreError(NO_VECTORS)
 
-    def nearest(self, agent: str, model: str, vector: Any, limit: int) -> Any:
+    def nearest(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]] | None:
         """None: this store holds no vectors, so recall ranks by keywords and recency."""
         return None
 
