@@ -452,6 +452,32 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             answered,
         )
 
+    def action_reject(self) -> None:
+        cycle = self.cycle
+        if cycle is None or not cycle.at_review or self.busy:
+            self.app.notify("Nothing to reject: step to review first (n).", severity="warning")
+            return
+
+        def after(_result: object) -> None:
+            self.render_state()
+
+        self.host.run_write("proposal rejected; nothing applied", cycle.reject, after)
+
+    def action_repropose(self) -> None:
+        cycle = self.cycle
+        if cycle is None or self.busy:
+            return
+        if cycle.next_stage == "propose" and not cycle.decided:
+            # Nothing proposed yet (a call was cancelled): asking again is just proposing.
+            self._start(through_review=True)
+            return
+        try:
+            cycle.repropose()
+        except GraymatterError as exc:
+            self.app.notify(literal(exc).plain, severity="warning", markup=False)
+            return
+        self._start(through_review=True)
+
     def on_probe_panel_remove(self, event: ProbePanel.Remove) -> None:
         if not self.host.may_mutate():
             return
