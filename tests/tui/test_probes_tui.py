@@ -169,3 +169,17 @@ async def test_the_journal_detail_shows_what_the_probes_said(
         text = modal_text(app)
         assert "Probes, checked before apply" in text
         assert "LOSES 2" in text and "database" in text and f"lost {record.consumed[0]}" in text
+
+
+def test_every_key_of_the_screens_with_probes_has_its_handler() -> None:
+    """A binding whose `action_…` method went missing does nothing when pressed."""
+    from textual.binding import Binding
+
+    from graymatter_tui.screens.consolidate import ConsolidatePane
+    from graymatter_tui.screens.probe_panel import ProbePanel
+
+    for owner in (ConsolidatePane, ProbePanel, RecallScreen):
+        for binding in owner.BINDINGS:
+            assert isinstance(binding, Binding)
+            name = binding.action.split("(")[0]
+            assert callable(getattr(owner, f"action_{name}", None)), (owner.__name__, name)
