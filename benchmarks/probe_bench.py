@@ -34,6 +34,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--pool", type=int, default=0, help="draw probe words from the N commonest (0: all)"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     words = sorted({"".join(rng.choice(SYLLABLES) for _ in range(3)) for _ in range(2000)})
@@ -45,7 +48,8 @@ def main() -> None:
                 NewFact(AGENT, " ".join(rng.choices(words, weights, k=8))) for _ in range(count)
             )
         for _ in range(args.probes):
-            store.add_probe(AGENT, " ".join(rng.sample(words[:400], rng.randint(1, 3))), args.k)
+            pool = words[: args.pool] if args.pool else words
+            store.add_probe(AGENT, " ".join(rng.sample(pool, rng.randint(1, 3))), args.k)
         facts = store.list_facts(AGENT, limit=10)
         request = ApplyRequest(
             cycle_id=store.unused_id(store.now()),

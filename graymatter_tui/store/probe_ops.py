@@ -18,7 +18,7 @@ from graymatter_tui.store.tx import Tx
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
 # their number bounds how long a cycle holds the store's write lock.
-MAX_PER_AGENT = 100
+MAX_PER_AGENT = 20
 
 
 class _ProbeRecord(msgspec.Struct, frozen=True):
