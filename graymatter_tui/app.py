@@ -443,7 +443,18 @@ class GraymatterApp(App[None]):
             if fact_id:
                 self.show_fact(fact_id)
 
-        self.push_screen(RecallScreen(self.store, self.agent), chosen)
+        agent = self.agent
+
+        def save_probe(query: str) -> None:
+            if not self.may_mutate():
+                return
+            self.run_write(
+                f"probe saved for {agent}: {query}",
+                lambda: self.store.add_probe(agent, query),
+            )
+
+        save = None if self.read_only or self.store.read_only_reason else save_probe
+        self.push_screen(RecallScreen(self.store, agent, save), chosen)
 
     def action_export(self) -> None:
         default = str(Path.cwd() / "graymatter-export.jsonl")

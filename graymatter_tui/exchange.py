@@ -15,7 +15,7 @@ import msgspec
 from graymatter_tui import __version__, clock
 from graymatter_tui.errors import GraymatterError, InvalidInput
 from graymatter_tui.import_parse import JSONL_FORMAT, parse_fact, parse_import
-from graymatter_tui.model import Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.model import Fact, cycle_to_dict, fact_to_dict, probe_to_dict
 from graymatter_tui.output_file import write_output
 from graymatter_tui.progress import Report
 from graymatter_tui.store import ImportConflicts, ImportResult, MemoryStore, OnConflict
@@ -46,7 +46,8 @@ def _facts(store: MemoryStore, agent: str | None) -> list[Fact]:
 def export_jsonl(
     store: MemoryStore, agent: str | None = None, progress: Report | None = None
 ) -> Iterator[bytes]:
-    """Header, then every fact (tombstones included), then every journal record."""
+    """Header, then every fact (tombstones included), every journal record, and every
+    probe (recall queries cycles are checked against)."""
     yield _encode(
         {
             "type": "header",
@@ -64,6 +65,8 @@ def export_jsonl(
     records = store.records(agent)
     for record in reversed(records):
         yield _encode({"type": "cycle", "record": cycle_to_dict(record)})
+    for probe in store.probes(agent):
+        yield _encode({"type": "probe", "probe": probe_to_dict(probe)})
 
 
 def upstream_fact(fact: Fact) -> dict[str, Any]:
@@ -179,6 +182,7 @@ def import_file(
             record_where=parsed.record_where,
             on_conflict=on_conflict,
             progress=progress,
+            probes=parsed.probes,
         )
     except ImportConflicts:
         raise  # the caller words it (it may offer a way to import anyway)

@@ -21,8 +21,9 @@ import msgspec
 
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import HELD_ACTIONS, RETIRED, CycleRecord, Fact, Outcome
+from graymatter_tui.model import HELD_ACTIONS, RETIRED, CycleRecord, Fact, Outcome, Probe
 from graymatter_tui.progress import Report
+from graymatter_tui.store import validate_probe
 from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
 
@@ -35,12 +36,14 @@ _REPORT_EVERY = 2000
 
 @dataclass
 class ParsedImport:
-    """The file's facts and journal records, each with where it was ("line 7", "item 3")."""
+    """The file's facts and journal records, each with where it was ("line 7", "item 3"),
+    and its probes (jsonl only)."""
 
     facts: list[Fact] = field(default_factory=list)
     fact_where: list[str] = field(default_factory=list)
     records: list[CycleRecord] = field(default_factory=list)
     record_where: list[str] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
 
 
 class _EntryError(Exception):
@@ -74,11 +77,15 @@ class _CycleLine(msgspec.Struct, tag_field="type", tag="cycle"):
     record: CycleRecord
 
 
+class _ProbeLine(msgspec.Struct, tag_field="type", tag="probe"):
+    probe: Probe
+
+
 class _HeaderLine(msgspec.Struct, tag_field="type", tag="header"):
     format: str = ""
 
 
-_decode_line = msgspec.json.Decoder(_FactLine | _CycleLine | _HeaderLine).decode
+_decode_line = msgspec.json.Decoder(_FactLine | _CycleLine | _ProbeLine | _HeaderLine).decode
 _decode_array = msgspec.json.Decoder(list[_Incoming]).decode
 
 _WHAT = {
@@ -227,6 +234,25 @@ def _checked_record(record: CycleRecord) -> CycleRecord:
     return record
 
 
+def _checked_probe(probe: Probe) -> Probe:
+    if not looks_like_id(probe.id):
+        raise _EntryError("probe has no valid 'id'")
+    try:
+        validate_probe(probe.agent_id, probe.query, probe.k)
+    except InvalidInput as exc:
+        raise _EntryError(f"probe: {exc}") from None
+    return probe
+
+
+def _probe_from_object(obj: Any) -> Probe:
+    if not isinstance(obj, dict):
+        raise _EntryError("a probe must be a JSON object")
+    try:
+        return _checked_probe(msgspec.convert(obj, Probe))
+    except msgspec.ValidationError as exc:
+        raise _EntryError(f"bad probe: {exc}") from None
+
+
 def _record_from_object(obj: Any) -> CycleRecord:
     if not isinstance(obj, dict):
         raise _EntryError("a cycle record must be a JSON object")
@@ -328,6 +354,8 @@ def _parse_jsonl(text: str, progress: Report | None) -> ParsedImport:
             elif isinstance(entry, _CycleLine):
                 parsed.records.append(_checked_record(entry.record))
                 parsed.record_where.append(f"line {number}")
+            elif isinstance(entry, _ProbeLine):
+                parsed.probes.append(_checked_probe(entry.probe))
             elif entry.format != JSONL_FORMAT:
                 raise _EntryError("header names an unknown format")
         except msgspec.DecodeError as exc:
@@ -339,7 +367,7 @@ def _parse_jsonl(text: str, progress: Report | None) -> ParsedImport:
     _check_duplicates(parsed, errors)
     if errors:
         _fail(errors)
-    if not parsed.facts and not parsed.records:
+    if not parsed.facts and not parsed.records and not parsed.probes:
         raise InvalidInput("nothing imported: the file holds no facts")
     return parsed
 
@@ -359,6 +387,8 @@ def _parse_line_slowly(line: str, number: int, checker: _Checker, parsed: Parsed
     elif kind == "cycle":
         parsed.records.append(_record_from_object(obj.get("record")))
         parsed.record_where.append(f"line {number}")
+    elif kind == "probe":
+        parsed.probes.append(_probe_from_object(obj.get("probe")))
     elif kind is None and "id" in obj and "text" in obj:
         parsed.facts.append(checker.from_object(obj))
         parsed.fact_where.append(f"line {number}")

@@ -75,6 +75,7 @@ ActivityAction = Literal[
     "checkpoint",
     "alias",
     "review",
+    "probe",
 ]
 ACTIVITY_ACTIONS: tuple[ActivityAction, ...] = get_args(ActivityAction)
 
@@ -149,6 +150,64 @@ class StageResult(msgspec.Struct, frozen=True, kw_only=True):
 
 RecordKind = Literal["consolidate", "revert", "review"]
 
+# ---- probes: saved recall queries every cycle of their agent is checked against -----------
+# Stands for the cycle's summary in a probe's `after` list: the summary has no id until
+# the apply commits (ADR 0039).
+SUMMARY_MARK = "summary"
+
+
+class Probe(msgspec.Struct, frozen=True, kw_only=True):
+    """A recall query an agent's consolidation cycles are checked against before apply."""
+
+    id: str
+    agent_id: str
+    query: str
+    k: int = 8
+    created_at: str = ""
+
+
+def probe_to_dict(probe: Probe) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(probe)
+    return out
+
+
+class ProbeMove(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    before: int  # 1-based rank before the cycle
+    after: int  # 1-based rank after it
+
+
+class ProbeResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a cycle's apply would do to one probe's top k (ADR 0039). `before` and
+    `after` are fact ids, best first; `after` holds `SUMMARY_MARK` where the summary
+    ranks. `replaced`: consumed facts found before whose summary is found after.
+    `lost`: consumed facts found before whose summary is not found after (the probe can
+    no longer reach them at all; this flags the cycle). `displaced`: kept facts that fell
+    below the top k (still live). `gained`: new in the top k. `moved`: in both, ranked
+    differently."""
+
+    probe_id: str
+    query: str
+    k: int
+    before: list[str] = []
+    after: list[str] = []
+    lost: list[str] = []
+    replaced: list[str] = []
+    displaced: list[str] = []
+    gained: list[str] = []
+    moved: list[ProbeMove] = []
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    @property
+    def verdict(self) -> str:
+        """`unchanged`, `changed` or `LOSES n`, as the Consolidate screen and CLI say it."""
+        if self.lost:
+            return f"LOSES {len(self.lost)}"
+        return "changed" if self.changed else "unchanged"
+
 
 class CycleRecord(msgspec.Struct, kw_only=True):
     """One journal entry: a consolidation cycle, a decision on an agent's held change
@@ -190,6 +249,14 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     target: str = ""
     asked_by: str = ""  # the agent's source (`mcp:<client>`)
     decided_by: str = ""  # the person's: `cli` or `tui`
+    # Consolidation records: each probe of the agent checked at review against the store
+    # as it would be after apply (ADR 0039). Absent from records written before.
+    probes: list[ProbeResult] = []
+
+    @property
+    def probes_lost(self) -> int:
+        """Facts the probes would lose; a cycle with any is flagged before apply."""
+        return sum(len(p.lost) for p in self.probes)
 
 
 REVERT_KEYS = ("reverted_cycle_id", "restored", "retired_summary_id")

@@ -83,6 +83,19 @@ def validate_agent(agent: str) -> str:
     return agent
 
 
+def validate_query(query: str, limit: int) -> str:
+    """A saved query (a recall probe): non-blank, valid UTF-8, at most `limit` bytes, on
+    one line with no control or bidi characters (it is shown on one line everywhere)."""
+    _check_filled_and_within(query, "query", limit, f"{limit} bytes")
+    bad = _AGENT_FORBIDDEN.search(query)
+    if bad:
+        raise InvalidInput(
+            f"query contains a control character (U+{ord(bad.group()):04X}) "
+            f"at position {bad.start()}"
+        )
+    return query
+
+
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 

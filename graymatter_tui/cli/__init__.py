@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__, provenance
-from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, review
+from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, probes, review
 from graymatter_tui.cli.common import dir_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.cli.progress import stderr_progress
@@ -105,6 +105,7 @@ for command in (
     activity.activity,
     mcp.mcp,
     review.review,
+    probes.probe,
 ):
     cli.add_command(command)
 

@@ -138,12 +138,14 @@ def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json:
                 "records_skipped": result.records_skipped,
                 "conflicts": [_issue(i) for i in result.conflicts],
                 "kept_store_state": [_issue(i) for i in result.kept_store_state],
+                "probes_added": result.probes_added,
             }
         )
         return
     say(
         f"imported {result.facts_added} facts ({result.facts_skipped} already present) and "
         f"{result.records_added} journal records ({result.records_skipped} already present)"
+        + (f"; {result.probes_added} probes" if result.probes_added else "")
     )
     for label, issues in (
         ("kept the store's row (conflict)", result.conflicts),

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
-from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.output import emit_json, one_line, say, warn
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
@@ -66,6 +66,24 @@ def print_record(record: CycleRecord) -> None:
         say(f"  {diff.counts_line}")
     if record.pruned:
         say(f"  pruned {len(record.pruned)} facts (copies kept in this record)")
+    _print_probes(record)
+
+
+def _print_probes(record: CycleRecord) -> None:
+    """What each probe would have found after apply, as checked at review (ADR 0039)."""
+    if not record.probes:
+        return
+    say("")
+    say("  probes, checked before apply:")
+    for probe in record.probes:
+        say(one_line(f"    {probe.verdict:<10} top {probe.k:<3} {probe.query}"))
+        for label, ids in (
+            ("lost", probe.lost),
+            ("replaced by the summary", probe.replaced),
+            ("displaced (still live)", probe.displaced),
+        ):
+            for fact_id in ids:
+                say(f"      {label}: {fact_id}")
 
 
 def _print_review(record: CycleRecord) -> None:
@@ -120,6 +138,15 @@ def consolidate(
         emit_json(cycle_to_dict(record))
     else:
         print_record(record)
+    if record.probes_lost:
+        losing = sum(1 for p in record.probes if p.lost)
+        done = "was applied" if record.outcome == "applied" else "was checked"
+        warn(
+            f"this cycle {done} although {losing} of its agent's probes lose "
+            f"{record.probes_lost} facts they used to find (see 'probes' in its record)"
+        )
+    if cycle.probe_check.note:
+        warn(cycle.probe_check.note)
     if record.outcome in ("failed", "discarded"):
         sys.exit(EXIT_NOT_APPLIED)
 

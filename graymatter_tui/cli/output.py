@@ -50,6 +50,11 @@ def note(message: str) -> None:
     click.echo(f"graymatter-tui: note: {one_line(message)}", err=True)
 
 
+def warn(message: str) -> None:
+    """One line on stderr about something done that a person should look at."""
+    click.echo(f"graymatter-tui: warning: {one_line(message)}", err=True)
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"graymatter-tui: error: {one_line(message)}", err=True)
     sys.exit(code)

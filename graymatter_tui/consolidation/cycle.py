@@ -33,6 +33,7 @@ from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, 
 from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
 from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
+from graymatter_tui.probe_check import ProbeCheck, check_probes
 from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, MemoryStore
 from graymatter_tui.textsafe import validate_agent
 
@@ -121,6 +122,7 @@ class Cycle:
         self.batch: list[BatchItem] = []
         self.reply: Reply | None = None
         self.review: Review | None = None
+        self.probe_check = ProbeCheck()  # the probes' results at review (ADR 0039)
         self.decided = False  # an outcome other than "applied" was reached; apply is skipped
         self.done = False
 
@@ -230,6 +232,8 @@ class Cycle:
         self.position = keep
         self.reply = None
         self.review = None
+        self.probe_check = ProbeCheck()
+        self.record.probes = []
         self.decided = False
         self.record.outcome = self.record.reason = ""
         self.record.proposal = None
@@ -359,7 +363,29 @@ class Cycle:
             summary += f", {len(plan.ignored)} ids ignored"
         if kept:
             summary += f", {kept} kept by the coverage guard"
+        # Before apply, every probe of the agent is ranked on the store as the apply would
+        # leave it; a probe that would lose a fact flags the cycle (it stays appliable).
+        self.probe_check = check_probes(self.store, self._apply_request())
+        self.record.probes = list(self.probe_check.results)
+        if self.probe_check.results:
+            details["probes"] = len(self.probe_check.results)
+            details["probes_lost"] = self.probe_check.lost
+        if self.probe_check.note:
+            details["probes_note"] = self.probe_check.note
+        if self.probe_check.lost:
+            summary += f"; probes would lose {self.probe_check.lost} facts"
         return self._finish_stage("review", summary, **details)
+
+    def _apply_request(self) -> ApplyRequest:
+        assert self.review is not None
+        plan = self.review.plan
+        return ApplyRequest(
+            cycle_id=self.record.cycle_id,
+            agent_id=self.agent,
+            summary=plan.summary,
+            consume=list(plan.consume),
+            snapshot={item.id: item.text for item in self.batch},
+        )
 
     def _stage_apply(self) -> StageResult:
         if self.decided or self.review is None:
@@ -367,17 +393,7 @@ class Cycle:
         if self.options.dry_run:
             self._decide("dry_run", "dry run: the plan was not applied")
             return self._finish_stage("apply", "dry run: nothing applied")
-        plan = self.review.plan
-        outcome = self.store.apply_consolidation(
-            ApplyRequest(
-                cycle_id=self.record.cycle_id,
-                agent_id=self.agent,
-                summary=plan.summary,
-                consume=list(plan.consume),
-                snapshot={item.id: item.text for item in self.batch},
-            ),
-            self.record,
-        )
+        outcome = self.store.apply_consolidation(self._apply_request(), self.record)
         if not outcome.applied:
             self._decide("discarded", outcome.reason)
             return self._finish_stage("apply", f"{DISCARDED}{outcome.reason}")

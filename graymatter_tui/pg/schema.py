@@ -131,8 +131,18 @@ CREATE TABLE extracted (
 );
 """
 
+# Probe queries each agent's cycles are checked against (the LMDB store's schema 5).
+_STEP_3 = """
+CREATE TABLE probes (
+    agent_id text COLLATE "C" NOT NULL,
+    id       text COLLATE "C" NOT NULL,
+    record   json NOT NULL,
+    PRIMARY KEY (agent_id, id)
+);
+"""
+
 # Step n makes schema version n. Append only; never edit a released step.
-STEPS: tuple[str, ...] = (_STEP_1, _STEP_2)
+STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3)
 SCHEMA_VERSION = len(STEPS)
 
 

@@ -26,6 +26,7 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    Probe,
     ReviewProposal,
     ReviewStatus,
     StoreInfo,
@@ -54,13 +55,17 @@ from graymatter_tui.store import (
     ReviewDecision,
     Selection,
     ShowResult,
+    TrialApply,
     checkpoint_ops,
     cycle_ops,
     fact_ops,
     graph_ops,
     import_ops,
+    probe_ops,
     reindex_ops,
     review_ops,
+    validate_probe,
+    validate_probe_id,
 )
 from graymatter_tui.store_url import StoreUrl, parse_store_url
 from graymatter_tui.textsafe import validate_agent, validate_text
@@ -514,6 +519,23 @@ class PgStore:
     def aliases(self, agent: str) -> dict[str, list[str]]:
         return self._read(lambda tx: checkpoint_ops.aliases(_as_tx(tx), agent))
 
+    # ---- probes (ADR 0039) ---------------------------------------------------------------
+    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
+        validate_probe(agent, query, k)
+        return self._write(lambda tx: probe_ops.add(_as_tx(tx), agent, query, k))
+
+    def probes(self, agent: str | None = None) -> list[Probe]:
+        return self._read(lambda tx: probe_ops.listing(_as_tx(tx), agent))
+
+    def remove_probe(self, probe_id: str) -> Probe:
+        validate_probe_id(probe_id)
+        return self._write(lambda tx: probe_ops.remove(_as_tx(tx), probe_id))
+
+    def trial_apply(
+        self, request: ApplyRequest, look: Callable[[KeywordIndex], T]
+    ) -> TrialApply[T]:
+        return self._write(lambda tx: cycle_ops.trial_apply(_as_tx(tx), request, look))
+
     # ---- the consolidation cycle: each call one transaction, as on LMDB ----------------
     def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
         def run(tx: PgTx) -> DecayOutcome:
@@ -568,13 +590,15 @@ class PgStore:
         record_where: Sequence[str] | None = None,
         on_conflict: OnConflict = "refuse",
         progress: Report | None = None,
+        probes: Sequence[Probe] = (),
     ) -> ImportResult:
-        """Facts and journal records with their ids, in one transaction (`import_ops`)."""
+        """Facts, journal records and probes with their ids, in one transaction
+        (`import_ops`)."""
         if on_conflict not in ON_CONFLICT:
             raise InvalidInput(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
         analyzer = self._read(lambda tx: tx.analyzer)
         batch = import_ops.ImportBatch.prepare(
-            facts, records, fact_where, record_where, progress, analyzer
+            facts, records, fact_where, record_where, progress, analyzer, list(probes)
         )
         return self._write(
             lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)

@@ -71,6 +71,11 @@ class PgTx:
         self.discard = True
         return result
 
+    def abandon(self, result: T) -> T:
+        """A write run only to look at what it would do (`trial_apply`): rolled back."""
+        self.discard = True
+        return result
+
     def new_id(self, moment: datetime | None = None) -> str:
         when = self.now if moment is None else moment
         while True:
@@ -514,6 +519,31 @@ class PgTx:
             (agent,),
         ).fetchone()
         return None if row is None else (row[0], row[1].encode())
+
+    def put_probe(self, agent: str, probe_id: str, record: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO probes (agent_id, id, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (agent_id, id) DO UPDATE SET record = EXCLUDED.record",
+            (agent, probe_id, record.decode()),
+        )
+
+    def delete_probe(self, agent: str, probe_id: str) -> None:
+        self.conn.execute("DELETE FROM probes WHERE agent_id = %s AND id = %s", (agent, probe_id))
+
+    def iter_probes(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, probe id, record) of `agent`'s probes (every agent's when None), in the
+        LMDB store's key order: by agent, then id."""
+        if agent is None:
+            rows = self.conn.execute(
+                "SELECT agent_id, id, record::text FROM probes ORDER BY agent_id, id"
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT agent_id, id, record::text FROM probes WHERE agent_id = %s ORDER BY id",
+                (agent,),
+            )
+        for owner, probe_id, raw in rows.fetchall():
+            yield owner, probe_id, raw.encode()
 
     def put_alias(self, agent: str, term: str, record: bytes) -> None:
         self.conn.execute(

@@ -29,10 +29,12 @@ from graymatter_tui.consolidation.cycle import (
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
+from graymatter_tui.model import SUMMARY_MARK, Probe
 from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane, Reach
-from graymatter_tui.screens.dialogs import ChooseScreen
+from graymatter_tui.screens.dialogs import ChooseScreen, ConfirmScreen
 from graymatter_tui.screens.layout import is_short
+from graymatter_tui.screens.probe_panel import ProbePanel
 from graymatter_tui.summariser_names import KINDS, SUMMARISERS
 from graymatter_tui.widgets import stages
 from graymatter_tui.widgets.diff_view import DiffView
@@ -129,12 +131,14 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self._worker: Worker[None] | None = None
         self._note = ""
         self._ticking = False
+        self._probes: list[Probe] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="summariser-line", classes="pane-bar-line", markup=False)
         yield Static("", id="stepper", markup=False)
         yield Static("", id="call-status", markup=False)
         yield DiffView(id="diff")
+        yield ProbePanel(id="probes")
 
     def on_mount(self) -> None:
         self.set_interval(0.1, self._tick)
@@ -151,7 +155,24 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         }
 
     def reload(self) -> None:
-        """This pane shows the cycle it runs, not the store: nothing to re-read."""
+        """The cycle is this pane's own; of the store it shows only the agent's probes."""
+        self._probes = self.host.store.probes(self.host.agent)
+        self._show_probes()
+
+    def _show_probes(self) -> None:
+        cycle = self.cycle
+        results = cycle.record.probes if cycle is not None else []
+        wanted = {i for r in results for i in (*r.before, *r.after) if i != SUMMARY_MARK}
+        texts = {f.id: f.text for f in self.host.store.find_many(sorted(wanted)) if f is not None}
+        if cycle is not None:
+            texts[SUMMARY_MARK] = cycle.record.summary_text
+        styles = self._styles()
+        self.query_one(ProbePanel).show(
+            self._probes,
+            results,
+            texts,
+            {"lost": styles[NOT_APPLIED] + Style(bold=True), "changed": styles[NOTE]},
+        )
 
     # ---- rendering -----------------------------------------------------------------------
     def render_state(self) -> None:
@@ -172,6 +193,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self.query_one("#summariser-line", Static).update(line)
         self.query_one("#stepper", Static).update(self._stepper())
         self._show_diff()
+        self._show_probes()
 
     def _show_diff(self) -> None:
         """Before review, what the model proposed; from review on, what review made of it."""
@@ -403,10 +425,32 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self.render_state()
 
     def action_apply(self) -> None:
-        if self.cycle is None or not self.cycle.at_review or self.cycle.decided:
+        cycle = self.cycle
+        if cycle is None or not cycle.at_review or cycle.decided:
             self.app.notify("Nothing to apply: step to review first (n).", severity="warning")
             return
-        self._start(to_end=True)
+        if not cycle.record.probes_lost:
+            self._start(to_end=True)
+            return
+        # A flagged cycle stays appliable, but only once the person has read the flag.
+        losing = [p for p in cycle.record.probes if p.lost]
+        detail = "\n".join(
+            f"{p.query[:60]} — loses {len(p.lost)} of its top {p.k}" for p in losing[:5]
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start(to_end=True)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Apply although {len(losing)} probes would lose "
+                f"{cycle.record.probes_lost} facts they find now?",
+                detail,
+                yes="Apply",
+            ),
+            answered,
+        )
 
     def action_reject(self) -> None:
         cycle = self.cycle
@@ -433,6 +477,16 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             self.app.notify(literal(exc).plain, severity="warning", markup=False)
             return
         self._start(through_review=True)
+
+    def on_probe_panel_remove(self, event: ProbePanel.Remove) -> None:
+        if not self.host.may_mutate():
+            return
+        store, probe = self.host.store, event.probe
+        self.host.run_write(
+            f"probe removed: {probe.query}",
+            lambda: store.remove_probe(probe.id),
+            lambda _removed: self.reload(),
+        )
 
     def action_cancel(self) -> None:
         if self.busy and self._worker is not None and self._call_started is not None:

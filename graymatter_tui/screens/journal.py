@@ -96,6 +96,8 @@ class CycleDiffScreen(ModalScreen[None]):
         ]
         if r.pruned:
             parts.append(Text(f"  pruned {len(r.pruned)} facts (copies kept in this record)"))
+        if r.probes:
+            parts.append(probe_lines(r, styles))
         self.query_one("#replay-stage-list", Static).update(Group(*parts))
 
     def on_mount(self) -> None:
@@ -122,6 +124,20 @@ class CycleDiffScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def probe_lines(r: CycleRecord, styles: OutcomeStyles) -> Text:
+    """What each probe would find after apply, as checked at review (ADR 0039)."""
+    out = Text("\n  Probes, checked before apply", style="bold")
+    for probe in r.probes:
+        flagged = "discarded" if probe.lost else ""
+        out.append("\n  ")
+        out.append(f"{probe.verdict:<11}", style=_style(styles, flagged) if flagged else "dim")
+        out.append(f"top {probe.k:<3} ", style="dim")
+        out.append_text(literal(probe.query))
+        for fact_id in probe.lost:
+            out.append(f"\n      lost {fact_id}", style="dim")
+    return out
 
 
 def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
@@ -310,6 +326,8 @@ class JournalPane(Vertical, Pane):
             details = [record.kind, record.summariser or "no summariser"]
             if latency := _latency(record).plain:
                 details.append(latency)
+            if record.probes_lost:
+                details.append(f"probes lost {record.probes_lost} facts")
             line.append(" · " + " · ".join(details), style="dim")
         self.query_one("#journal-row", Static).update(line)
 

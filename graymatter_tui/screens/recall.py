@@ -1,31 +1,71 @@
 """Recall preview: how a query would rank the agent's live facts, without recording any
-access (the same ranking `recall` uses, minus the write-back)."""
+access (the same ranking `recall` uses, minus the write-back), as an explain table: each
+signal's rank, the fused score, weight, age and source, and the highlighted fact's
+lineage below. `ctrl+s` saves the query as a probe of the agent (ADR 0039)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import DataTable, Input, Static
 
+from graymatter_tui import clock
 from graymatter_tui.errors import GraymatterError
-from graymatter_tui.recall import rank
+from graymatter_tui.provenance import UNRECORDED
+from graymatter_tui.recall import Hit, lineages, rank
+from graymatter_tui.receipts import lineage_fields, lineage_summary
 from graymatter_tui.store import Store
 from graymatter_tui.widgets.literal import literal
+
+K = 8
+# Width the columns other than the fact's text take, with DataTable's cell padding.
+OTHER_COLUMNS = 46
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the explain table: its header and how a hit fills it. A new signal
+    of recall (a vector rank) is one more entry in `COLUMNS`."""
+
+    label: str
+    cell: Callable[[int, Hit, datetime], str | Text]
+
+
+COLUMNS = [
+    Column("#", lambda position, _hit, _now: str(position)),
+    Column("fact", lambda _position, hit, _now: literal(hit.fact.text)),
+    Column("kw", lambda _position, hit, _now: str(hit.keyword_rank)),
+    Column("new", lambda _position, hit, _now: str(hit.recency_rank)),
+    Column("fused", lambda _position, hit, _now: f"{hit.score:.4f}"),
+    Column("weight", lambda _position, hit, _now: f"{hit.fact.weight:.2f}"),
+    Column("age", lambda _position, hit, now: clock.short_age(now, hit.fact.created_at)),
+    Column("source", lambda _position, hit, _now: literal(hit.fact.source or UNRECORDED)),
+]
 
 
 class RecallScreen(ModalScreen[str | None]):
     """Type a query; enter ranks it; selecting a result opens its detail."""
 
-    BINDINGS = [Binding("escape", "close", "Back", id="recall-back")]
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="recall-back"),
+        Binding("ctrl+s", "save_probe", "Save as probe", id="recall-save-probe"),
+    ]
 
-    def __init__(self, store: Store, agent: str) -> None:
+    def __init__(
+        self, store: Store, agent: str, save_probe: Callable[[str], None] | None = None
+    ) -> None:
         super().__init__()
         self.store = store
         self.agent = agent
+        self.save_probe = save_probe
+        self.hits: list[Hit] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
@@ -36,36 +76,83 @@ class RecallScreen(ModalScreen[str | None]):
             )
             yield Input(placeholder="query, then enter", id="recall-query")
             yield Static("", id="recall-info", markup=False)
-            yield OptionList(id="recall-results", markup=False)
+            table: DataTable[str | Text] = DataTable(
+                id="recall-table", cursor_type="row", zebra_stripes=True
+            )
+            yield table
+            yield Static("", id="recall-lineage", markup=False)
             yield Static(
-                "enter rank · ↓ results · enter open · esc back",
+                "enter rank · ↓ results · enter open · ctrl+s save as probe · esc back",
                 classes="dialog-hint",
                 markup=False,
             )
 
+    def on_mount(self) -> None:
+        self.query_one(DataTable).display = False
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        results = self.query_one("#recall-results", OptionList)
-        results.clear_options()
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        table.clear(columns=True)
+        self.query_one("#recall-lineage", Static).update("")
         try:
-            hits = rank(self.store, self.agent, event.value, k=8)
+            self.hits = rank(self.store, self.agent, event.value, k=K)
         except GraymatterError as exc:
+            self.hits = []
+            table.display = False
             self.query_one("#recall-info", Static).update(literal(exc))
             return
         self.query_one("#recall-info", Static).update(
-            f"{len(hits)} results" if hits else "No live fact shares a keyword with the query."
+            f"{len(self.hits)} results · kw keyword rank · new recency rank · fused score"
+            if self.hits
+            else "No live fact shares a keyword with the query."
         )
-        for position, hit in enumerate(hits, start=1):
-            label = Text.assemble(
-                (f"{position}. {hit.score:.4f} ", "bold"),
-                (f"kw #{hit.keyword_rank} · new #{hit.recency_rank}  ", "dim"),
-                literal(hit.fact.text),
+        table.display = bool(self.hits)
+        room = max(16, self.query_one(".dialog").size.width - OTHER_COLUMNS)
+        for column in COLUMNS:
+            table.add_column(
+                column.label, key=column.label, width=room if column.label == "fact" else None
             )
-            results.add_option(Option(label, id=hit.fact.id))
-        if hits:
-            results.focus()
+        now = self.store.now()
+        for position, hit in enumerate(self.hits, start=1):
+            table.add_row(*(c.cell(position, hit, now) for c in COLUMNS), key=hit.fact.id)
+        if self.hits:
+            table.focus()
+            self._show_lineage(self.hits[0].fact.id)
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._show_lineage(event.row_key.value)
+
+    def _show_lineage(self, fact_id: str) -> None:
+        """What the fact superseded, nearest first (a read: no access is recorded)."""
+        try:
+            fields = lineage_fields(lineages(self.store, self.agent, [fact_id])[fact_id])
+        except GraymatterError as exc:
+            self.query_one("#recall-lineage", Static).update(literal(exc))
+            return
+        out = Text("lineage: ", style="bold")
+        out.append(lineage_summary(fields))
+        for ancestor in fields["lineage"]:
+            out.append("\n" + "  " * ancestor["depth"])
+            out.append(ancestor["fact_id"] + "  ", style="dim")
+            if ancestor["pruned"]:
+                out.append("(pruned; its copy is in the journal)", style="dim")
+            else:
+                out.append_text(literal(ancestor["text"]))
+        self.query_one("#recall-lineage", Static).update(out)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(event.row_key.value)
+
+    def action_save_probe(self) -> None:
+        query = self.query_one("#recall-query", Input).value
+        info = self.query_one("#recall-info", Static)
+        if self.save_probe is None:
+            info.update("Probes cannot be saved here (the store is read-only).")
+        elif not query.strip():
+            info.update("Type a query first; ctrl+s saves it as a probe.")
+        else:
+            self.save_probe(query)
 
     def action_close(self) -> None:
         self.dismiss(None)

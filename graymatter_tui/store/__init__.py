@@ -7,6 +7,8 @@ from graymatter_tui.store.protocol import KeywordIndex, MemoryStore
 from graymatter_tui.store.schema import SCHEMA_VERSION
 from graymatter_tui.store.store import Store
 from graymatter_tui.store.values import (
+    MAX_PROBE_K,
+    MAX_PROBE_QUERY_BYTES,
     ON_CONFLICT,
     PRUNE_BELOW,
     ApplyOutcome,
@@ -26,13 +28,18 @@ from graymatter_tui.store.values import (
     ReviewDecision,
     Selection,
     ShowResult,
+    TrialApply,
     WeightChange,
     validate_fact_id,
+    validate_probe,
+    validate_probe_id,
 )
 
 __all__ = [
     "DATA_FILE",
     "LOCK_FILE",
+    "MAX_PROBE_K",
+    "MAX_PROBE_QUERY_BYTES",
     "ON_CONFLICT",
     "PRUNE_BELOW",
     "SCHEMA_VERSION",
@@ -56,8 +63,11 @@ __all__ = [
     "Selection",
     "ShowResult",
     "Store",
+    "TrialApply",
     "WeightChange",
     "directory_check",
     "files_check",
     "validate_fact_id",
+    "validate_probe",
+    "validate_probe_id",
 ]

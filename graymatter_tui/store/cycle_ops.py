@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 
@@ -17,6 +19,7 @@ from graymatter_tui import clock, provenance
 from graymatter_tui.errors import Conflict, NotFound
 from graymatter_tui.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.store import review_ops
+from graymatter_tui.store.protocol import KeywordIndex
 from graymatter_tui.store.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Tx
 from graymatter_tui.store.values import (
     PRUNE_BELOW,
@@ -25,8 +28,11 @@ from graymatter_tui.store.values import (
     DecayOutcome,
     PruneOutcome,
     Selection,
+    TrialApply,
     WeightChange,
 )
+
+T = TypeVar("T")
 
 
 def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
@@ -155,6 +161,22 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
         count=len(consumed),
     )
     return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
+
+
+def trial_apply(tx: Tx, request: ApplyRequest, look: Callable[[KeywordIndex], T]) -> TrialApply[T]:
+    """`look` before and after the very apply `apply_consolidation` makes, in this write
+    transaction, which is then abandoned: the second look is of the real post-apply
+    state, with no second ranking code to drift from the first (ADR 0039)."""
+    before = look(tx)
+    record = CycleRecord(cycle_id=request.cycle_id, agent_id=request.agent_id)
+    outcome = apply_consolidation(tx, request, record)
+    if not outcome.applied:
+        return tx.unchanged(TrialApply(False, before, reason=outcome.reason))
+    assert outcome.summary is not None
+    after = look(tx)
+    return tx.abandon(
+        TrialApply(True, before, after, consumed=outcome.consumed, summary_id=outcome.summary.id)
+    )
 
 
 def _refused(tx: Tx, reason: str) -> ApplyOutcome:

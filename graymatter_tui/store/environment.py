@@ -237,14 +237,15 @@ class Environment:
                     self.check_files()  # under the writer lock, before anything is put
                     tx = Tx(txn, self.dbs, now, write=True, mint=ids.attempt(), source=source)
                     result = fn(tx)
+                    if not tx.discard:
+                        tx.flush_counts()
+                        tx.bump("generation")
+                    if self.simulate_map_full:  # an abandoned trial may fill the map too
+                        self.simulate_map_full -= 1
+                        raise lmdb.MapFullError("simulated (Store.simulate_map_full)")
                     if tx.discard:
                         txn.abort()
                         return result
-                    tx.flush_counts()
-                    tx.bump("generation")
-                    if self.simulate_map_full:
-                        self.simulate_map_full -= 1
-                        raise lmdb.MapFullError("simulated (Store.simulate_map_full)")
                 return result
             except lmdb.MapFullError:
                 self.retries += 1

@@ -22,9 +22,10 @@ import msgspec
 
 from graymatter_tui import provenance
 from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.model import CycleRecord, Fact, Probe
 from graymatter_tui.progress import Report
 from graymatter_tui.receipts import ChainProblem, chain_problems
+from graymatter_tui.store import probe_ops
 from graymatter_tui.store.codec import encode
 from graymatter_tui.store.fact_ops import log_added
 from graymatter_tui.store.tx import PAGE, Tx, bulk_reservation
@@ -64,6 +65,7 @@ class ImportBatch:
     made_by: Analyzer
     places: list[str]
     record_places: list[str]
+    probes: list[Probe]
 
     @classmethod
     def prepare(
@@ -74,6 +76,7 @@ class ImportBatch:
         record_where: Sequence[str] | None,
         progress: Report | None,
         analyzer: Analyzer,
+        probes: list[Probe] | None = None,
     ) -> ImportBatch:
         places = list(fact_where or (f"fact {n}" for n in range(1, len(facts) + 1)))
         record_places = list(record_where or (f"record {n}" for n in range(1, len(records) + 1)))
@@ -82,7 +85,7 @@ class ImportBatch:
             terms.append(analyzer.term_counts(fact.text) if fact.is_live else {})
             if progress is not None and (done % _CHUNK == 0 or done == len(facts)):
                 progress("indexing", done, len(facts))
-        return cls(facts, records, terms, analyzer, places, record_places)
+        return cls(facts, records, terms, analyzer, places, record_places, probes or [])
 
     def reservation(self) -> tuple[int, int]:
         """(bytes, rewrites) of map the import may need: the arguments of `reserve`."""
@@ -127,6 +130,7 @@ def import_all(
     for index in plan.added_records:
         _add_record(tx, records[index])
     log_added(tx, "import", [facts[i] for i in added])
+    probes_added = probe_ops.import_probes(tx, batch.probes)
     return ImportResult(
         facts_added=len(added),
         facts_skipped=len(facts) - len(added),
@@ -134,6 +138,7 @@ def import_all(
         records_skipped=len(records) - len(plan.added_records),
         conflicts=plan.conflicts,
         kept_store_state=plan.kept,
+        probes_added=probes_added,
     )
 
 

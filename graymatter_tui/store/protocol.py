@@ -24,6 +24,7 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    Probe,
     ReviewProposal,
     ReviewStatus,
     StoreInfo,
@@ -148,6 +149,20 @@ class MemoryStore(Protocol):
     def latest_checkpoint(self, agent: str) -> values.Checkpoint | None: ...
     def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]: ...
     def aliases(self, agent: str) -> dict[str, list[str]]: ...
+
+    # Probes: recall queries each cycle is checked against before apply (ADR 0039)
+    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
+        """(the probe, whether it is new): the same query again is the same probe."""
+        ...
+
+    def probes(self, agent: str | None = None) -> list[Probe]: ...
+    def remove_probe(self, probe_id: str) -> Probe: ...
+    def trial_apply(
+        self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
+    ) -> values.TrialApply[T]:
+        """`look` at the index before and after applying `request`, then change nothing."""
+        ...
+
     def activity(
         self, *, after: int = 0, before: int | None = None, limit: int | None = None
     ) -> list[ActivityEntry]: ...
@@ -210,4 +225,5 @@ class MemoryStore(Protocol):
         record_where: Sequence[str] | None = None,
         on_conflict: values.OnConflict = "refuse",
         progress: Report | None = None,
+        probes: Sequence[Probe] = (),
     ) -> values.ImportResult: ...

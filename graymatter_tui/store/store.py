@@ -29,6 +29,7 @@ from graymatter_tui.model import (
     CycleRecord,
     Fact,
     FactState,
+    Probe,
     ReviewProposal,
     ReviewStatus,
     StoreInfo,
@@ -41,6 +42,7 @@ from graymatter_tui.store import (
     graph_ops,
     import_ops,
     mapped_pages,
+    probe_ops,
     queries,
     registry,
     reindex_ops,
@@ -153,7 +155,8 @@ class Store:
 
     @property
     def simulate_map_full(self) -> int:
-        """Test seam: the next N write transactions fill the map just before commit."""
+        """Test seam: the next N write transactions fill the map just before they commit
+        (or abort: a refusal or a trial)."""
         return self._env.simulate_map_full
 
     @simulate_map_full.setter
@@ -455,6 +458,31 @@ class Store:
     def aliases(self, agent: str) -> dict[str, list[str]]:
         return self._env.read(lambda tx: checkpoint_ops.aliases(tx, agent))
 
+    # ---- probes ----------------------------------------------------------------------------
+    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
+        """Save a recall query every cycle of `agent` is checked against; the same query
+        again is the same probe (its k updated). Returns (the probe, whether it is new)."""
+        values.validate_probe(agent, query, k)
+        return self._env.write(lambda tx: probe_ops.add(tx, agent, query, k))
+
+    def probes(self, agent: str | None = None) -> list[Probe]:
+        """Probes of `agent` (every agent's when None), oldest first."""
+        return self._env.read(lambda tx: probe_ops.listing(tx, agent))
+
+    def remove_probe(self, probe_id: str) -> Probe:
+        """Remove a probe; NotFound when there is none with this id."""
+        values.validate_probe_id(probe_id)
+        return self._env.write(lambda tx: probe_ops.remove(tx, probe_id))
+
+    def trial_apply(
+        self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
+    ) -> values.TrialApply[T]:
+        """Run `look` over the keyword index, apply `request` as `apply_consolidation`
+        would, run `look` again, and abandon the transaction: the second look sees the
+        store exactly as the apply would leave it, and nothing is written (ADR 0039).
+        Takes the write lock for as long as the looks last."""
+        return self._env.write(lambda tx: cycle_ops.trial_apply(tx, request, look))
+
     # ---- activity ------------------------------------------------------------------------
     def activity(
         self, *, after: int = 0, before: int | None = None, limit: int | None = None
@@ -555,15 +583,18 @@ class Store:
         record_where: Sequence[str] | None = None,
         on_conflict: values.OnConflict = "refuse",
         progress: Report | None = None,
+        probes: Sequence[Probe] = (),
     ) -> values.ImportResult:
         """Insert facts and journal records keeping their ids, all in one transaction
         (rules in `import_ops`). `fact_where`/`record_where` say where each came from
-        ("line 7"), for messages; `progress` hears of the work as it goes."""
+        ("line 7"), for messages; `progress` hears of the work as it goes. `probes` keep
+        their ids; one the store holds already (same id, or same agent and query) is
+        left as it is."""
         if on_conflict not in values.ON_CONFLICT:
             raise InvalidInput(f"on_conflict must be one of {', '.join(values.ON_CONFLICT)}")
         analyzer = self._env.read(lambda tx: tx.analyzer)
         batch = import_ops.ImportBatch.prepare(
-            facts, records, fact_where, record_where, progress, analyzer
+            facts, records, fact_where, record_where, progress, analyzer, list(probes)
         )
         size, rewrites = batch.reservation()
         self._env.reserve(size, rewrites=rewrites)

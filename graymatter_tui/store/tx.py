@@ -238,6 +238,13 @@ class Tx:
         self.discard = True
         return result
 
+    def abandon(self, result: T) -> T:
+        """Return `result` from a write run only to look at what it would do: everything
+        it put is thrown away (the transaction is aborted), the generation stays put and
+        no other process ever sees it (`Store.trial_apply`)."""
+        self.discard = True
+        return result
+
     def new_id(self, moment: datetime | None = None) -> str:
         """A new ULID for `moment` (default: the transaction's time), held by no fact and
         no journal record. A write call that runs again gets the same ids in the same
@@ -871,7 +878,7 @@ class Tx:
         for key, value in scan_prefix(self.txn.cursor(db=table), prefix):
             yield bytes(key)[len(prefix) :].decode(), bytes(value)
 
-    def _table(self, name: Literal["checkpoints", "aliases", "proposals"]) -> Table:
+    def _table(self, name: Literal["checkpoints", "aliases", "proposals", "probes"]) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
             raise NotFound(f"this store has no {name} table yet (open it writable once)")
@@ -952,3 +959,23 @@ class Tx:
         rows = cursor.iterprev(keys=False) if newest_first else cursor.iternext(keys=False)
         for raw in rows:
             yield bytes(raw)
+
+    # ---- probes (schema 5; rows `agent \0 probe id`, see probe_ops) ------------------------
+    def put_probe(self, agent: str, probe_id: str, record: bytes) -> None:
+        self.txn.put(agent.encode() + SEP + probe_id.encode(), record, db=self._table("probes"))
+
+    def delete_probe(self, agent: str, probe_id: str) -> None:
+        self.txn.delete(agent.encode() + SEP + probe_id.encode(), db=self._table("probes"))
+
+    def iter_probes(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, probe id, record) of every probe of `agent` (of all agents when None),
+        in key order."""
+        table = self.dbs.probes
+        if table is None:
+            return
+        prefix = b"" if agent is None else agent.encode() + SEP
+        cursor = self.txn.cursor(db=table)
+        rows = scan_prefix(cursor, prefix) if prefix else cursor.iternext()
+        for key, value in rows:
+            owner, _sep, probe_id = bytes(key).partition(SEP)
+            yield owner.decode(), probe_id.decode(), bytes(value)

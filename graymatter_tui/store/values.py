@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import CycleRecord, Fact, ReviewProposal
-from graymatter_tui.textsafe import looks_like_id
+from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_query
 
 # Facts (and graph entries) that decay below this weight are pruned.
 PRUNE_BELOW = 0.01
@@ -19,6 +19,27 @@ PRUNE_BELOW = 0.01
 def validate_fact_id(value: str) -> str:
     if not looks_like_id(value):
         raise InvalidInput(f"not a fact id: {value!r} (expected a 26-character ULID)")
+    return value
+
+
+# ---- probes (ADR 0039) ------------------------------------------------------------------
+# recall.MAX_QUERY_BYTES: the store cannot import recall (recall reads the store), so the
+# limit is repeated here and a test keeps the two equal.
+MAX_PROBE_QUERY_BYTES = 4096
+MAX_PROBE_K = 50
+
+
+def validate_probe(agent: str, query: str, k: int) -> None:
+    """Refuse a probe no cycle could use (before any transaction, and on import)."""
+    validate_agent(agent)
+    validate_query(query, MAX_PROBE_QUERY_BYTES)
+    if not 1 <= k <= MAX_PROBE_K:
+        raise InvalidInput(f"k must be between 1 and {MAX_PROBE_K}, got {k}")
+
+
+def validate_probe_id(value: str) -> str:
+    if not looks_like_id(value):
+        raise InvalidInput(f"not a probe id: {value[:40]!r} (expected a 26-character ULID)")
     return value
 
 
@@ -93,6 +114,23 @@ class ApplyOutcome:
     record: CycleRecord | None = None  # the journal record as committed, when applied
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TrialApply(Generic[T]):
+    """What `trial_apply` saw: `look` of the index before the apply and after it, in one
+    write transaction that was then abandoned. `applied` is False when the proposal has
+    gone stale (`reason` says why; there is no `after`)."""
+
+    applied: bool
+    before: T
+    after: T | None = None
+    reason: str = ""
+    consumed: list[str] = field(default_factory=list)
+    summary_id: str = ""  # the summary's id in the trial only: a real apply mints another
+
+
 @dataclass(frozen=True)
 class PruneOutcome:
     pruned: list[Fact]
@@ -153,6 +191,7 @@ class ImportResult:
     records_skipped: int
     conflicts: list[ImportIssue] = field(default_factory=list)
     kept_store_state: list[ImportIssue] = field(default_factory=list)
+    probes_added: int = 0
 
 
 class ImportConflicts(Conflict):

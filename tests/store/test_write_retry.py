@@ -167,6 +167,19 @@ def _queued(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return "concepts", rows, vectors
 
 
+def _probed(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+    return (store.add_probe(AGENT, "staging database")[0].id,)
+
+
+def _trial_args(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+    request, _record = _apply_args(store, clock)
+
+    def look(index: Any) -> list[tuple[str, int, int]]:
+        return sorted(index.iter_postings(AGENT, "stage"))
+
+    return request, look
+
+
 CASES: dict[str, Case] = {
     "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
@@ -206,6 +219,9 @@ CASES: dict[str, Case] = {
     ),
     "approve_proposal": Case(_held, lambda s, i: s.approve_proposal(i)),
     "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
+    "add_probe": Case(_nothing, lambda s: s.add_probe(AGENT, "staging database", 5)),
+    "remove_probe": Case(_probed, lambda s, i: s.remove_probe(i)),
+    "trial_apply": Case(_trial_args, lambda s, q, look: s.trial_apply(q, look)),
 }
 
 

@@ -1,0 +1,101 @@
+"""`probe add/list/remove` through the real CLI: JSON shapes, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from graymatter_tui.store import Store
+from tests.engine.helpers import AGENT, NOW, prompt_rows, seed_weighted
+from tests.support.ollama_fake import RecordedRequest, Reply
+from tests.support.over_socket import OllamaOverSocket
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_add_list_remove(run_cli: Run) -> None:
+    added = run_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json")
+    assert added.returncode == 0, added.stderr
+    probe = json.loads(added.stdout)
+    assert probe["agent_id"] == "ops" and probe["k"] == 5 and probe["created"] is True
+    assert set(probe) >= {"id", "agent_id", "query", "k", "created_at"}
+    again = json.loads(
+        run_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json").stdout
+    )
+    assert again["id"] == probe["id"] and again["created"] is False
+    run_cli("probe", "add", "dev", "build cache")
+    listed = json.loads(run_cli("probe", "list", "ops", "--json").stdout)
+    assert [p["id"] for p in listed] == [probe["id"]]
+    assert len(json.loads(run_cli("probe", "list", "--json").stdout)) == 2
+    text = run_cli("probe", "list")
+    assert "staging database restarts" in text.stdout and "top 5" in text.stdout
+    removed = run_cli("probe", "remove", probe["id"], "--json")
+    assert removed.returncode == 0 and json.loads(removed.stdout)["id"] == probe["id"]
+    assert json.loads(run_cli("probe", "list", "ops", "--json").stdout) == []
+
+
+def test_bad_input_is_one_line_exit_1_and_nothing_is_saved(run_cli: Run) -> None:
+    for args, message in (
+        (("probe", "add", "ops", "x" * 4097), "limit is 4096 bytes"),
+        (("probe", "add", "ops", "deploy\x1b]52;c;AAAA\x07"), "control character"),
+        (("probe", "add", "ops", "   "), "query is empty"),
+        (("probe", "remove", "01JC0000000000000000000001"), "no probe with id"),
+        (("probe", "remove", "nonsense"), "not a probe id"),
+    ):
+        done = run_cli(*args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and message in done.stderr
+        assert "Traceback" not in done.stderr and "\x1b" not in done.stderr
+    assert json.loads(run_cli("probe", "list", "--json").stdout) == []
+
+
+def test_k_out_of_range_is_a_usage_error(run_cli: Run) -> None:
+    done = run_cli("probe", "add", "ops", "deploy runbook", "--k", "0")
+    assert done.returncode == 2
+
+
+# ---- consolidate with a probe that loses a fact ------------------------------------------
+def _drop_words(request: RecordedRequest) -> Reply:
+    """Consume the first three prompt rows into a summary that drops their own words."""
+    rows = prompt_rows(request.prompt)[:3]
+    return Reply.proposal("plain notes about the garden", [fid for fid, _ in rows])
+
+
+def test_consolidate_flags_a_probe_that_loses_a_fact_and_journals_it(
+    run_cli: Run, cli_dir: Path
+) -> None:
+    with Store.open(cli_dir, clock_fn=lambda: NOW) as store:
+        weakest = seed_weighted(store)[0]
+        word = weakest.text.split()[2]  # "plain note <word> about the garden"
+        probe, _ = store.add_probe(AGENT, word)
+        kept, _ = store.add_probe(AGENT, "garden", 3)
+    with OllamaOverSocket() as server:
+        server.set_responder(_drop_words)
+        env = {"GRAYMATTER_OLLAMA_URL": server.url, "GRAYMATTER_OLLAMA_TIMEOUT": "5"}
+        done = run_cli("consolidate", AGENT, "--llm", "ollama", "--json", env=env)
+        assert server.errors == []
+    assert done.returncode == 0, done.stderr  # flagged, still applied: exit codes unchanged
+    assert done.stderr.count("\n") == 1
+    assert "warning: this cycle was applied although 1 of its agent's probes lose 1" in done.stderr
+    record = json.loads(done.stdout)
+    assert record["outcome"] == "applied"
+    by_id = {p["probe_id"]: p for p in record["probes"]}
+    assert by_id[probe.id]["lost"] == [weakest.id] and by_id[probe.id]["after"] == []
+    assert by_id[kept.id]["lost"] == []
+    shown = json.loads(run_cli("journal", "show", record["cycle_id"], "--json").stdout)
+    assert shown["probes"] == record["probes"]
+    text = run_cli("journal", "show", record["cycle_id"]).stdout
+    assert "probes, checked before apply:" in text
+    assert f"LOSES 1    top 8   {word}" in text and f"lost: {weakest.id}" in text
+
+
+def test_old_journal_records_without_probes_still_show(run_cli: Run, tmp_path: Path) -> None:
+    """Records of the 0.4.0 fixture predate the field."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "store-0.4.0" / "store"
+    shutil.copytree(fixture, tmp_path / "old")
+    done = run_cli("journal", "--json", env={"GRAYMATTER_DIR": str(tmp_path / "old")})
+    assert done.returncode == 0, done.stderr
+    assert all(r["probes"] == [] for r in json.loads(done.stdout))

@@ -1,0 +1,124 @@
+"""Probes in the store: saved, listed, removed, each write in the activity feed; hostile
+queries refused with nothing written; the same query twice is one probe."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from graymatter_tui import recall
+from graymatter_tui.errors import Conflict, InvalidInput, NotFound
+from graymatter_tui.exchange import export_bytes, import_file
+from graymatter_tui.store import MAX_PROBE_QUERY_BYTES, Store
+from graymatter_tui.store.probe_ops import MAX_PER_AGENT
+
+UNKNOWN = "01JC0000000000000000000001"
+
+
+def test_the_probe_query_limit_is_recalls(gm: Store) -> None:
+    assert MAX_PROBE_QUERY_BYTES == recall.MAX_QUERY_BYTES
+
+
+def test_add_list_remove_and_each_write_is_in_the_feed(gm: Store) -> None:
+    first, created = gm.add_probe("ops", "staging database restarts", 5)
+    assert created and first.k == 5 and first.agent_id == "ops"
+    second, _ = gm.add_probe("ops", "deploy runbook")
+    other, _ = gm.add_probe("dev", "build cache")
+    assert [p.id for p in gm.probes("ops")] == [first.id, second.id]
+    assert {p.id for p in gm.probes()} == {first.id, second.id, other.id}
+    assert gm.remove_probe(first.id) == first
+    assert [p.id for p in gm.probes("ops")] == [second.id]
+    actions = [(e.action, e.agent_id) for e in gm.activity()]
+    assert actions[:4] == [("probe", "ops"), ("probe", "dev"), ("probe", "ops"), ("probe", "ops")]
+    assert "removed" in gm.activity()[0].text
+
+
+def test_the_same_query_again_is_the_same_probe(gm: Store) -> None:
+    probe, _ = gm.add_probe("ops", "deploy runbook", 8)
+    generation = gm.generation()
+    again, created = gm.add_probe("ops", "deploy runbook", 8)
+    assert again == probe and not created
+    assert gm.generation() == generation  # nothing was written
+    wider, created = gm.add_probe("ops", "deploy runbook", 12)
+    assert not created and wider.id == probe.id and wider.k == 12
+    assert gm.probes("ops") == [wider]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("", "query is empty"),
+        ("   ", "query is empty"),
+        ("x" * (MAX_PROBE_QUERY_BYTES + 1), "limit is 4096 bytes"),
+        ("é" * (MAX_PROBE_QUERY_BYTES // 2 + 1), "limit is 4096 bytes"),
+        ("deploy\x1b[31m runbook", "control character (U+001B)"),
+        ("deploy\nrunbook", "control character (U+000A)"),
+        ("deploy \u202eknoobnur", "control character (U+202E)"),
+        ("the of and", "no words recall can search for"),
+        ("bad \udcff surrogate", "not valid UTF-8"),
+    ],
+)
+def test_hostile_queries_are_refused_and_nothing_is_written(
+    gm: Store, query: str, message: str
+) -> None:
+    generation = gm.generation()
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        gm.add_probe("ops", query)
+    assert gm.probes() == [] and gm.generation() == generation
+
+
+def test_a_query_at_the_limit_is_kept(gm: Store) -> None:
+    query = ("cobalt " * 600)[:MAX_PROBE_QUERY_BYTES]
+    probe, _ = gm.add_probe("ops", query)
+    assert gm.probes("ops")[0].query == query == probe.query
+
+
+@pytest.mark.parametrize("k", [0, -1, 51])
+def test_k_out_of_range_is_refused(gm: Store, k: int) -> None:
+    with pytest.raises(InvalidInput, match="k must be between 1 and 50"):
+        gm.add_probe("ops", "deploy runbook", k)
+
+
+def test_bad_agent_and_unknown_or_malformed_ids(gm: Store) -> None:
+    with pytest.raises(InvalidInput, match="agent name contains a control"):
+        gm.add_probe("o\x07ps", "deploy runbook")
+    with pytest.raises(NotFound, match="no probe with id"):
+        gm.remove_probe(UNKNOWN)
+    with pytest.raises(InvalidInput, match="not a probe id"):
+        gm.remove_probe("../../etc")
+
+
+def test_an_agent_has_at_most_so_many_probes(gm: Store) -> None:
+    for n in range(MAX_PER_AGENT):
+        gm.add_probe("ops", f"query number{n}")
+    with pytest.raises(Conflict, match="remove one first"):
+        gm.add_probe("ops", "one more query")
+    gm.add_probe("dev", "another agent is not counted")
+
+
+def test_probes_round_trip_through_the_jsonl_export(gm: Store, tmp_path: Path) -> None:
+    gm.put("ops", "Staging database restarts nightly.")
+    probe, _ = gm.add_probe("ops", "staging restarts", 3)
+    data = export_bytes(gm, "jsonl")
+    assert b'"type":"probe"' in data
+    assert b"probe" not in export_bytes(gm, "json")  # memories.json stays upstream-shaped
+    with Store.open(tmp_path / "copy") as copy:
+        result = import_file(copy, data)
+        assert result.probes_added == 1
+        assert copy.probes() == [probe]
+        assert import_file(copy, data).probes_added == 0  # a second import changes nothing
+
+
+def test_a_bad_probe_line_refuses_the_whole_import(gm: Store) -> None:
+    line = b'{"type":"probe","probe":{"id":"01JC0000000000000000000001","agent_id":"ops",'
+    data = (
+        b'{"type":"fact","fact":{"id":"01JC0000000000000000000002","agent_id":"ops",'
+        b'"text":"kept","created_at":"2026-01-01T00:00:00Z"}}\n'
+        + line
+        + b'"query":"\\u001b[2J","k":8}}\n'
+    )
+    with pytest.raises(InvalidInput, match="line 2: probe: query contains a control"):
+        import_file(gm, data)
+    assert gm.all_facts() == [] and gm.probes() == []
