@@ -22,6 +22,7 @@ from graymatter_tui import provenance
 from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.embedding import background as embedding
+from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.presentation import store_badges
@@ -40,6 +41,7 @@ from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
 from graymatter_tui.store import Store
+from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.virtual_list import VirtualList
@@ -140,6 +142,7 @@ class GraymatterApp(App[None]):
         # Embeds new facts on its own thread when GRAYMATTER_EMBED is set; it never
         # touches a widget (the poll picks its writes up like any other process's).
         self.embedder: embedding.BackgroundEmbedder | None = None
+        self.query_vectors: QueryVectors | None = None  # recall preview's vector signal
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -167,6 +170,11 @@ class GraymatterApp(App[None]):
         self._focus_tab(self._active_tab())
 
     def _start_embedder(self) -> None:
+        try:
+            self.query_vectors = embedding_query.from_env(self.store)
+        except GraymatterError as exc:  # a bad GRAYMATTER_EMBED* value
+            self.show_error(str(exc))
+            return
         if self.read_only:
             return
         try:
@@ -454,7 +462,7 @@ class GraymatterApp(App[None]):
             )
 
         save = None if self.read_only or self.store.read_only_reason else save_probe
-        self.push_screen(RecallScreen(self.store, agent, save), chosen)
+        self.push_screen(RecallScreen(self.store, agent, save, self.query_vectors), chosen)
 
     def action_export(self) -> None:
         default = str(Path.cwd() / "graymatter-export.jsonl")

@@ -5,10 +5,13 @@ the query with a short timeout, then search the agent's blocks. Any failure give
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from graymatter_tui.embedding.base import Embedder
 from graymatter_tui.embedding.settings import EmbedSettings
 from graymatter_tui.store import MemoryStore
+
+if TYPE_CHECKING:  # numpy loads when a vector is first needed, not when the TUI starts
+    from graymatter_tui.embedding.base import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,12 @@ from graymatter_tui.provenance import UNRECORDED
 from graymatter_tui.recall import Hit, lineages, rank
 from graymatter_tui.receipts import lineage_fields, lineage_summary
 from graymatter_tui.store import Store
+from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
 
 K = 8
 # Width the columns other than the fact's text take, with DataTable's cell padding.
-OTHER_COLUMNS = 46
+OTHER_COLUMNS = 52
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,15 @@ class Column:
     cell: Callable[[int, Hit, datetime], str | Text]
 
 
+def _rank(value: int | None) -> str:
+    return "–" if value is None else str(value)  # not found by that signal
+
+
 COLUMNS = [
     Column("#", lambda position, _hit, _now: str(position)),
     Column("fact", lambda _position, hit, _now: literal(hit.fact.text)),
-    Column("kw", lambda _position, hit, _now: str(hit.keyword_rank)),
+    Column("vec", lambda _position, hit, _now: _rank(hit.vector_rank)),
+    Column("kw", lambda _position, hit, _now: _rank(hit.keyword_rank)),
     Column("new", lambda _position, hit, _now: str(hit.recency_rank)),
     Column("fused", lambda _position, hit, _now: f"{hit.score:.4f}"),
     Column("weight", lambda _position, hit, _now: f"{hit.fact.weight:.2f}"),
@@ -59,12 +65,19 @@ class RecallScreen(ModalScreen[str | None]):
     ]
 
     def __init__(
-        self, store: Store, agent: str, save_probe: Callable[[str], None] | None = None
+        self,
+        store: Store,
+        agent: str,
+        save_probe: Callable[[str], None] | None = None,
+        vectors: QueryVectors | None = None,
     ) -> None:
         super().__init__()
         self.store = store
         self.agent = agent
         self.save_probe = save_probe
+        # With embeddings on, ranking asks a server for the query's vector (up to its
+        # query timeout): it runs on a worker thread so the screen never freezes.
+        self.vectors = vectors
         self.hits: list[Hit] = []
 
     def compose(self) -> ComposeResult:
@@ -94,15 +107,38 @@ class RecallScreen(ModalScreen[str | None]):
         table: DataTable[str | Text] = self.query_one(DataTable)
         table.clear(columns=True)
         self.query_one("#recall-lineage", Static).update("")
+        query = event.value
+        if self.vectors is None:
+            self._show(query, self._ranked(query))
+            return
+        self.query_one("#recall-info", Static).update("ranking (asking the embedding server)…")
+        self.run_worker(
+            lambda: self.app.call_from_thread(self._show, query, self._ranked(query)),
+            thread=True,
+            group="recall",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _ranked(self, query: str) -> list[Hit] | GraymatterError:
         try:
-            self.hits = rank(self.store, self.agent, event.value, k=K)
+            return rank(self.store, self.agent, query, k=K, vectors=self.vectors)
         except GraymatterError as exc:
+            return exc
+
+    def _show(self, query: str, ranked: list[Hit] | GraymatterError) -> None:
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        if query != self.query_one(Input).value:
+            return  # the query changed while this one was ranked
+        if isinstance(ranked, GraymatterError):
             self.hits = []
             table.display = False
-            self.query_one("#recall-info", Static).update(literal(exc))
+            self.query_one("#recall-info", Static).update(literal(ranked))
             return
+        self.hits = ranked
         self.query_one("#recall-info", Static).update(
-            f"{len(self.hits)} results · kw keyword rank · new recency rank · fused score"
+            f"{len(self.hits)} results · vec vector rank · kw keyword rank · "
+            "new recency rank · fused score"
             if self.hits
             else "No live fact shares a keyword with the query."
         )

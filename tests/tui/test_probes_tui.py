@@ -5,6 +5,7 @@ probe; no access count moves)."""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable
 
 from graymatter_tui.screens.dialogs import ConfirmScreen
@@ -104,7 +105,7 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
         await settle(pilot)
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]
-        assert labels == ["#", "fact", "kw", "new", "fused", "weight", "age", "source"]
+        assert labels == ["#", "fact", "vec", "kw", "new", "fused", "weight", "age", "source"]
         shown = [str(key.value) for key in table.rows]
         assert 1 <= len(shown) <= 8
         text = screen_text(app)
@@ -183,3 +184,28 @@ def test_every_key_of_the_screens_with_probes_has_its_handler() -> None:
             assert isinstance(binding, Binding)
             name = binding.action.split("(")[0]
             assert callable(getattr(owner, f"action_{name}", None)), (owner.__name__, name)
+
+
+async def test_with_embeddings_the_preview_finds_a_paraphrase_and_shows_its_vector_rank(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graymatter_tui.embedding.ollama import OllamaEmbedder
+    from graymatter_tui.embedding.worker import Worker
+    from tests.support.embedding_fake import EmbeddingOverSocket
+
+    with EmbeddingOverSocket() as server:
+        polar = store.put(OPS, "Payments go through Polar")
+        store.put(OPS, "Standup moved to the afternoon")
+        Worker(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0)).drain()
+        monkeypatch.setenv("GRAYMATTER_EMBED", "ollama")
+        monkeypatch.setenv("GRAYMATTER_EMBED_URL", server.url)
+        app = make_app(store)
+        async with running(app, size=(100, 30)) as pilot:
+            await pilot.press("R")
+            await settle(pilot)
+            await pilot.press(*"which billing vendor do we use", "enter")
+            table = app.screen.query_one(DataTable)
+            await wait_until(pilot, lambda: table.row_count > 0, what="the ranked paraphrase")
+            assert [str(key.value) for key in table.rows] == [polar.id]
+            row = table.get_row(polar.id)
+            assert (str(row[2]), str(row[3])) == ("1", "–")  # found by vector alone
