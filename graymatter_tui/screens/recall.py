@@ -27,7 +27,8 @@ from graymatter_tui.widgets.literal import literal
 
 K = 8
 # Width the columns other than the fact's text take, with DataTable's cell padding.
-OTHER_COLUMNS = 52
+OTHER_COLUMNS = 46
+VECTOR_COLUMN = 6
 
 
 @dataclass(frozen=True)
@@ -136,21 +137,25 @@ class RecallScreen(ModalScreen[str | None]):
             self.query_one("#recall-info", Static).update(literal(ranked))
             return
         self.hits = ranked
+        # Without embeddings the vector column would be dashes only: it is left out.
+        columns = [c for c in COLUMNS if self.vectors is not None or c.label != "vec"]
         self.query_one("#recall-info", Static).update(
-            f"{len(self.hits)} results · vec vector rank · kw keyword rank · "
-            "new recency rank · fused score"
+            f"{len(self.hits)} results · "
+            + ("vec vector rank · " if self.vectors is not None else "")
+            + "kw keyword rank · new recency rank · fused score"
             if self.hits
             else "No live fact shares a keyword with the query."
         )
         table.display = bool(self.hits)
-        room = max(16, self.query_one(".dialog").size.width - OTHER_COLUMNS)
-        for column in COLUMNS:
+        other = OTHER_COLUMNS + (VECTOR_COLUMN if self.vectors is not None else 0)
+        room = max(16, self.query_one(".dialog").size.width - other)
+        for column in columns:
             table.add_column(
                 column.label, key=column.label, width=room if column.label == "fact" else None
             )
         now = self.store.now()
         for position, hit in enumerate(self.hits, start=1):
-            table.add_row(*(c.cell(position, hit, now) for c in COLUMNS), key=hit.fact.id)
+            table.add_row(*(c.cell(position, hit, now) for c in columns), key=hit.fact.id)
         if self.hits:
             table.focus()
             self._show_lineage(self.hits[0].fact.id)

@@ -105,7 +105,7 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
         await settle(pilot)
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]
-        assert labels == ["#", "fact", "vec", "kw", "new", "fused", "weight", "age", "source"]
+        assert labels == ["#", "fact", "kw", "new", "fused", "weight", "age", "source"]
         shown = [str(key.value) for key in table.rows]
         assert 1 <= len(shown) <= 8
         text = screen_text(app)
