@@ -131,3 +131,21 @@ def test_a_write_never_waits_for_the_embedder(store: Store, server: EmbeddingOve
     finally:
         server.hold.set()
         embedder.stop()
+
+
+async def test_an_agent_finds_a_paraphrase_through_memory_search(
+    tmp_path: Path, server: EmbeddingOverSocket
+) -> None:
+    data = tmp_path / "data"
+    async with _mcp(data, server.url) as agent:
+        for text in TEXTS:
+            await agent.ok("memory_add", agent_id=AGENT, text=text)
+        with Store.open(data, read_only=True) as store:
+            _wait(lambda: store.embed_state().vectors == 3, "3 vectors")
+        text, structured = await agent.ok(
+            "memory_search", agent_id=AGENT, query="who is our invoice supplier", explain=True
+        )
+    assert "Payments go through Polar" in text
+    assert structured["facts"][0] == "Payments go through Polar"
+    why = structured["explain"][0]
+    assert why["vector_rank"] == 1 and why["keyword_rank"] is None
