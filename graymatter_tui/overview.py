@@ -39,6 +39,9 @@ class StatusPayload(TypedDict):
     embed_model: str | None
     embed_dim: int | None
     embed_backlog: int
+    # Agents' changes held for a person (the review queue) and saved recall probes.
+    pending_reviews: int
+    probes: int
 
 
 def status_payload(store: MemoryStore) -> StatusPayload:
@@ -75,6 +78,8 @@ def status_payload(store: MemoryStore) -> StatusPayload:
         "embed_model": embed_model,
         "embed_dim": embed_dim,
         "embed_backlog": store.embed_backlog(),
+        "pending_reviews": store.pending_count(),
+        "probes": len(store.probes()),
     }
 
 

@@ -41,7 +41,8 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         f"size       {payload['file_bytes'] / 1e6:.1f} MB on disk · map "
         f"{payload['map_used'] / 1e6:.1f} of {payload['map_size'] / 1e6:.0f} MB used"
     )
-    say(f"recall     stemming {payload['stem_language']}")
+    say(f"recall     stemming {payload['stem_language']} · {payload['probes']} probes")
+    say(f"review     {payload['pending_reviews']} agent changes waiting for a decision")
     if payload["embed_model"] is None:
         say("embedding  none recorded")
     else:

@@ -277,6 +277,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 check.title if check.ok else "; ".join(check.violations[:3]),
             )
     add("embeddings", "ok", embedding_note(store, sum(a.live_facts for a in agents)))
+    add(*review_queue_check(store))
     summariser = summarisers.from_settings(settings)
     if summariser is None:
         add("summariser", "ok", "none configured: cycles decay and prune only")
@@ -294,6 +295,20 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 "and prune until it answers",
             )
     return checks
+
+
+def review_queue_check(store: Store) -> tuple[str, str, str]:
+    """The top bar's count of changes waiting (a counter kept by each decision) must be
+    the number of proposals actually pending, or the TUI would announce the wrong work."""
+    counted = store.pending_count()
+    pending = len(store.proposals(status="pending"))
+    if counted != pending:
+        return (
+            "review queue",
+            "fail",
+            f"the pending counter says {counted} but {pending} proposals are pending",
+        )
+    return ("review queue", "ok", f"{pending} agent changes waiting for a decision")
 
 
 def embedding_note(store: Store, live: int) -> str:

@@ -308,6 +308,21 @@ def test_status_json(run_cli: RunCli, seeded: dict[str, str], cli_dir: Path) -> 
     support = agents["support-bot"]
     assert (support["live_facts"], support["tombstones"], support["pinned"]) == (2, 1, 0)
     assert support["avg_weight"] == pytest.approx(0.875)
+    assert (status["pending_reviews"], status["probes"]) == (0, 0)
+
+
+def test_status_counts_probes_and_changes_waiting_for_review(
+    run_cli: RunCli, seeded: dict[str, str], cli_dir: Path
+) -> None:
+    from graymatter_tui.store import Store
+
+    with Store.open(cli_dir) as store:
+        store.add_probe("ops-agent", "staging database")
+        store.hold_change("ops-agent", "add", "", "Held: the runbook moved.")
+    status = as_json(run_cli("status", "--json"))
+    assert (status["pending_reviews"], status["probes"]) == (1, 1)
+    text = run_cli("status").stdout
+    assert "1 probes" in text and "review     1 agent changes waiting for a decision" in text
 
     human = ok(run_cli("status"))
     assert "4 live" in human and "2 tombstones" in human and "1 pinned" in human

@@ -175,3 +175,26 @@ def test_a_summariser_that_answers_is_good(store_dir: Path, how: str) -> None:
         done = run_graymatter(*args, env=env)
     assert done.returncode == 0, done.stdout
     assert done.stdout.strip().splitlines()[-1] == "Everything looks good."
+
+
+def test_the_review_queue_counter_must_match_the_pending_proposals(store_dir: Path) -> None:
+    import lmdb
+
+    with Store.open(store_dir) as store:
+        store.hold_change("agent", "add", "", "Held for review.")
+    done = run_graymatter("doctor", "--dir", str(store_dir), "--json")
+    assert report(done)["review queue"] == {
+        "name": "review queue",
+        "status": "ok",
+        "detail": "1 agent changes waiting for a decision",
+    }
+    # A damaged counter (here: set by hand) would make the TUI announce the wrong work.
+    env = lmdb.open(str(store_dir), max_dbs=32)
+    with env.begin(write=True) as txn:
+        txn.put(b"review_pending", b"3", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    done = run_graymatter("doctor", "--dir", str(store_dir), "--json")
+    assert done.returncode == 1
+    assert report(done)["review queue"]["detail"] == (
+        "the pending counter says 3 but 1 proposals are pending"
+    )
