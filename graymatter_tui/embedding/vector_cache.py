@@ -46,8 +46,11 @@ class AgentMatrix:
         import numpy as np
 
         size = (max(blocks.blocks) + 1) * self.block_rows if blocks.blocks else 0
-        if size > self.matrix.shape[0]:  # grow by doubling: appends stay amortised O(1)
-            grown = np.zeros((max(size, 2 * self.matrix.shape[0]), self.dimension), np.float32)
+        if size > self.matrix.shape[0]:
+            # Grow by an eighth (not double: 100k x 768 is 307 MB), so appends stay
+            # amortised O(1) and a copy of the whole matrix is rare.
+            room = max(size, self.matrix.shape[0] + self.matrix.shape[0] // 8)
+            grown = np.zeros((room, self.dimension), np.float32)
             grown[: self.rows] = self.matrix[: self.rows]
             self.matrix = grown
             self.taken = np.concatenate(
