@@ -10,13 +10,16 @@ import pytest
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.query import StoreQueryVectors
 from graymatter_tui.embedding.vector_cache import VectorCache
+from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.model import Fact
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.vector_layout import BLOCK_ROWS
+from tests.support.embedding_fake import EmbeddingOverSocket
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 AGENT, OTHER = "agent-a", "agent-b"
 DIM = 24
+TEXTS = ["Payments go through Polar", "We never deploy on fridays", "Lunch is at noon"]
 
 
 def _clustered(rng: np.random.Generator, n: int, centroids: int = 8) -> np.ndarray:
@@ -154,3 +157,28 @@ def test_only_a_long_running_signal_keeps_a_cache(store: Store) -> None:
     embedder = OllamaEmbedder("http://127.0.0.1:9", "m", 1.0)
     assert StoreQueryVectors(store, embedder, 1.0).cache is None  # one-shot `recall`
     assert isinstance(StoreQueryVectors(store, embedder, 1.0, cache=True).cache, VectorCache)
+
+
+def test_the_signal_of_a_long_running_process_follows_the_store(store: Store) -> None:
+    """End to end over the scripted server: the cached signal answers what the one-shot one
+    does, before and after a fact is retired and another embedded."""
+    with EmbeddingOverSocket() as server:
+        ids = {text: store.put(AGENT, text).id for text in TEXTS}
+        worker = Worker(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
+        worker.drain()
+        embedder = OllamaEmbedder(server.url, "nomic-embed-text", 10.0)
+        cached = StoreQueryVectors(store, embedder, 5.0, cache=True)
+        one_shot = StoreQueryVectors(store, embedder, 5.0)
+        question = "which billing vendor do we use?"
+        assert cached.nearest(AGENT, question, 3) == one_shot.nearest(AGENT, question, 3)
+        assert cached.cache is not None and cached.cache.wait(AGENT, timeout=30)
+        found = cached.nearest(AGENT, question, 1)
+        assert found is not None and found[0][0] == ids["Payments go through Polar"]
+        store.retire(ids["Payments go through Polar"])
+        later = store.put(AGENT, "Invoices are paid to our vendor monthly")
+        worker.drain()
+        found = cached.nearest(AGENT, question, 3)
+        assert found == one_shot.nearest(AGENT, question, 3)
+        assert found is not None and found[0][0] == later.id
+        assert ids["Payments go through Polar"] not in [i for i, _ in found]
+        assert cached.cache.ready(AGENT)  # answered by the copy, not the blocks
