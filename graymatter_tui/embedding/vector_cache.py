@@ -24,8 +24,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+CHUNK_BLOCKS = 64  # blocks per chunk of the copy: 8,192 rows, 25 MB at 768 dims
+
+
 class AgentMatrix:
-    """One agent's vectors of one model: row b * block_rows + r holds row r of block b."""
+    """One agent's vectors of one model: row b * block_rows + r holds row r of block b.
+    The rows live in fixed chunks, so growing never copies what is held (at 100k x 768 a
+    copy of one matrix would be 307 MB on a query's path); a search is one product per
+    chunk, which costs the same as one product over a single matrix."""
 
     def __init__(self, blocks: VectorBlocks) -> None:
         import numpy as np
@@ -33,9 +39,10 @@ class AgentMatrix:
         self.model = blocks.model
         self.dimension = blocks.dimension
         self.block_rows = blocks.block_rows
+        self.chunk_rows = CHUNK_BLOCKS * blocks.block_rows
         self.generation = -1
         self.rows = 0
-        self.matrix: Vector = np.zeros((0, self.dimension), dtype=np.float32)
+        self.chunks: list[Vector] = []
         self.taken = np.zeros(0, dtype=bool)
         self.ids: list[str] = []
         self.apply(blocks)
@@ -46,17 +53,12 @@ class AgentMatrix:
         import numpy as np
 
         size = (max(blocks.blocks) + 1) * self.block_rows if blocks.blocks else 0
-        if size > self.matrix.shape[0]:
-            # Grow by an eighth (not double: 100k x 768 is 307 MB), so appends stay
-            # amortised O(1) and a copy of the whole matrix is rare.
-            room = max(size, self.matrix.shape[0] + self.matrix.shape[0] // 8)
-            grown = np.zeros((room, self.dimension), np.float32)
-            grown[: self.rows] = self.matrix[: self.rows]
-            self.matrix = grown
-            self.taken = np.concatenate(
-                [self.taken, np.zeros(grown.shape[0] - len(self.taken), bool)]
-            )
-            self.ids.extend([""] * (grown.shape[0] - len(self.ids)))
+        while len(self.chunks) * self.chunk_rows < size:
+            self.chunks.append(np.zeros((self.chunk_rows, self.dimension), np.float32))
+        room = len(self.chunks) * self.chunk_rows
+        if room > len(self.taken):
+            self.taken = np.concatenate([self.taken, np.zeros(room - len(self.taken), bool)])
+            self.ids.extend([""] * (room - len(self.ids)))
         self.rows = size
         self.taken[size:] = False
         present = set(blocks.blocks)
@@ -69,7 +71,8 @@ class AgentMatrix:
                 continue
             matrix, ids = blocks.changed[block]
             count = len(ids)
-            self.matrix[start : start + count] = matrix
+            chunk, offset = divmod(start, self.chunk_rows)
+            self.chunks[chunk][offset : offset + count] = matrix
             self.ids[start : start + count] = ids
             self.taken[start : start + count] = [bool(i) for i in ids]
             self.taken[start + count : start + self.block_rows] = False
@@ -80,16 +83,16 @@ class AgentMatrix:
         ties by id; None when nothing is held."""
         import numpy as np
 
-        if limit <= 0 or query.shape[0] != self.dimension:
+        taken = self.taken[: self.rows]
+        count = min(limit, int(taken.sum()))
+        if count <= 0 or query.shape[0] != self.dimension:
             return None
-        scores = self.matrix[: self.rows] @ query.astype(np.float32)
-        scores[~self.taken[: self.rows]] = -np.inf
-        count = min(limit, int(self.taken[: self.rows].sum()))
-        if count == 0:
-            return None
+        vector = query.astype(np.float32)
+        scores = np.concatenate([chunk @ vector for chunk in self.chunks])[: self.rows]
+        scores[~taken] = -np.inf
         best = np.argpartition(-scores, count - 1)[:count] if count < scores.size else None
         positions = range(scores.size) if best is None else best.tolist()
-        found = [(self.ids[p], float(scores[p])) for p in positions if self.taken[p]]
+        found = [(self.ids[p], float(scores[p])) for p in positions if taken[p]]
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:count]
 

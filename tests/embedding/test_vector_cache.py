@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from graymatter_tui.embedding import vector_cache
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.query import StoreQueryVectors
 from graymatter_tui.embedding.vector_cache import VectorCache
@@ -55,7 +56,11 @@ def _same(got: list[tuple[str, float]] | None, want: list[tuple[str, float]] | N
     assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
 
 
-def test_the_cache_answers_what_the_block_search_answers(store: Store) -> None:
+@pytest.mark.parametrize("chunk_blocks", [vector_cache.CHUNK_BLOCKS, 1])
+def test_the_cache_answers_what_the_block_search_answers(
+    store: Store, chunk_blocks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_cache, "CHUNK_BLOCKS", chunk_blocks)  # 1: rows span chunks
     store.start_embedding("m")
     vectors = _populate(store, AGENT, BLOCK_ROWS * 3 + 17, seed=1)
     _embed(store, vectors)
