@@ -1,9 +1,13 @@
 """Embedding pipeline: vector storage at scale (numpy blocks in LMDB vs a usearch HNSW
 index vs numpy in memory), embed throughput against the scripted server, and the extra cost
-of a write in a store that embeds.
+of a write in a store that embeds. `--search` compares, on the same vectors, the block
+search, the per-process cache (ADR 0045) and usearch HNSW built in one batch, on uniform
+and clustered vectors (run it with OPENBLAS_NUM_THREADS=1).
 
     python benchmarks/embed_bench.py [--facts 100000] [--dim 768] [--queries 100]
         [--skip-usearch] [--throughput 2000] [--write-cost 300]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/embed_bench.py --search [--hnsw-dtypes f16]
+        --skip-storage --throughput 0 --write-cost 0
 """
 
 from __future__ import annotations
@@ -123,6 +127,133 @@ def storage(args: argparse.Namespace, root: Path) -> None:
     print(f"usearch HNSW: a batch of 32 vectors added and saved in {_ms(costs)}")
 
 
+def _clustered(rng: np.random.Generator, n: int, dim: int, centres: int) -> np.ndarray:
+    """Unit vectors around `centres` random unit centroids (per-dimension noise 0.02, so
+    a member's cosine to its centroid is about 0.87): closer to real embeddings, whose
+    neighbours crowd together, than uniform vectors, where every pair is nearly orthogonal."""
+    centroids = _unit(rng, centres, dim)
+    rows = centroids[rng.integers(0, centres, n)]
+    rows = rows + rng.standard_normal((n, dim), dtype=np.float32) * np.float32(0.02)
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _timed(fn: object, queries: np.ndarray) -> tuple[list[float], list[float], list[object]]:
+    walls, cpus, answers = [], [], []
+    for q in queries:
+        t, c = time.perf_counter(), time.thread_time()
+        answers.append(fn(q))  # type: ignore[operator]
+        cpus.append(time.thread_time() - c)
+        walls.append(time.perf_counter() - t)
+    return walls, cpus, answers
+
+
+def _row(label: str, walls: list[float], cpus: list[float], recall: float, extra: str) -> None:
+    print(
+        f"| {label} | {median(walls) * 1000:.1f} / {percentile(walls, 99) * 1000:.1f} "
+        f"| {median(cpus) * 1000:.1f} / {percentile(cpus, 99) * 1000:.1f} "
+        f"| {recall:.3f} | {extra} |"
+    )
+
+
+def search(args: argparse.Namespace, root: Path) -> None:
+    """Block search vs the per-process cache vs usearch HNSW, one vector set at a time."""
+    from graymatter_tui.embedding.vector_cache import VectorCache
+
+    n, dim, k = args.facts, args.dim, 10
+    rng = np.random.default_rng(11)
+    sets = {
+        "uniform": _unit(rng, n, dim),
+        f"clustered ({args.centres} centroids)": _clustered(rng, n, dim, args.centres),
+    }
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+    print(f"## vector search: {n} x {dim}, top {k}, OPENBLAS_NUM_THREADS={threads}\n")
+    for number, (name, vectors) in enumerate(sets.items()):
+        picked = rng.choice(n, args.queries, replace=False)
+        noisy = vectors[picked] + rng.standard_normal((args.queries, dim), np.float32) * 0.01
+        kinds = {
+            "noisy copies": noisy / np.linalg.norm(noisy, axis=1, keepdims=True),
+            "fresh random": _unit(rng, args.queries, dim),
+        }
+        print(f"### {name}\n")
+        with Store.open(root / f"search-{number}", map_size=8 << 30) as store:
+            facts = store.put_many(new_facts(AGENT, n))
+            position = {fact.id: i for i, fact in enumerate(facts)}
+            store.start_embedding("bench")
+            while rows := store.embed_waiting(2000):
+                store.store_vectors("bench", rows, vectors[[position[r[1]] for r in rows]])
+            cache = VectorCache(store)
+            t = time.perf_counter()
+            cache.nearest(AGENT, "bench", kinds["noisy copies"][0], k)
+            cache.wait(AGENT)
+            cache_build = time.perf_counter() - t
+            for kind, queries in kinds.items():
+                exact = [set(np.argpartition(-(vectors @ q), k)[:k].tolist()) for q in queries]
+
+                def recall(found: list[set[int]], exact: list[set[int]] = exact) -> float:
+                    return (
+                        sum(len(f & e) for f, e in zip(found, exact, strict=True)) / k / len(exact)
+                    )
+
+                def ids(answers: list[object], at: dict[str, int] = position) -> list[set[int]]:
+                    return [{at[i] for i, _ in a or []} for a in answers]  # type: ignore[attr-defined]
+
+                print(f"{kind} ({args.queries} queries)\n")
+                print("| search | wall ms | CPU ms | recall@10 | notes |\n|---|---:|---:|---:|---|")
+                store.nearest(AGENT, "bench", queries[0], k)  # warm the page cache
+                w, c, a = _timed(lambda q: store.nearest(AGENT, "bench", q, k), queries)
+                _row("(a) blocks in LMDB", w, c, recall(ids(a)), "store of record")
+                w, c, a = _timed(lambda q, c=cache: c.nearest(AGENT, "bench", q, k), queries)
+                _row(
+                    "(b) cached f32 matrix",
+                    w,
+                    c,
+                    recall(ids(a)),
+                    f"built in {cache_build:.1f} s, {n * dim * 4 / 1e6:.0f} MB RAM",
+                )
+                w, c, _ = _timed(lambda q, m=vectors: np.argpartition(-(m @ q), k)[:k], queries)
+                _row("numpy matvec alone (floor of b)", w, c, 1.0, "")
+            # What keeping the cache current costs: the first query after a batch of 32.
+            costs = []
+            for i in range(10):
+                late = store.put_many(NewFact(AGENT, f"late fact {i} {j}") for j in range(32))
+                rows = store.embed_waiting(64)
+                store.store_vectors("bench", rows, _unit(rng, len(rows), dim))
+                t = time.perf_counter()
+                cache.nearest(AGENT, "bench", kinds["noisy copies"][0], k)
+                costs.append(time.perf_counter() - t)
+                del late
+            print(
+                f"\n(b) first query after 32 vectors were stored (refresh + search): {_ms(costs)}\n"
+            )
+        if args.skip_usearch:
+            continue
+        from usearch.index import Index
+
+        for dtype in args.hnsw_dtypes.split(","):
+            t, c = time.perf_counter(), time.process_time()
+            hnsw = Index(ndim=dim, metric="ip", dtype=dtype, connectivity=16, expansion_add=128)
+            hnsw.add(np.arange(n), vectors, threads=2)
+            build, build_cpu = time.perf_counter() - t, time.process_time() - c
+            print(
+                f"usearch {dtype}: one batched add of {n} (threads=2) in {build:.0f} s wall, "
+                f"{build_cpu:.0f} s CPU ({n / build:,.0f} vectors/s), "
+                f"{hnsw.memory_usage / 1e6:.0f} MB RAM\n"
+            )
+            print("| search | wall ms | CPU ms | recall@10 | notes |\n|---|---:|---:|---:|---|")
+            for kind, queries in kinds.items():
+                exact = [set(np.argpartition(-(vectors @ q), k)[:k].tolist()) for q in queries]
+                for expansion in (64, 128, 256):
+                    hnsw.expansion_search = expansion
+                    w, c, a = _timed(lambda q, h=hnsw: h.search(q, k).keys.tolist(), queries)
+                    found = [set(x) for x in a]  # type: ignore[call-overload]
+                    hits = sum(len(f & e) for f, e in zip(found, exact, strict=True))
+                    _row(
+                        f"(c) HNSW {dtype} ef={expansion}, {kind}", w, c, hits / k / len(exact), ""
+                    )
+            print()
+            del hnsw
+
+
 def throughput(args: argparse.Namespace, root: Path) -> None:
     from graymatter_tui.embedding.ollama import OllamaEmbedder
     from graymatter_tui.embedding.worker import Worker
@@ -173,6 +304,9 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--skip-usearch", action="store_true")
+    parser.add_argument("--search", action="store_true")
+    parser.add_argument("--centres", type=int, default=2000)
+    parser.add_argument("--hnsw-dtypes", default="f16")
     parser.add_argument("--skip-storage", action="store_true")
     parser.add_argument("--throughput", type=int, default=2000)
     parser.add_argument("--write-cost", type=int, default=300)
@@ -182,6 +316,8 @@ def main() -> None:
         root = Path(tmp)
         if not args.skip_storage:
             storage(args, root)
+        if args.search:
+            search(args, root)
         if args.throughput:
             throughput(args, root)
         if args.write_cost:

@@ -79,7 +79,7 @@ def mcp(
             read_only=read_only,
             default_agent=agent,
             review=review,
-            vectors=from_env(store),
+            vectors=from_env(store, cache=True),  # a server answers many queries
         )
         if where is None:
             note(f"serving {store.path} over MCP on stdio{mode}")

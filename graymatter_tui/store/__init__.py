@@ -3,7 +3,7 @@
 
 from graymatter_tui.store.access import directory_check, files_check
 from graymatter_tui.store.files import DATA_FILE, LOCK_FILE
-from graymatter_tui.store.protocol import KeywordIndex, MemoryStore
+from graymatter_tui.store.protocol import KeywordIndex, MemoryStore, VectorBlockSource
 from graymatter_tui.store.schema import SCHEMA_VERSION
 from graymatter_tui.store.store import Store
 from graymatter_tui.store.values import (
@@ -29,6 +29,7 @@ from graymatter_tui.store.values import (
     Selection,
     ShowResult,
     TrialApply,
+    VectorBlocks,
     WeightChange,
     validate_fact_id,
     validate_probe,
@@ -64,6 +65,8 @@ __all__ = [
     "ShowResult",
     "Store",
     "TrialApply",
+    "VectorBlockSource",
+    "VectorBlocks",
     "WeightChange",
     "directory_check",
     "files_check",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -227,3 +227,18 @@ class MemoryStore(Protocol):
         progress: Report | None = None,
         probes: Sequence[Probe] = (),
     ) -> values.ImportResult: ...
+
+
+@runtime_checkable
+class VectorBlockSource(Protocol):
+    """A store whose vectors can be copied into a per-process cache and kept current
+    (ADR 0045): the LMDB `Store`. Apart from `MemoryStore` so a backend without stored
+    vectors (PostgreSQL) need not grow it; the cache is simply not used there."""
+
+    def generation(self) -> int: ...
+    def nearest(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]] | None: ...
+    def vector_blocks_since(
+        self, agent: str, model: str, since: int
+    ) -> values.VectorBlocks | None: ...

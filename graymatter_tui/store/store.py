@@ -295,6 +295,12 @@ class Store:
             lambda tx: vector_ops.nearest(tx, agent, model, vector, limit), buffers=True
         )
 
+    def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
+        """`agent`'s vector blocks of `model` changed after store generation `since` (all
+        of them for -1), with the numbers of every block: one consistent snapshot. None
+        when the store holds no vectors of that model."""
+        return self._env.read(lambda tx: vector_ops.blocks_since(tx, agent, model, since))
+
     def release_mapped_pages(self) -> None:
         """Drop the pages of the store's map this process holds resident (after reading
         every fact): they stay in the kernel's page cache (store/mapped_pages.py)."""

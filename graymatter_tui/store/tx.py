@@ -36,6 +36,7 @@ from graymatter_tui.store.vector_layout import (
     EMPTY_ID,
     ID_WIDTH,
     SLOT,
+    STAMP,
     block_key,
     free_key,
     queue_key,
@@ -416,6 +417,7 @@ class Tx:
         ids = bytearray(self.txn.get(ids_key, db=table) or b"")
         ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
         self.txn.put(ids_key, bytes(ids), db=table)
+        self.stamp_vector_block(agent, block)
         self.txn.delete(key, db=table)
         free = self.txn.get(free_key(agent), db=table)
         packed = (bytes(free) if free else b"") + SLOT.pack(block, row)
@@ -438,6 +440,12 @@ class Tx:
 
     def put_vector_row(self, key: bytes, value: bytes) -> None:
         self.txn.put(key, value, db=self._vector_table("vectors"))
+
+    def stamp_vector_block(self, agent: str, block: int) -> None:
+        """Record that this transaction changed `block` of `agent`'s vectors: the stamp is
+        the generation the store will have once this write commits."""
+        stamp = STAMP.pack(self.meta_int("generation") + 1)
+        self.txn.put(block_key(agent, b"c", block), stamp, db=self._vector_table("vectors"))
 
     def delete_vector_row(self, key: bytes) -> None:
         self.txn.delete(key, db=self._vector_table("vectors"))

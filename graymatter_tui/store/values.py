@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import CycleRecord, Fact, ReviewProposal
@@ -224,6 +224,20 @@ class ReviewDecision:
     proposal: ReviewProposal
     record: CycleRecord
     applied: bool
+
+
+@dataclass(frozen=True)
+class VectorBlocks:
+    """An agent's vector blocks at one store generation (`Store.vector_blocks_since`): the
+    numbers of all blocks, and the rows and ids of those changed since the asked
+    generation. What a per-process vector cache needs to stay exact (ADR 0045)."""
+
+    generation: int
+    model: str
+    dimension: int
+    block_rows: int  # rows a block holds when full: row r of block b is b * block_rows + r
+    blocks: tuple[int, ...]  # every block of the agent, ascending
+    changed: dict[int, tuple[Any, tuple[str, ...]]]  # block -> (float32 rows, ids; "" free)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
     agent \\0 i \\0 block   -> the fact id of each row, ID_WIDTH bytes, zeros for a free row
     agent \\0 s \\0 fact id -> (block, row) of that fact's vector
     agent \\0 f             -> free (block, row) slots, reused before the tail grows
+    agent \\0 c \\0 block   -> the store generation that last changed the block (u64):
+                             lets a per-process cache re-read only what changed (ADR 0045)
 
 A query reads each block as one contiguous matrix (no per-fact record is decoded); a
 write rewrites only the blocks it touches. `embed_queue` holds `agent \\0 fact id` of
@@ -18,6 +20,7 @@ BLOCK_ROWS = 128
 ID_WIDTH = 64  # fact ids are at most 64 bytes (Tx.agent_of refuses longer)
 BLOCK_NO = struct.Struct(">I")
 SLOT = struct.Struct(">IH")
+STAMP = struct.Struct(">Q")
 EMPTY_ID = bytes(ID_WIDTH)
 
 

@@ -8,13 +8,14 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from graymatter_tui.store.tx import EMBED_DIM, EMBED_MODEL, Tx
-from graymatter_tui.store.values import EmbedState
+from graymatter_tui.store.values import EmbedState, VectorBlocks
 from graymatter_tui.store.vector_layout import (
     BLOCK_NO,
     BLOCK_ROWS,
     EMPTY_ID,
     ID_WIDTH,
     SLOT,
+    STAMP,
     agent_prefix,
     block_key,
     free_key,
@@ -152,6 +153,7 @@ def _write_rows(tx: Tx, agent: str, items: list[tuple[str, Vector]], dimension: 
     for block, (data, ids) in blocks.items():
         tx.put_vector_row(block_key(agent, b"b", block), bytes(data))
         tx.put_vector_row(block_key(agent, b"i", block), bytes(ids))
+        tx.stamp_vector_block(agent, block)
     packed = b"".join(SLOT.pack(*slot) for slot in free)
     if packed:
         tx.put_vector_row(free_key(agent), packed)
@@ -198,3 +200,36 @@ def nearest(
         found.append((raw.decode(), float(flat[position])))
     found.sort(key=lambda pair: (-pair[1], pair[0]))
     return found
+
+
+def blocks_since(tx: Tx, agent: str, name: str, since: int) -> VectorBlocks | None:
+    """`agent`'s vector blocks of model `name` as of this snapshot: every block number, and
+    a copy of each block changed after generation `since` (a block without a stamp, from
+    before stamps existed, counts as changed). None when the store holds no vectors of
+    that model. Costs one key walk over the agent's blocks plus the changed blocks."""
+    import numpy as np
+
+    current, dimension = model(tx)
+    if not tx.has_vector_tables() or dimension is None or current != name:
+        return None
+    prefix = agent_prefix(agent, b"b")
+    stamp_prefix = agent_prefix(agent, b"c")
+    stamps = {
+        BLOCK_NO.unpack(key[len(stamp_prefix) :])[0]: STAMP.unpack(bytes(value))[0]
+        for key, value in tx.vector_rows(stamp_prefix)
+    }
+    numbers: list[int] = []
+    changed: dict[int, tuple[Vector, tuple[str, ...]]] = {}
+    for key, _ in tx.vector_rows(prefix, keys_only=True):
+        block = BLOCK_NO.unpack(key[len(prefix) :])[0]
+        numbers.append(block)
+        if stamps.get(block, since + 1) > since:
+            data = tx.vector_row(key) or b""
+            ids = tx.vector_row(block_key(agent, b"i", block)) or b""
+            matrix = np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)
+            names = tuple(
+                ids[i : i + ID_WIDTH].rstrip(b"\x00").decode() for i in range(0, len(ids), ID_WIDTH)
+            )
+            changed[block] = (matrix, names)
+    generation = tx.meta_int("generation")
+    return VectorBlocks(generation, name, dimension, BLOCK_ROWS, tuple(numbers), changed)

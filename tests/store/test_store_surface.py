@@ -13,7 +13,7 @@ import pytest
 import graymatter_tui
 from graymatter_tui.errors import NotFound
 from graymatter_tui.overview import StatusPayload, status_payload
-from graymatter_tui.store import KeywordIndex, MemoryStore, Store
+from graymatter_tui.store import KeywordIndex, MemoryStore, Store, VectorBlockSource
 from graymatter_tui.store.tx import Tx
 
 UNKNOWN_ID = "01JC0000000000000000000001"
@@ -38,6 +38,12 @@ def test_store_has_every_protocol_member_with_its_signature(name: str) -> None:
         assert isinstance(present, property)
         return
     assert inspect.signature(present) == inspect.signature(wanted)
+
+
+@pytest.mark.parametrize("name", _members(VectorBlockSource))
+def test_store_is_a_vector_block_source(name: str) -> None:
+    wanted = getattr(VectorBlockSource, name)
+    assert inspect.signature(getattr(Store, name)) == inspect.signature(wanted)
 
 
 @pytest.mark.parametrize("name", _members(KeywordIndex))

@@ -1,0 +1,166 @@
+"""A per-process copy of each agent's vectors as one float32 matrix in RAM, derived from
+the store's blocks (the store of record, ADR 0034) and searched exactly (ADR 0045).
+
+One matrix product over a contiguous matrix is several times cheaper than walking the
+blocks in the map. The copy is built in a background thread on an agent's first query and
+brought up to date before every later query by re-reading only the blocks stamped after the
+generation it holds; until it is built (or after a switch of model) the caller searches the
+blocks instead, so an answer is never taken from a stale copy."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from graymatter_tui.store import VectorBlocks, VectorBlockSource
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+log = logging.getLogger(__name__)
+
+
+CHUNK_BLOCKS = 64  # blocks per chunk of the copy: 8,192 rows, 25 MB at 768 dims
+
+
+class AgentMatrix:
+    """One agent's vectors of one model: row b * block_rows + r holds row r of block b.
+    The rows live in fixed chunks, so growing never copies what is held (at 100k x 768 a
+    copy of one matrix would be 307 MB on a query's path); a search is one product per
+    chunk, which costs the same as one product over a single matrix."""
+
+    def __init__(self, blocks: VectorBlocks) -> None:
+        import numpy as np
+
+        self.model = blocks.model
+        self.dimension = blocks.dimension
+        self.block_rows = blocks.block_rows
+        self.chunk_rows = CHUNK_BLOCKS * blocks.block_rows
+        self.generation = -1
+        self.rows = 0
+        self.chunks: list[Vector] = []
+        self.taken = np.zeros(0, dtype=bool)
+        self.ids: list[str] = []
+        self.apply(blocks)
+
+    def apply(self, blocks: VectorBlocks) -> None:
+        """Bring the copy to `blocks.generation`: write the changed blocks, free the rows of
+        blocks the store no longer has."""
+        import numpy as np
+
+        size = (max(blocks.blocks) + 1) * self.block_rows if blocks.blocks else 0
+        while len(self.chunks) * self.chunk_rows < size:
+            self.chunks.append(np.zeros((self.chunk_rows, self.dimension), np.float32))
+        room = len(self.chunks) * self.chunk_rows
+        if room > len(self.taken):
+            self.taken = np.concatenate([self.taken, np.zeros(room - len(self.taken), bool)])
+            self.ids.extend([""] * (room - len(self.ids)))
+        self.rows = size
+        self.taken[size:] = False
+        present = set(blocks.blocks)
+        for block in range(size // self.block_rows):
+            start = block * self.block_rows
+            if block not in present:
+                self.taken[start : start + self.block_rows] = False
+                continue
+            if block not in blocks.changed:
+                continue
+            matrix, ids = blocks.changed[block]
+            count = len(ids)
+            chunk, offset = divmod(start, self.chunk_rows)
+            self.chunks[chunk][offset : offset + count] = matrix
+            self.ids[start : start + count] = ids
+            self.taken[start : start + count] = [bool(i) for i in ids]
+            self.taken[start + count : start + self.block_rows] = False
+        self.generation = blocks.generation
+
+    def nearest(self, query: Vector, limit: int) -> list[tuple[str, float]] | None:
+        """What `vector_ops.nearest` answers over the same vectors: (id, cosine) best first,
+        ties by id; None when nothing is held."""
+        import numpy as np
+
+        taken = self.taken[: self.rows]
+        count = min(limit, int(taken.sum()))
+        if count <= 0 or query.shape[0] != self.dimension:
+            return None
+        vector = query.astype(np.float32)
+        scores = np.concatenate([chunk @ vector for chunk in self.chunks])[: self.rows]
+        scores[~taken] = -np.inf
+        best = np.argpartition(-scores, count - 1)[:count] if count < scores.size else None
+        positions = range(scores.size) if best is None else best.tolist()
+        found = [(self.ids[p], float(scores[p])) for p in positions if taken[p]]
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return found[:count]
+
+
+class VectorCache:
+    """The matrices of the agents queried in this process, for a long-running process
+    (TUI, MCP server); a one-shot command searches the blocks directly."""
+
+    def __init__(self, store: VectorBlockSource) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._agents: dict[str, AgentMatrix] = {}
+        self._building: dict[str, threading.Thread] = {}
+
+    def nearest(
+        self, agent: str, model: str, query: Vector, limit: int
+    ) -> list[tuple[str, float]] | None:
+        """The exact nearest from the agent's matrix brought up to date, or from the
+        store's blocks while the matrix is not built yet."""
+        with self._lock:
+            held = self._agents.get(agent)
+            if held is not None and held.model != model:
+                del self._agents[agent]  # another model: its vectors are gone from the store
+                held = None
+            if held is None:
+                self._start_build(agent, model)
+            else:
+                generation = self.store.generation()
+                if generation != held.generation:
+                    blocks = self.store.vector_blocks_since(agent, model, held.generation)
+                    if blocks is None or blocks.dimension != held.dimension:
+                        del self._agents[agent]
+                        held = None
+                    else:
+                        held.apply(blocks)
+                if held is not None:
+                    return held.nearest(query, limit)
+        return self.store.nearest(agent, model, query, limit)
+
+    def ready(self, agent: str) -> bool:
+        with self._lock:
+            return agent in self._agents
+
+    def wait(self, agent: str, timeout: float | None = None) -> bool:
+        """Wait for a build of `agent`'s matrix under way (tests, benchmarks)."""
+        with self._lock:
+            thread = self._building.get(agent)
+        if thread is not None:
+            thread.join(timeout)
+        return self.ready(agent)
+
+    def _start_build(self, agent: str, model: str) -> None:
+        if agent in self._building:
+            return
+        thread = threading.Thread(
+            target=self._build, args=(agent, model), name=f"vector-cache-{agent}", daemon=True
+        )
+        self._building[agent] = thread
+        thread.start()
+
+    def _build(self, agent: str, model: str) -> None:
+        try:
+            blocks = self.store.vector_blocks_since(agent, model, -1)
+            held = None if blocks is None else AgentMatrix(blocks)
+        except Exception as exc:  # the blocks keep answering: a cache is never required
+            log.debug("vector cache for %s not built: %s", agent, exc)
+            held = None
+        with self._lock:
+            del self._building[agent]
+            if held is not None:
+                self._agents[agent] = held
