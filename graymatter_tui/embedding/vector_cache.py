@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from graymatter_tui.store import VectorBlocks, VectorBlockSource
+from graymatter_tui.store import VectorBlocks, VectorBlockSource, best_per_fact
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,22 +79,17 @@ class AgentMatrix:
         self.generation = blocks.generation
 
     def nearest(self, query: Vector, limit: int) -> list[tuple[str, float]] | None:
-        """What `vector_ops.nearest` answers over the same vectors: (id, cosine) best first,
-        ties by id; None when nothing is held."""
+        """What `vector_ops.nearest` answers over the same vectors: (id, best cosine over
+        the fact's rows) best first, ties by id; None when nothing is held."""
         import numpy as np
 
         taken = self.taken[: self.rows]
-        count = min(limit, int(taken.sum()))
-        if count <= 0 or query.shape[0] != self.dimension:
+        if limit <= 0 or not taken.any() or query.shape[0] != self.dimension:
             return None
         vector = query.astype(np.float32)
         scores = np.concatenate([chunk @ vector for chunk in self.chunks])[: self.rows]
         scores[~taken] = -np.inf
-        best = np.argpartition(-scores, count - 1)[:count] if count < scores.size else None
-        positions = range(scores.size) if best is None else best.tolist()
-        found = [(self.ids[p], float(scores[p])) for p in positions if taken[p]]
-        found.sort(key=lambda pair: (-pair[1], pair[0]))
-        return found[:count]
+        return best_per_fact(scores, self.ids.__getitem__, limit) or None
 
 
 class VectorCache:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graymatter_tui.embedding.base import DimensionChanged, Embedder
+from graymatter_tui.embedding.sentences import sentences
 from graymatter_tui.progress import Report
 from graymatter_tui.store import MemoryStore
 
@@ -53,14 +54,24 @@ class Worker:
         return 0
 
     def step(self) -> tuple[int, int, int]:
-        """Embed one batch: (stored, skipped, requeued). EmbedError when the server fails
-        (nothing is stored; the batch stays queued)."""
-        rows = self.store.embed_waiting(self.batch, self.agent)
-        if not rows:
+        """Embed one batch: (stored, skipped, requeued), in facts. Every sentence of every
+        fact in the batch is embedded in one server call (ADR 0038); `batch` counts
+        sentences, and a batch holds whole facts only (at least one). EmbedError when the
+        server fails (nothing is stored; the batch stays queued)."""
+        waiting = self.store.embed_waiting(self.batch, self.agent)
+        if not waiting:
             return 0, 0, 0
-        live = [i for i, (_, _, text) in enumerate(rows) if text]
+        rows: list[tuple[str, str, str]] = []
+        pieces: list[str | None] = []  # None: a fact no longer live, stored as a zero row
+        for index, (agent, fact_id, text) in enumerate(waiting):
+            parts: list[str | None] = list(sentences(text)) if text else [None]
+            if index and len(pieces) + len(parts) > self.batch:
+                break  # the next batch takes it whole
+            rows.extend([(agent, fact_id, text)] * len(parts))
+            pieces.extend(parts)
+        live = [i for i, piece in enumerate(pieces) if piece is not None]
         try:
-            vectors = self.embedder.embed([rows[i][2] for i in live])
+            vectors = self.embedder.embed([pieces[i] or "" for i in live])
         except DimensionChanged as exc:
             requeued = self._dimension_switch(exc)
             return 0, 0, requeued

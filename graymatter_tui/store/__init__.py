@@ -35,6 +35,7 @@ from graymatter_tui.store.values import (
     validate_probe,
     validate_probe_id,
 )
+from graymatter_tui.store.vector_rank import best_per_fact
 
 __all__ = [
     "DATA_FILE",
@@ -68,6 +69,7 @@ __all__ = [
     "VectorBlockSource",
     "VectorBlocks",
     "WeightChange",
+    "best_per_fact",
     "directory_check",
     "files_check",
     "validate_fact_id",

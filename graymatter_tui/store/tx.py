@@ -405,22 +405,26 @@ class Tx:
             self.txn.put(queue_key(new.agent_id, new.id), b"", db=self.dbs.embed_queue)
 
     def drop_vector(self, agent: str, fact_id: str) -> bool:
-        """Free the row holding `fact_id`'s vector (its id is zeroed, so no search returns
-        it, and a later write reuses the slot). False when it had none."""
+        """Free every row holding one of `fact_id`'s vectors (a row per sentence, ADR
+        0038): their ids are zeroed, so no search returns them, and later writes reuse
+        the slots. False when it had none."""
         table = self._vector_table("vectors")
         key = slot_key(agent, fact_id)
         raw = self.txn.get(key, db=table)
         if raw is None:
             return False
-        block, row = SLOT.unpack(bytes(raw))
-        ids_key = block_key(agent, b"i", block)
-        ids = bytearray(self.txn.get(ids_key, db=table) or b"")
-        ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
-        self.txn.put(ids_key, bytes(ids), db=table)
-        self.stamp_vector_block(agent, block)
+        value = bytes(raw)
+        slots = [SLOT.unpack_from(value, i) for i in range(0, len(value), SLOT.size)]
+        for block in sorted({block for block, _ in slots}):
+            ids_key = block_key(agent, b"i", block)
+            ids = bytearray(self.txn.get(ids_key, db=table) or b"")
+            for _, row in (slot for slot in slots if slot[0] == block):
+                ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
+            self.txn.put(ids_key, bytes(ids), db=table)
+            self.stamp_vector_block(agent, block)
         self.txn.delete(key, db=table)
         free = self.txn.get(free_key(agent), db=table)
-        packed = (bytes(free) if free else b"") + SLOT.pack(block, row)
+        packed = (bytes(free) if free else b"") + value
         self.txn.put(free_key(agent), packed, db=table)
         return True
 

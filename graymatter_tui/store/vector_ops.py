@@ -23,6 +23,7 @@ from graymatter_tui.store.vector_layout import (
     queue_key,
     slot_key,
 )
+from graymatter_tui.store.vector_rank import best_per_fact
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -85,14 +86,17 @@ def waiting(tx: Tx, limit: int, agent: str | None = None) -> list[tuple[str, str
 def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -> tuple[int, int]:
     """Write the vectors (`matrix`'s rows) of facts given as (agent, id, the text that was
     embedded), but only while the store's model is still `name`, each fact is still live
-    with that same text, and it is still queued. Returns (stored, skipped). The first
-    vectors of a model record its dimension; vectors of another dimension are refused."""
+    with that same text, and it is still queued. Consecutive rows of one fact are that
+    fact's pieces (one vector per sentence, ADR 0038) and are written or skipped together.
+    Returns (stored, skipped) counted in facts. The first vectors of a model record its
+    dimension; vectors of another dimension are refused."""
+    groups = _group_rows(rows, matrix)
     current, dimension = model(tx)
     if current != name or (dimension is not None and dimension != matrix.shape[1]):
-        return 0, len(rows)
-    by_agent: dict[str, list[tuple[str, Vector]]] = defaultdict(list)
+        return 0, len(groups)
+    by_agent: dict[str, list[tuple[str, list[Vector]]]] = defaultdict(list)
     skipped = 0
-    for (agent, fact_id, text), vector in zip(rows, matrix, strict=True):
+    for agent, fact_id, text, vectors in groups:
         fact = tx.find(fact_id)
         if not tx.queued(agent, fact_id):
             skipped += 1
@@ -105,22 +109,42 @@ def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -
             skipped += 1  # embedded from another text: stays queued
             continue
         tx.queue_delete(agent, fact_id)
-        by_agent[agent].append((fact_id, vector))
+        by_agent[agent].append((fact_id, vectors))
     if dimension is None and by_agent:  # never from a batch that stored nothing
         tx.meta_put(EMBED_DIM, str(matrix.shape[1]))
     for agent, items in by_agent.items():
         _write_rows(tx, agent, items, matrix.shape[1])
-    return len(rows) - skipped, skipped
+    return len(groups) - skipped, skipped
 
 
-def _write_rows(tx: Tx, agent: str, items: list[tuple[str, Vector]], dimension: int) -> None:
-    """Each vector into its fact's old row, else a freed row, else the tail block (a new
+def _group_rows(
+    rows: list[tuple[str, str, str]], matrix: Vector
+) -> list[tuple[str, str, str, list[Vector]]]:
+    """(agent, id, text, its vectors) per run of consecutive rows naming one fact."""
+    groups: list[tuple[str, str, str, list[Vector]]] = []
+    for (agent, fact_id, text), vector in zip(rows, matrix, strict=True):
+        if groups and groups[-1][:3] == (agent, fact_id, text):
+            groups[-1][3].append(vector)
+        else:
+            groups.append((agent, fact_id, text, [vector]))
+    return groups
+
+
+def unpack_slots(raw: bytes) -> list[tuple[int, int]]:
+    """The (block, row) slots packed in a slot or free-list value (an old store's slot
+    value is one SLOT: the same packing, length 1)."""
+    return [SLOT.unpack_from(raw, i) for i in range(0, len(raw), SLOT.size)]
+
+
+def _write_rows(tx: Tx, agent: str, items: list[tuple[str, list[Vector]]], dimension: int) -> None:
+    """Each fact's vectors into rows: its old rows are freed first, then rows are taken
+    from the freed ones (its own old rows come back first), else the tail block (a new
     block when full); every touched block is rewritten once."""
     import numpy as np
 
     row_bytes = dimension * 4
     raw_free = tx.vector_row(free_key(agent)) or b""
-    free = [SLOT.unpack_from(raw_free, i) for i in range(0, len(raw_free), SLOT.size)]
+    free = unpack_slots(raw_free)
     blocks: dict[int, tuple[bytearray, bytearray]] = {}
 
     def load(block: int) -> tuple[bytearray, bytearray]:
@@ -133,23 +157,28 @@ def _write_rows(tx: Tx, agent: str, items: list[tuple[str, Vector]], dimension: 
     prefix = agent_prefix(agent, b"b")
     last = tx.last_vector_key(prefix)
     tail = None if last is None else BLOCK_NO.unpack(last[len(prefix) :])[0]
-    for fact_id, vector in items:
-        raw_slot = tx.vector_row(slot_key(agent, fact_id))
-        if raw_slot is not None:
-            block, row = SLOT.unpack(raw_slot)
-        elif free:
-            block, row = free.pop()
-        else:
-            if tail is None or len(load(tail)[1]) // ID_WIDTH >= BLOCK_ROWS:
-                tail = 0 if tail is None else tail + 1
-            data, ids = load(tail)
-            block, row = tail, len(ids) // ID_WIDTH
-            data.extend(bytes(row_bytes))
-            ids.extend(EMPTY_ID)
-        data, ids = load(block)
-        data[row * row_bytes : (row + 1) * row_bytes] = vector.astype(np.float32).tobytes()
-        ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = padded_id(fact_id)
-        tx.put_vector_row(slot_key(agent, fact_id), SLOT.pack(block, row))
+    for fact_id, vectors in items:
+        old = unpack_slots(tx.vector_row(slot_key(agent, fact_id)) or b"")
+        for block, row in reversed(old):  # popped back in their old order
+            load(block)[1][row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
+            free.append((block, row))
+        slots: list[tuple[int, int]] = []
+        for vector in vectors:
+            if free:
+                block, row = free.pop()
+            else:
+                if tail is None or len(load(tail)[1]) // ID_WIDTH >= BLOCK_ROWS:
+                    tail = 0 if tail is None else tail + 1
+                data, ids = load(tail)
+                block, row = tail, len(ids) // ID_WIDTH
+                data.extend(bytes(row_bytes))
+                ids.extend(EMPTY_ID)
+            data, ids = load(block)
+            data[row * row_bytes : (row + 1) * row_bytes] = vector.astype(np.float32).tobytes()
+            ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = padded_id(fact_id)
+            slots.append((block, row))
+        packed_slots = b"".join(SLOT.pack(*slot) for slot in slots)
+        tx.put_vector_row(slot_key(agent, fact_id), packed_slots)
     for block, (data, ids) in blocks.items():
         tx.put_vector_row(block_key(agent, b"b", block), bytes(data))
         tx.put_vector_row(block_key(agent, b"i", block), bytes(ids))
@@ -166,8 +195,9 @@ def nearest(
 ) -> list[tuple[str, float]] | None:
     """Up to `limit` (fact id, cosine similarity) of `agent`'s live facts nearest `query`
     (a unit vector of model `name`), best first, ties by id; None when the store holds no
-    vectors of that model and dimension. Each block is one matrix product over the mapped
-    bytes: no per-fact record is read. Retired facts lost their rows when retired."""
+    vectors of that model and dimension. A fact's similarity is its best row's (a row per
+    sentence, ADR 0038). Each block is one matrix product over the mapped bytes: no
+    per-fact record is read. Retired facts lost their rows when retired."""
     import numpy as np
 
     current, dimension = model(tx)
@@ -187,19 +217,14 @@ def nearest(
     if not scores:
         return None
     flat = np.concatenate(scores)
-    count = min(limit, int(np.isfinite(flat).sum()))
-    if count == 0:
-        return None
-    best = np.argpartition(-flat, count - 1)[:count] if count < flat.size else np.arange(flat.size)
     offsets = np.cumsum([0] + [len(r) // ID_WIDTH for r in id_rows])
-    found: list[tuple[str, float]] = []
-    for position in best.tolist():
+
+    def id_at(position: int) -> str:
         block = int(np.searchsorted(offsets, position, side="right")) - 1
         row = position - int(offsets[block])
-        raw = id_rows[block][row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00")
-        found.append((raw.decode(), float(flat[position])))
-    found.sort(key=lambda pair: (-pair[1], pair[0]))
-    return found
+        return id_rows[block][row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00").decode()
+
+    return best_per_fact(flat, id_at, limit) or None
 
 
 def blocks_since(tx: Tx, agent: str, name: str, since: int) -> VectorBlocks | None:

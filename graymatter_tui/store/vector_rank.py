@@ -1,0 +1,48 @@
+"""The best facts among scored vector rows, where a fact may own several rows (one per
+sentence, ADR 0038): its score is its best row's. Shared by the block search
+(`vector_ops.nearest`) and the in-memory copy (`embedding.vector_cache`), so both answer
+the same facts with the same scores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+ROWS_PER_FACT = 16  # at most this many rows per fact (`embedding.sentences.MAX_PIECES`)
+
+
+def best_per_fact(
+    scores: npt.NDArray[np.float32], id_at: Callable[[int], str], limit: int
+) -> list[tuple[str, float]]:
+    """Up to `limit` distinct (fact id, best score) over the finite `scores` (a free row
+    scores -inf), best first, ties by id. Takes the top `limit * ROWS_PER_FACT` rows,
+    which hold `limit` distinct facts whenever no fact has more rows; when they do not
+    (more rows than that per fact), it widens until they do or every row is taken."""
+    import numpy as np
+
+    finite = int(np.isfinite(scores).sum())
+    if limit <= 0 or finite == 0:
+        return []
+    take = min(finite, limit * ROWS_PER_FACT)
+    while True:
+        if take < scores.size:
+            positions = np.argpartition(-scores, take - 1)[:take]
+        else:
+            positions = np.arange(scores.size)
+        best: dict[str, float] = {}
+        for position in positions.tolist():
+            score = float(scores[position])
+            if score == -np.inf:
+                continue
+            fact_id = id_at(position)
+            if score > best.get(fact_id, -np.inf):
+                best[fact_id] = score
+        if len(best) >= limit or take >= finite:
+            break
+        take = min(finite, take * 4)
+    found = sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+    return found[:limit]
