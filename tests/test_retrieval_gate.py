@@ -176,3 +176,19 @@ def test_hybrid_does_not_lower_exact_or_inflected_recall(
     whole = run_gate(summariser, guard, server=server, paraphrases=True, vectors="text")
     assert whole.recall_before >= stemmed.recall_before, whole
     assert whole.inflected_before >= stemmed.inflected_before, whole
+
+
+@pytest.mark.parametrize(
+    ("summariser", "guard"), [("lossless", "off"), ("lossless", "keys"), ("drops markers", "keys")]
+)
+def test_the_stored_pipeline_keeps_exact_recall_after_consolidation(
+    server: FakeOllama, summariser: str, guard: str
+) -> None:
+    # The worker embedding a vector per sentence and the store's own search, against the
+    # scripted embedding server (same concept table): what a user's recall answers.
+    stemmed = run_gate(summariser, guard, server=server, paraphrases=True)
+    stored = run_gate(summariser, guard, server=server, paraphrases=True, vectors="stored")
+    assert stored.recall_before >= stemmed.recall_before >= 0.95, (stored, stemmed)
+    assert stored.recall_after >= stemmed.recall_after, (stored, stemmed)
+    assert stored.inflected_after >= stemmed.inflected_after, (stored, stemmed)
+    assert stored.paraphrase_before == stored.paraphrase_after == 1.0, stored

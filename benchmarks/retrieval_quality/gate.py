@@ -12,7 +12,10 @@ With `paraphrases=True` the corpus also holds `PARAPHRASES`: facts asked for in 
 words that share no stemmed word with them, only a concept of the fixed concept table
 (tests/support/concepts.py), so only the vector signal can find them: `vectors="text"`
 (one concept-table vector per fact, brute-force cosine) or `vectors="sentences"` (a
-fact scored by its best sentence, as a pipeline embedding long facts in chunks would).
+fact scored by its best sentence, as a pipeline embedding long facts in chunks would), or
+`vectors="stored"`: the product's own pipeline (the embedding worker storing a vector per
+sentence, ADR 0038, and the store's search) against the scripted embedding server, whose
+model is the same concept table.
 
     python -m benchmarks.retrieval_quality.gate --hybrid    (adds the hybrid table)
     python -m benchmarks.retrieval_quality.gate --sweep     (vector weights and floors)
@@ -24,6 +27,8 @@ import random
 import re
 import sys
 import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,10 +40,14 @@ if str(ROOT) not in sys.path:
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
+from graymatter_tui.embedding.ollama import OllamaEmbedder  # noqa: E402
+from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
+from graymatter_tui.embedding.worker import Worker  # noqa: E402
 from graymatter_tui.recall import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
 from graymatter_tui.store import NewFact, Store  # noqa: E402
 from graymatter_tui.vector_signal import QueryVectors  # noqa: E402
 from tests.support.concept_vectors import ConceptVectors  # noqa: E402
+from tests.support.embedding_fake import EmbeddingOverSocket  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -205,12 +214,24 @@ def recall_at_8(
     return hits / len(canon)
 
 
-def _signal(store: Store, vectors: str) -> QueryVectors | None:
+STORED_MODEL = "nomic-embed-text"
+
+
+def _signal(
+    store: Store, vectors: str, stack: ExitStack
+) -> tuple[QueryVectors | None, Callable[[], object]]:
+    """The vector signal, and what brings its vectors up to date before a measure."""
     if vectors == "none":
-        return None
+        return None, lambda: None
+    if vectors == "stored":
+        server = stack.enter_context(EmbeddingOverSocket())
+        store.start_embedding(STORED_MODEL)
+        worker = Worker(store, OllamaEmbedder(server.url, STORED_MODEL, 10.0), batch=64)
+        query = OllamaEmbedder(server.url, STORED_MODEL, 10.0)
+        return StoreQueryVectors(store, query, 10.0), worker.drain
     if vectors not in ("text", "sentences"):
-        raise ValueError(f"vectors must be none, text or sentences, got {vectors!r}")
-    return ConceptVectors(store, per_sentence=vectors == "sentences")
+        raise ValueError(f"vectors must be none, text, sentences or stored, got {vectors!r}")
+    return ConceptVectors(store, per_sentence=vectors == "sentences"), lambda: None
 
 
 def run_gate(
@@ -229,13 +250,13 @@ def run_gate(
     min_similarity: float = MIN_SIMILARITY,
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW, stem_language=stem_language)
         try:
             canon, reworded = build_corpus(
                 store, n_canonical, n_filler, seed, paraphrases=paraphrases
             )
-            signal = _signal(store, vectors)
+            signal, catch_up = _signal(store, vectors, stack)
 
             def measure(items: list[Canonical], inflected: bool = False) -> float:
                 return recall_at_8(
@@ -247,6 +268,7 @@ def run_gate(
                     min_similarity=min_similarity,
                 )
 
+            catch_up()
             before = measure(canon)
             inflected_before = measure(canon, inflected=True)
             paraphrase_before = measure(reworded)
@@ -266,6 +288,7 @@ def run_gate(
                 held, missing = _judge(texts, record.summary_text)
                 verbatim += held
                 lost += missing
+            catch_up()
             after = measure(canon)
             inflected_after = measure(canon, inflected=True)
             paraphrase_after = measure(reworded)
@@ -336,6 +359,7 @@ RECALL_MODES = (
     ("keyword+stemming", "english", "none"),
     ("hybrid, a vector per fact", "english", "text"),
     ("hybrid, a vector per sentence", "english", "sentences"),
+    ("hybrid, stored pipeline", "english", "stored"),
 )
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 
-MAX_PIECES = 16  # per fact: bounds the vectors a long text costs; the rest joins the last
+# Per fact: bounds the vectors a long text costs (the rest joins the last piece). As many
+# as a summary of a full default consolidation batch holds facts: at 16, a 32-fact
+# summary's last piece pooled 17 sentences and the gate lost exact recall (ADR 0038).
+MAX_PIECES = 32
 
 # A sentence ends at . ! or ? followed by whitespace, or at a newline. A dot inside a
 # token ("5.4 ms", "example.com") is not followed by whitespace, so it never splits.

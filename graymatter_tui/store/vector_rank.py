@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-ROWS_PER_FACT = 16  # at most this many rows per fact (`embedding.sentences.MAX_PIECES`)
+ROWS_PER_FACT = 32  # rows per fact the worker writes at most (`embedding.sentences.MAX_PIECES`)
 
 
 def best_per_fact(

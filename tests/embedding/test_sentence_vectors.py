@@ -14,6 +14,7 @@ from graymatter_tui.embedding.vector_cache import VectorCache
 from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.vector_layout import queue_key
+from graymatter_tui.store.vector_rank import ROWS_PER_FACT
 from tests.support.concepts import concept_vector
 from tests.support.embedding_fake import EmbeddingOverSocket
 
@@ -143,9 +144,10 @@ def test_a_fact_with_more_rows_than_the_first_take_never_hides_the_next(store: S
     crowded, runner_up = store.put_many(NewFact(AGENT, f"fact {i}") for i in range(2))
     query = np.zeros(DIM, dtype=np.float32)
     query[0] = 1.0
-    near = np.tile(query, (40, 1)) + 0.01 * np.random.default_rng(5).standard_normal((40, DIM))
-    _store(store, crowded.id, crowded.text, _unit(near))  # 40 rows, all better than...
-    _store(store, runner_up.id, runner_up.text, _unit(np.ones((1, DIM))))  # ...this one
+    many = 2 * ROWS_PER_FACT + 10  # more than the first take for a limit of 2
+    noise = 0.01 * np.random.default_rng(5).standard_normal((many, DIM))
+    _store(store, crowded.id, crowded.text, _unit(np.tile(query, (many, 1)) + noise))
+    _store(store, runner_up.id, runner_up.text, _unit(np.ones((1, DIM))))  # worse than all
     cache = VectorCache(store)
     cache.nearest(AGENT, "m", query, 1)
     assert cache.wait(AGENT, timeout=30)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from graymatter_tui.config import DEFAULT_MAX_BATCH
 from graymatter_tui.embedding.sentences import MAX_PIECES, sentences
+from graymatter_tui.store.vector_rank import ROWS_PER_FACT
 
 
 def test_one_sentence_is_the_whole_text() -> None:
@@ -30,11 +32,21 @@ def test_decimals_and_hosts_are_not_split_mid_token() -> None:
 
 
 def test_caps_pieces_joining_the_rest_into_the_last() -> None:
-    text = " ".join(f"Sentence {n}." for n in range(20))
+    total = MAX_PIECES + 4
+    text = " ".join(f"Sentence {n}." for n in range(total))
     pieces = sentences(text)
     assert len(pieces) == MAX_PIECES
     assert pieces[: MAX_PIECES - 1] == [f"Sentence {n}." for n in range(MAX_PIECES - 1)]
-    assert pieces[-1] == " ".join(f"Sentence {n}." for n in range(MAX_PIECES - 1, 20))
+    assert pieces[-1] == " ".join(f"Sentence {n}." for n in range(MAX_PIECES - 1, total))
+
+
+def test_a_full_consolidation_batch_keeps_a_piece_per_fact() -> None:
+    # A summary of a default batch holds one sentence per consumed fact (ADR 0038).
+    assert MAX_PIECES >= DEFAULT_MAX_BATCH
+
+
+def test_the_search_takes_enough_rows_for_the_most_pieces_a_fact_has() -> None:
+    assert ROWS_PER_FACT == MAX_PIECES
 
 
 def test_blank_text_is_one_piece() -> None:
