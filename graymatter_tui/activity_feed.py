@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from graymatter_tui.model import ActivityEntry
 from graymatter_tui.provenance import MCP_PREFIX
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 # Entries read per store read while filtering: one short read transaction each, so a
 # writer is never kept waiting on a long scan.
@@ -58,7 +58,7 @@ class FeedPage:
 
 
 def read_page(
-    store: Store,
+    store: MemoryStore,
     feed_filter: FeedFilter,
     *,
     want: int,

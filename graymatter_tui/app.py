@@ -1,5 +1,5 @@
 """The Textual application: wiring, bindings, palette commands, workers and polling.
-No business logic lives here: every change goes through a Store method or the Cycle."""
+No business logic lives here: every change goes through a store method or the Cycle."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.screens.status import StatusPane
 from graymatter_tui.screens.tombstones import TombstonesPane
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
@@ -122,7 +122,7 @@ class GraymatterApp(App[None]):
     def __init__(
         self,
         *,
-        store: Store,
+        store: MemoryStore,
         settings: Settings,
         read_only: bool = False,
         agent: str | None = None,
@@ -275,7 +275,7 @@ class GraymatterApp(App[None]):
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
         self.query_one("#topbar", Static).update(
             literal(
-                f"{badge} graymatter-tui · agent {self.agent} ({live} live) · {self.store.path}"
+                f"{badge} graymatter-tui · agent {self.agent} ({live} live) · {self.store.location}"
             )
         )
         self.query_one("#topbar", Static).set_class(self.read_only, "read-only")

@@ -11,6 +11,7 @@ from typing import TypeVar
 import platformdirs
 
 from graymatter_tui.errors import InvalidInput
+from graymatter_tui.store_url import StoreUrl, lmdb_url, parse_store_url
 from graymatter_tui.summariser_names import SUMMARISERS, SummariserName, parse_summariser
 
 __all__ = ["GUARD_MODES", "SUMMARISERS", "Settings", "SummariserName"]
@@ -102,17 +103,29 @@ class Settings:
     anthropic_base_url: str = DEFAULT_ANTHROPIC_BASE_URL
     anthropic_model: str = DEFAULT_ANTHROPIC_MODEL
     anthropic_timeout: float = DEFAULT_TIMEOUT
+    # The store named by --store or GRAYMATTER_STORE; None means the LMDB store in data_dir.
+    store: StoreUrl | None = None
 
     def __post_init__(self) -> None:
         # Flags, the environment and the TUI's chooser hand over plain text: one check here.
         object.__setattr__(self, "summariser", parse_summariser(self.summariser))
 
+    @property
+    def location(self) -> StoreUrl:
+        """The store to open: --store, else --dir, else GRAYMATTER_STORE, else
+        GRAYMATTER_DIR, else the user data dir (flags before the environment)."""
+        return self.store or lmdb_url(self.data_dir)
+
     @classmethod
-    def from_env(cls, *, data_dir: str | Path | None = None) -> Settings:
+    def from_env(cls, *, data_dir: str | Path | None = None, store: str | None = None) -> Settings:
+        chosen = _choose_store(data_dir, store)
+        if chosen is not None and chosen.path is not None:
+            data_dir, chosen = chosen.path, None  # an LMDB store is its directory
         if data_dir is None:
             env_dir = os.environ.get("GRAYMATTER_DIR", "").strip()
             data_dir = Path(env_dir) if env_dir else default_data_dir()
         settings = cls(
+            store=chosen,
             data_dir=Path(data_dir).expanduser(),
             summariser=_default_summariser(),
             threshold=_env_int("GRAYMATTER_CONSOLIDATE_THRESHOLD", DEFAULT_THRESHOLD),
@@ -142,3 +155,20 @@ class Settings:
         updated = replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
         updated.check()
         return updated
+
+
+def _choose_store(data_dir: str | Path | None, store: str | None) -> StoreUrl | None:
+    """The store a flag or GRAYMATTER_STORE names; None leaves it to the data dir."""
+    if store is not None:
+        if data_dir is not None:
+            raise InvalidInput("give --store or --dir, not both")
+        return parse_store_url(store)
+    if data_dir is not None:
+        return None
+    from_env = os.environ.get("GRAYMATTER_STORE", "")
+    if from_env.strip():
+        try:
+            return parse_store_url(from_env.strip())
+        except InvalidInput as exc:
+            raise InvalidInput(f"GRAYMATTER_STORE: {exc}") from None
+    return None

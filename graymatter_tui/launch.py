@@ -6,11 +6,12 @@ import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from graymatter_tui.backends import open_location
 from graymatter_tui.config import Settings, SummariserName, default_demo_dir
 from graymatter_tui.demo import create_demo
-from graymatter_tui.errors import ReadOnlyStore
+from graymatter_tui.errors import InvalidInput, ReadOnlyStore
 from graymatter_tui.progress import Report
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
 def demo_dir() -> Path:
@@ -25,37 +26,41 @@ def open_for_tui(
     read_only: bool,
     llm: str | None,
     progress: Report | None = None,
-) -> tuple[Store, Settings, bool]:
+    store: str | None = None,
+) -> tuple[MemoryStore, Settings, bool]:
     """The store, settings and read-only flag the TUI opens with.
 
     `--demo` fills the demo store first (and refuses a store it did not create).
     `--read-only` opens the files read-only; a store this user cannot write opens
     read-only too, with the READ-ONLY badge, rather than not at all."""
+    if demo and store is not None:
+        raise InvalidInput("--demo keeps its own store; give it no --store")
     if demo and data_dir is None:
         data_dir = demo_dir()
-    settings = Settings.from_env(data_dir=data_dir)
+    settings = Settings.from_env(data_dir=data_dir, store=store)
+    location = settings.location
     if demo:
         settings = settings.with_overrides(summariser=llm or SummariserName.LOCAL)
     elif llm:
         settings = settings.with_overrides(summariser=llm)
     if read_only and not demo:
-        return Store.open(settings.data_dir, read_only=True), settings, True
+        return open_location(location, read_only=True), settings, True
     try:
-        store = Store.open(settings.data_dir, progress=progress)
+        opened = open_location(location, progress=progress)
     except ReadOnlyStore:
         if demo:
             raise
-        return Store.open(settings.data_dir, read_only=True), settings, True
+        return open_location(location, read_only=True), settings, True
     if demo:
         try:
-            create_demo(store)
+            create_demo(opened)
         except BaseException:
-            store.close()
+            opened.close()
             raise
         if read_only:  # filled; now the files themselves are opened read-only
-            store.close()
-            store = Store.open(settings.data_dir, read_only=True)
-    return store, settings, read_only
+            opened.close()
+            opened = open_location(location, read_only=True)
+    return opened, settings, read_only
 
 
 def launch_tui(
@@ -66,16 +71,22 @@ def launch_tui(
     agent: str | None,
     llm: str | None,
     opening: AbstractContextManager[Report | None] | None = None,
+    store: str | None = None,
 ) -> None:
     """Open the store, then the TUI. `opening` gives the reporter of an upgrade's
     re-index while the store opens (the CLI's bar on stderr, before the TUI draws)."""
     with opening or nullcontext() as progress:
-        store, settings, read_only = open_for_tui(
-            data_dir=data_dir, demo=demo, read_only=read_only, llm=llm, progress=progress
+        opened, settings, read_only = open_for_tui(
+            data_dir=data_dir,
+            demo=demo,
+            read_only=read_only,
+            llm=llm,
+            progress=progress,
+            store=store,
         )
     from graymatter_tui.app import GraymatterApp
 
-    app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent=agent)
+    app = GraymatterApp(store=opened, settings=settings, read_only=read_only, agent=agent)
     app.run()
     if app.return_code:
         # An unhandled error in the app: Textual has restored the terminal and printed the

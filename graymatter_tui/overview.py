@@ -88,3 +88,16 @@ def weight_histogram(weights: list[float], buckets: int = 10) -> list[int]:
     for weight in weights:
         counts[min(int(weight * buckets), buckets - 1)] += 1
     return counts
+
+
+def size_text(payload: StatusPayload, *, grows_note: bool = False) -> str:
+    """The status line about size: an LMDB store's file and map; a database's size."""
+    on_disk = f"{payload['file_bytes'] / 1e6:.1f} MB"
+    if not payload["map_size"]:  # a server holds the store: no map to show
+        return f"{on_disk} in the database"
+    used = payload["map_used"] / payload["map_size"]
+    text = (
+        f"{on_disk} on disk · map {payload['map_used'] / 1e6:.1f} of "
+        f"{payload['map_size'] / 1e6:.0f} MB used"
+    )
+    return text + (f" ({used:.0%}; grows automatically)" if grows_note else "")

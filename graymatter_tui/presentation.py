@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from graymatter_tui import provenance
 from graymatter_tui.model import Fact
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
 def fact_state(fact: Fact) -> str:
@@ -32,7 +32,7 @@ def fact_fields(fact: Fact) -> list[tuple[str, str]]:
     ]
 
 
-def store_badges(store: Store, read_only: bool) -> str:
+def store_badges(store: MemoryStore, read_only: bool) -> str:
     """The TUI top bar's badges: read-only (and read without LMDB's reader lock, ADR 0012),
     and the demo's own store (ADR 0011)."""
     badges = []

@@ -36,6 +36,8 @@ class StoreUrl:
     secret_conninfo: str = field(default="", repr=False, compare=False)
     database: str = ""
     hosts: tuple[str, ...] = ()
+    # The URL with no password at all (for a config file; libpq finds it in ~/.pgpass).
+    without_password: str = ""
 
     def __str__(self) -> str:
         return self.redacted
@@ -64,8 +66,13 @@ def parse_store_url(raw: str) -> StoreUrl:
 def _lmdb(path: str) -> StoreUrl:
     if not path:
         raise InvalidInput(f"lmdb: names no directory; {_EXAMPLE}")
-    directory = Path(path).expanduser()
-    return StoreUrl("lmdb", directory, f"lmdb:{directory}")
+    return lmdb_url(Path(path))
+
+
+def lmdb_url(directory: Path) -> StoreUrl:
+    """The LMDB store in `directory`."""
+    directory = directory.expanduser()
+    return StoreUrl("lmdb", directory, f"lmdb:{directory}", without_password=str(directory))
 
 
 def _postgres(raw: str, start: int) -> StoreUrl:
@@ -85,10 +92,15 @@ def _postgres(raw: str, start: int) -> StoreUrl:
     params = parse_qsl(query, keep_blank_values=True)
     shown_params = [(k, HIDDEN if k in SECRET_PARAMS else v) for k, v in params]
     shown_user = f"{user}:{HIDDEN}@" if colon else (f"{user}@" if at else "")
-    shown = f"postgresql://{shown_user}{','.join(hosts)}/{quote(database, safe='')}"
+    place = f"{','.join(hosts)}/{quote(database, safe='')}"
+    shown = f"postgresql://{shown_user}{place}"
     if shown_params:
         shown += "?" + urlencode(shown_params)
-    return StoreUrl("postgresql", None, shown, raw, database, hosts)
+    bare = f"postgresql://{user + '@' if user else ''}{place}"
+    bare_params = [(k, v) for k, v in params if k not in SECRET_PARAMS]
+    if bare_params:
+        bare += "?" + urlencode(bare_params)
+    return StoreUrl("postgresql", None, shown, raw, database, hosts, bare)
 
 
 def _check_host(entry: str) -> str:

@@ -11,7 +11,7 @@ import click
 
 from graymatter_tui import __version__, provenance
 from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, probes, review
-from graymatter_tui.cli.common import dir_option
+from graymatter_tui.cli.common import STORE_KEY, dir_option, store_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import GraymatterError
@@ -45,6 +45,7 @@ class _Group(click.Group):
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @dir_option(help_text="Data directory.")
+@store_option
 @click.option("--demo", is_flag=True, help="Create (or reuse) a demo store and open it.")
 @click.option("--read-only", is_flag=True, help="Open the TUI with every mutation disabled.")
 @click.option("--agent", default=None, help="Agent to show first.")
@@ -81,7 +82,12 @@ def cli(
         from graymatter_tui.launch import launch_tui
 
         # --demo, --read-only, --agent and --llm go to the TUI as they are.
-        launch_tui(data_dir=data_dir, opening=stderr_progress(False), **tui_options)
+        launch_tui(
+            data_dir=data_dir,
+            store=ctx.meta.get(STORE_KEY),
+            opening=stderr_progress(False),
+            **tui_options,
+        )
 
 
 for command in (

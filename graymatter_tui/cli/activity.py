@@ -11,10 +11,11 @@ import click
 import msgspec
 
 from graymatter_tui.activity_feed import FeedFilter, read_page
-from graymatter_tui.cli.common import common_options, open_reader
+from graymatter_tui.backends import open_location
+from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.model import ActivityEntry
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 from graymatter_tui.textsafe import validate_agent
 
 FOLLOW_SECONDS = 0.5  # the TUI's poll interval
@@ -39,7 +40,11 @@ def _print(entry: ActivityEntry, as_json: bool) -> None:
 
 
 def _follow(
-    store: Store, reopen: Callable[[], Store], wanted: FeedFilter, newest: int, as_json: bool
+    store: MemoryStore,
+    reopen: Callable[[], MemoryStore],
+    wanted: FeedFilter,
+    newest: int,
+    as_json: bool,
 ) -> None:
     """Print each new matching write, oldest first, until interrupted (exit 0). A store
     that did not exist yet is opened once another process has created it."""
@@ -101,8 +106,8 @@ def activity(
         newest = page.newest
         for entry in reversed(page.entries):
             _print(entry, as_json)
-        path = store.path
-        _follow(store, lambda: Store.open(path, read_only=True), wanted, newest, as_json)
+        location = settings_for(data_dir).location
+        _follow(store, lambda: open_location(location, read_only=True), wanted, newest, as_json)
         return
     if as_json:
         emit_json([msgspec.to_builtins(e) for e in page.entries])

@@ -13,7 +13,7 @@ from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.progress import open_upgrading, stderr_progress
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.overview import status_payload
+from graymatter_tui.overview import size_text, status_payload
 from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict
 from graymatter_tui.textsafe import validate_agent
 
@@ -37,10 +37,7 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         f"cycles     {payload['cycles']} run · {payload['consolidations']} applied "
         f"({payload['facts_consumed']} facts consumed) · {payload['reverts']} reverted"
     )
-    say(
-        f"size       {payload['file_bytes'] / 1e6:.1f} MB on disk · map "
-        f"{payload['map_used'] / 1e6:.1f} of {payload['map_size'] / 1e6:.0f} MB used"
-    )
+    say(f"size       {size_text(payload)}")
     say(f"recall     stemming {payload['stem_language']} · {payload['probes']} probes")
     say(f"review     {payload['pending_reviews']} agent changes waiting for a decision")
     if payload["embed_model"] is None:
@@ -184,12 +181,11 @@ def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
     Only a new or empty directory, or an earlier demo store, is filled unless
     --into-existing is given."""
     settings = settings_for(data_dir)
-    store = open_upgrading(settings.data_dir)
+    store = open_upgrading(settings)
     added = create_demo(store, into_existing=into_existing)
     if as_json:
-        emit_json({"data_dir": str(settings.data_dir), "facts_added": added})
+        emit_json({"data_dir": store.location, "facts_added": added})
     elif added:
-        where = one_line(str(settings.data_dir))
-        say(f"demo store ready in {where}: {added} facts")
+        say(f"demo store ready in {one_line(store.location)}: {added} facts")
     else:
-        say(f"demo data already present in {one_line(str(settings.data_dir))}")
+        say(f"demo data already present in {one_line(store.location)}")

@@ -1,4 +1,5 @@
-"""Options every command shares (`--dir`, `--json`) and opening the store for a command."""
+"""Options every command shares (`--dir`, `--store`, `--json`) and opening the store for
+a command."""
 
 from __future__ import annotations
 
@@ -8,15 +9,40 @@ from typing import Any, TypeVar
 
 import click
 
+from graymatter_tui.backends import open_location
 from graymatter_tui.cli.output import note
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import Settings
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 DIR_HELP = "Data directory (default: $GRAYMATTER_DIR, else the user data dir)."
+STORE_HELP = (
+    "The store: a directory, lmdb:PATH or postgresql://USER@HOST:PORT/DATABASE "
+    "(default: $GRAYMATTER_STORE, else the data directory)."
+)
+STORE_KEY = "store"
+
+
+def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[STORE_KEY] = value
+
+
+def store_option(fn: F) -> F:
+    """`--store URL`, kept in the context (`settings_for` reads it), not passed as an
+    argument: every command takes it without changing its signature."""
+    return click.option(
+        "--store",
+        metavar="URL",
+        default=None,
+        expose_value=False,
+        is_eager=True,
+        callback=_remember_store,
+        help=STORE_HELP,
+    )(fn)
 
 
 def dir_option(help_text: str = DIR_HELP) -> Callable[[F], F]:
@@ -34,35 +60,39 @@ def common_options(fn: F) -> F:
     fn = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(
         fn
     )
-    return dir_option()(fn)
+    return store_option(dir_option()(fn))
 
 
 def settings_for(data_dir: Path | None) -> Settings:
+    """Settings with the store this command names: its own `--dir`/`--store`, else the
+    ones given before the command name."""
     ctx = click.get_current_context()
-    chosen = data_dir or (ctx.obj or {}).get("data_dir")
-    return Settings.from_env(data_dir=chosen)
+    store, directory = ctx.meta.get(STORE_KEY), data_dir
+    if store is None and directory is None:
+        directory = (ctx.obj or {}).get("data_dir")
+    return Settings.from_env(data_dir=directory, store=store)
 
 
-def open_store(data_dir: Path | None) -> Store:
+def open_store(data_dir: Path | None) -> MemoryStore:
     """The store for a command that writes (created if new; upgraded, with a bar on a
     terminal's stderr, if older)."""
-    return open_upgrading(settings_for(data_dir).data_dir)
+    return open_upgrading(settings_for(data_dir))
 
 
-def open_reader(data_dir: Path | None, *, as_json: bool = False) -> Store:
+def open_reader(data_dir: Path | None, *, as_json: bool = False) -> MemoryStore:
     """The store for a command that only reads: opened read-only, so it works on a store
     this user cannot write and never creates one (no store reads as an empty one)."""
-    store = Store.open(settings_for(data_dir).data_dir, read_only=True)
+    store = open_location(settings_for(data_dir).location, read_only=True)
     if store.absent and not as_json:
-        note(f"no store at {store.path} yet; showing an empty one (nothing was created)")
+        note(f"no store at {store.location} yet; showing an empty one (nothing was created)")
     if store.lockless:
         note(reading_without_lock(store))
     return store
 
 
-def reading_without_lock(store: Store) -> str:
+def reading_without_lock(store: MemoryStore) -> str:
     return (
-        f"this user cannot write {store.path / 'lock.mdb'}, so the store is read without "
+        f"this user cannot write {store.location}/lock.mdb, so the store is read without "
         "LMDB's reader lock; a process writing to it meanwhile could make this view "
         "inconsistent"
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from graymatter_tui.backends import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say, warn
 from graymatter_tui.cli.progress import open_upgrading
@@ -17,7 +18,7 @@ from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.errors import GraymatterError, InvalidInput
 from graymatter_tui.model import CycleRecord, cycle_to_dict
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 from graymatter_tui.textsafe import looks_like_id
 
 EXIT_NOT_APPLIED = 3
@@ -126,7 +127,7 @@ def consolidate(
     settings = settings_for(data_dir).with_overrides(
         summariser=llm, threshold=threshold, guard=guard
     )
-    store = open_upgrading(settings.data_dir)
+    store = open_upgrading(settings)
     cycle = Cycle(
         store,
         agent,
@@ -200,7 +201,7 @@ def journal(
 @common_options
 def revert(cycle_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Undo an applied cycle: its facts live again, its summary retired."""
-    record = open_upgrading(settings_for(data_dir).data_dir).revert(_cycle_id(cycle_id))
+    record = open_upgrading(settings_for(data_dir)).revert(_cycle_id(cycle_id))
     if as_json:
         emit_json(cycle_to_dict(record))
     else:
@@ -246,19 +247,22 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     def add(name: str, status: str, detail: str) -> None:
         checks.append({"name": name, "status": status, "detail": detail})
 
-    path = settings.data_dir
-    for access in (directory_check, files_check):
-        add(*access(path))
-        if checks[-1]["status"] == "fail":
-            return checks  # what follows would only say the same thing again
+    location = settings.location
+    if location.path is not None:
+        for access in (directory_check, files_check):
+            add(*access(location.path))
+            if checks[-1]["status"] == "fail":
+                return checks  # what follows would only say the same thing again
     try:
-        store = Store.open(path, read_only=True)
+        store = open_location(location, read_only=True)
         info = store.info()
         agents = store.agents()
         counters = store.counters()
     except GraymatterError as exc:
-        add("store", "fail", str(exc))
+        add("store" if location.path is not None else "server", "fail", str(exc))
         return checks
+    if location.path is None:  # a server: say which one and which database, no password
+        add("server", "ok", f"{info.engine} at {location.redacted}")
     add(
         "store",
         "ok",
@@ -267,9 +271,14 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
         f"facts across {len(agents)} agents; consolidations {counters.consolidations} (facts "
         f"consolidated {counters.facts_consolidated}), reverts {counters.reverts}",
     )
-    status, detail = _deep_verify(path)
-    add("integrity", status, detail)
-    if status == "ok":
+    # LMDB's files are walked in a child process (a corrupt file may crash the reader); a
+    # server keeps its own pages, so its store goes straight to the invariants.
+    walked = True
+    if location.path is not None:
+        status, detail = _deep_verify(location.path)
+        add("integrity", status, detail)
+        walked = status == "ok"
+    if walked:
         for check in check_invariants(store):
             add(
                 check.name,
@@ -297,7 +306,7 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     return checks
 
 
-def review_queue_check(store: Store) -> tuple[str, str, str]:
+def review_queue_check(store: MemoryStore) -> tuple[str, str, str]:
     """The top bar's count of changes waiting (a counter kept by each decision) must be
     the number of proposals actually pending, or the TUI would announce the wrong work."""
     counted = store.pending_count()
@@ -311,7 +320,7 @@ def review_queue_check(store: Store) -> tuple[str, str, str]:
     return ("review queue", "ok", f"{pending} agent changes waiting for a decision")
 
 
-def embedding_note(store: Store, live: int) -> str:
+def embedding_note(store: MemoryStore, live: int) -> str:
     """Coverage of live facts by vectors of the store's model: a note, never a failure
     (facts without a vector rank on keyword and recency)."""
     from graymatter_tui.embedding.settings import EmbedSettings
@@ -335,6 +344,12 @@ def embedding_note(store: Store, live: int) -> str:
     return note
 
 
+def _shown(settings: Settings) -> str:
+    """The store doctor looked at: the directory, or the URL without its password."""
+    location = settings.location
+    return str(location.path) if location.path is not None else location.redacted
+
+
 def doctor_summary(checks: list[dict[str, Any]]) -> str:
     failed = [c["name"] for c in checks if c["status"] == "fail"]
     warned = [c["name"] for c in checks if c["status"] == "warn"]
@@ -356,7 +371,7 @@ def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
     checks = doctor_checks(settings, named_summariser=llm is not None)
     ok = all(c["status"] != "fail" for c in checks)
     if as_json:
-        emit_json({"data_dir": str(settings.data_dir), "ok": ok, "checks": checks})
+        emit_json({"data_dir": _shown(settings), "ok": ok, "checks": checks})
     else:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
         for c in checks:

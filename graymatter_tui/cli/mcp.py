@@ -55,7 +55,12 @@ def mcp(
     the data dir's mcp-token file."""
     from graymatter_tui.embedding import background
     from graymatter_tui.embedding.query import from_env
-    from graymatter_tui.mcp.http_guard import load_or_create_token, parse_bind
+    from graymatter_tui.mcp.http_guard import (
+        TOKEN_FILE,
+        load_or_create_token,
+        parse_bind,
+        token_dir,
+    )
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
 
@@ -63,11 +68,18 @@ def mcp(
         validate_agent(agent)
     if client is not None:
         note(f"paste this into {WHERE[client]}")
-        click.echo(snippet(client, settings_for(data_dir).data_dir, agent), nl=False)
+        settings = settings_for(data_dir)
+        click.echo(snippet(client, settings.location, agent), nl=False)
+        if settings.location.path is None:
+            note(
+                "the snippet names the database without its password: give it in "
+                "~/.pgpass or PGPASSWORD in the client's environment"
+            )
         return
     review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
-    store = open_upgrading(settings_for(data_dir).data_dir, read_only=read_only)
+    settings = settings_for(data_dir)
+    store = open_upgrading(settings, read_only=read_only)
     mode = " (read-only)" if read_only else ""
     if review != "none" and not read_only:
         mode = f" (holding {review} writes for review)"
@@ -82,14 +94,15 @@ def mcp(
             vectors=from_env(store, cache=True),  # a server answers many queries
         )
         if where is None:
-            note(f"serving {store.path} over MCP on stdio{mode}")
+            note(f"serving {store.location} over MCP on stdio{mode}")
             serve_stdio(session)
             return
-        token = load_or_create_token(store.path)
+        token_home = token_dir(settings.location, settings.data_dir)
+        token = load_or_create_token(token_home)
         host, port = where
         shown = f"[{host}]" if ":" in host else host
         note(
-            f"serving {store.path} over MCP at http://{shown}:{port}/mcp{mode}; "
-            f"the bearer token is in {store.path / 'mcp-token'}"
+            f"serving {store.location} over MCP at http://{shown}:{port}/mcp{mode}; "
+            f"the bearer token is in {token_home / TOKEN_FILE}"
         )
         serve_http(session, host, port, token)

@@ -9,11 +9,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
+from graymatter_tui.backends import open_location
+from graymatter_tui.config import Settings
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.progress import Progress, Report
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 WIDTH = 30
 
@@ -53,7 +54,9 @@ def stderr_progress(as_json: bool) -> Iterator[Report | None]:
             sys.stderr.flush()
 
 
-def open_upgrading(path: Path, *, as_json: bool = False, read_only: bool = False) -> Store:
+def open_upgrading(
+    settings: Settings, *, as_json: bool = False, read_only: bool = False
+) -> MemoryStore:
     """Open the store; if this open upgrades an older store, its re-index draws the bar."""
     with stderr_progress(as_json) as bar:
-        return Store.open(path, read_only=read_only, progress=bar)
+        return open_location(settings.location, read_only=read_only, progress=bar)

@@ -21,7 +21,7 @@ from graymatter_tui.model import (
     cycle_to_dict,
     proposal_to_dict,
 )
-from graymatter_tui.store import ReviewDecision, Store
+from graymatter_tui.store import MemoryStore, ReviewDecision
 
 EXIT_NOT_APPLIED = 3  # as `consolidate`: the decision was made but nothing was applied
 
@@ -134,7 +134,7 @@ def _report(decision: ReviewDecision, as_json: bool) -> None:
 def approve(proposal_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Apply a held change in one transaction. Exit 3 when it is discarded as stale (a
     fact it names changed since it was held)."""
-    store: Store = open_store(data_dir)
+    store: MemoryStore = open_store(data_dir)
     _report(store.approve_proposal(proposal_id), as_json)
 
 
@@ -144,5 +144,5 @@ def approve(proposal_id: str, data_dir: Path | None, as_json: bool) -> None:
 @common_options
 def reject(proposal_id: str, reason: str, data_dir: Path | None, as_json: bool) -> None:
     """Refuse a held change; nothing is applied."""
-    store: Store = open_store(data_dir)
+    store: MemoryStore = open_store(data_dir)
     _report(store.reject_proposal(proposal_id, reason), as_json)

@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from graymatter_tui.store_url import StoreUrl
+
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 SERVER_KEY = "graymatter"
 
@@ -32,14 +34,19 @@ def server_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "graymatter_tui"]
 
 
-def server_args(data_dir: Path, agent: str | None) -> list[str]:
-    args = ["mcp", "--dir", str(data_dir.absolute())]
+def server_args(location: StoreUrl, agent: str | None) -> list[str]:
+    """The server's arguments: an LMDB store by absolute path; a database by its URL
+    without the password (the client's ~/.pgpass or PGPASSWORD gives it)."""
+    if location.path is not None:
+        args = ["mcp", "--dir", str(location.path.absolute())]
+    else:
+        args = ["mcp", "--store", location.without_password]
     return [*args, "--agent", agent] if agent else args
 
 
-def snippet(client: str, data_dir: Path, agent: str | None = None) -> str:
+def snippet(client: str, location: StoreUrl, agent: str | None = None) -> str:
     command, *lead = server_command()
-    args = [*lead, *server_args(data_dir, agent)]
+    args = [*lead, *server_args(location, agent)]
     if client == "codex":
         return (
             f"[mcp_servers.{SERVER_KEY}]\n"

@@ -1,7 +1,8 @@
 """The HTTP transport's door: where it may listen, the bearer token it demands, and the
 ASGI wrapper that checks it before the MCP app sees a request.
 
-The token lives in a 0600 file in the data dir, made on first use. It is compared in
+The token lives in a 0600 file in the store's directory (for a PostgreSQL store, in a
+directory of the local data dir named after the database), made on first use. It is compared in
 constant time, accepted only in the Authorization header (a token in a URL ends up in
 logs and shell history), and never written to any log. `/healthz` is the one path that
 answers without it.
@@ -9,6 +10,7 @@ answers without it.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -21,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from graymatter_tui.errors import InvalidInput, StoreError
+from graymatter_tui.store_url import StoreUrl
 
 TOKEN_FILE = "mcp-token"
 MAX_BODY_BYTES = 1024 * 1024  # a 64 KiB fact, JSON-escaped, fits many times over
@@ -53,6 +56,21 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def token_dir(location: StoreUrl, data_dir: Path) -> Path:
+    """Where the token of the server over `location` lives: an LMDB store's own directory;
+    for a database, this machine's data dir, one directory per database (named by a digest
+    of the URL without its password, so no secret reaches a file name)."""
+    if location.path is not None:
+        return location.path
+    digest = hashlib.sha256(location.redacted.encode()).hexdigest()[:16]
+    directory = data_dir / "mcp-tokens" / digest
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise StoreError(f"cannot create {directory}: {exc.strerror or exc}") from None
+    return directory
 
 
 def load_or_create_token(data_dir: Path) -> str:

@@ -153,6 +153,14 @@ class PgStore:
     def absent(self) -> bool:
         return False
 
+    @property
+    def location(self) -> str:
+        return self.url.redacted
+
+    @property
+    def lockless(self) -> bool:
+        return False
+
     def own_files(self) -> tuple[Path, ...]:
         """None: the store lives on a server."""
         return ()

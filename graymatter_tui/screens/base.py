@@ -13,7 +13,7 @@ from textual.widget import Widget
 
 from graymatter_tui.config import Settings
 from graymatter_tui.errors import GraymatterError
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ CHECKING = Reach("checking")
 class Host(Protocol):
     """The app as panes see it, without importing the app module."""
 
-    store: Store
+    store: MemoryStore
     settings: Settings
     agent: str
     generation: int

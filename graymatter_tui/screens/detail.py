@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
 from graymatter_tui.presentation import fact_fields
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.themed import component_styles
 
@@ -41,7 +41,7 @@ class FactDetailScreen(ModalScreen[None]):
         Binding("escape,q", "close", "Back", id="detail-back"),
     ]
 
-    def __init__(self, store: Store, fact_id: str) -> None:
+    def __init__(self, store: MemoryStore, fact_id: str) -> None:
         super().__init__()
         self.store = store
         self.fact_id = fact_id

@@ -21,7 +21,7 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.provenance import UNRECORDED
 from graymatter_tui.recall import Hit, lineages, rank
 from graymatter_tui.receipts import lineage_fields, lineage_summary
-from graymatter_tui.store import Store
+from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
 
@@ -67,7 +67,7 @@ class RecallScreen(ModalScreen[str | None]):
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         agent: str,
         save_probe: Callable[[str], None] | None = None,
         vectors: QueryVectors | None = None,

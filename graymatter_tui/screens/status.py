@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from graymatter_tui.overview import status_payload, weight_histogram
+from graymatter_tui.overview import size_text, status_payload, weight_histogram
 from graymatter_tui.screens.base import Pane, Reach
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
@@ -58,12 +58,7 @@ class StatusPane(VerticalScroll, Pane):
             f"{p['cycles']} run · {p['consolidations']} applied "
             f"({p['facts_consumed']} facts consumed) · {p['reverts']} reverted",
         )
-        used = p["map_used"] / max(p["map_size"], 1)
-        out.add_row(
-            "size",
-            f"{p['file_bytes'] / 1e6:.1f} MB on disk · map {p['map_used'] / 1e6:.1f} of "
-            f"{p['map_size'] / 1e6:.0f} MB used ({used:.0%}; grows automatically)",
-        )
+        out.add_row("size", size_text(p, grows_note=True))
         out.add_row(
             "schema",
             f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "

@@ -149,6 +149,10 @@ class Store:
         return self._env.absent
 
     @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
     def retries(self) -> int:
         """Write transactions re-run after the map filled or was resized."""
         return self._env.retries

@@ -1,0 +1,28 @@
+"""Opening the store a person named, whichever backend holds it: the one place that
+chooses between LMDB (`store.Store`) and PostgreSQL (`pg.PgStore`). Everything above
+works on the `MemoryStore` it returns."""
+
+from __future__ import annotations
+
+from graymatter_tui.progress import Report
+from graymatter_tui.store import MemoryStore, Store
+from graymatter_tui.store_url import StoreUrl
+
+
+def open_location(
+    location: StoreUrl,
+    *,
+    read_only: bool = False,
+    progress: Report | None = None,
+    stem_language: str | None = None,
+) -> MemoryStore:
+    """The store at `location`. A writer creates or upgrades it (an upgrade's re-index
+    reports to `progress`); `read_only` creates and upgrades nothing."""
+    if location.path is not None:
+        return Store.open(
+            location.path, read_only=read_only, progress=progress, stem_language=stem_language
+        )
+    # psycopg is imported only by a PostgreSQL store: the LMDB user installs nothing more.
+    from graymatter_tui.pg import PgStore
+
+    return PgStore.open(location, read_only=read_only, stem_language=stem_language)
