@@ -117,6 +117,20 @@ def tui_paint(open_store: Callable[[], Any], settings: Any) -> dict[str, float]:
             while not pane._complete and time.monotonic() < deadline:  # type: ignore[attr-defined]
                 await pilot.pause(0.05)
             out["TUI whole list (s)"] = time.perf_counter() - started
+            # Another writer (its own connection pool on PostgreSQL, as another host would
+            # have): how long until the list shows its fact. The app polls every 0.5 s.
+            other = open_store()
+            seen = []
+            for i in range(5):
+                count = len(facts.source)
+                wrote = time.perf_counter()
+                other.put(AGENT, f"written by another host {i}")
+                while len(facts.source) == count and time.perf_counter() - wrote < 10:
+                    await pilot.pause(0.01)
+                seen.append(time.perf_counter() - wrote)
+            out["TUI sees a write, p50 (s)"] = median(seen)
+            if other is not store:
+                other.close()
         store.close()
         return out
 
