@@ -32,26 +32,8 @@ def _ids_in_use(tx: PgTx, ids: list[str]) -> set[str]:
 def put_many(
     tx: PgTx, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
 ) -> list[Fact]:
-    fmt = clock.format_time
-    out: list[Fact] = []
-    for item in pending:
-        created = item.created_at or tx.now
-        accessed = item.accessed_at or created
-        created_at = fmt(created)
-        out.append(
-            Fact(
-                id=item.fact_id or new_id(created),
-                agent_id=item.agent_id,
-                text=item.text,
-                created_at=created_at,
-                accessed_at=created_at if accessed is created else fmt(accessed),
-                access_count=item.access_count,
-                weight=item.weight,
-                pinned=item.pinned,
-                pinned_at=created_at if item.pinned else None,
-                source=tx.source,
-            )
-        )
+    # Ids are minted without a look-up each, then checked in one query below.
+    out = fact_ops.new_facts(pending, tx.now, tx.source, new_id)
     given = {item.fact_id for item in pending if item.fact_id}
     taken = _ids_in_use(tx, [f.id for f in out])
     known = [f.id for f in out if f.id in taken and f.id in given]

@@ -4,6 +4,7 @@ before the transaction (see `Store`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -45,19 +46,20 @@ def _new_fact(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = ""
     return fact
 
 
-def put_many(
-    tx: Tx, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
+def new_facts(
+    pending: list[NewFact], now: datetime, source: str, mint: Callable[[datetime], str]
 ) -> list[Fact]:
-    """Insert many facts; `terms` holds each one's `made_by.term_counts(text)`."""
+    """The facts `pending` describes, as written at `now` by `source`; `mint` gives the
+    id of an item that names none. Both backends build a bulk insert's rows here."""
     out = []
     fmt = clock.format_time
     for item in pending:
-        created = item.created_at or tx.now
+        created = item.created_at or now
         accessed = item.accessed_at or created
         created_at = fmt(created)
         out.append(
             Fact(
-                id=item.fact_id or tx.new_id(created),
+                id=item.fact_id or mint(created),
                 agent_id=item.agent_id,
                 text=item.text,
                 created_at=created_at,
@@ -66,9 +68,17 @@ def put_many(
                 weight=item.weight,
                 pinned=item.pinned,
                 pinned_at=created_at if item.pinned else None,
-                source=tx.source,
+                source=source,
             )
         )
+    return out
+
+
+def put_many(
+    tx: Tx, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
+) -> list[Fact]:
+    """Insert many facts; `terms` holds each one's `made_by.term_counts(text)`."""
+    out = new_facts(pending, tx.now, tx.source, tx.new_id)
     known = [f.id for f in out if tx.agent_of(f.id) is not None]
     if known or len({f.id for f in out}) != len(out):
         raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
