@@ -93,10 +93,19 @@ async def connected_http(
 async def connected(
     data_dir: Path, *options: str, client_name: str = "test-client"
 ) -> AsyncIterator[Agent]:
+    async with connected_with(["--dir", str(data_dir), *options], client_name) as agent:
+        yield agent
+
+
+@asynccontextmanager
+async def connected_with(
+    args: list[str], client_name: str, env: dict[str, str] | None = None
+) -> AsyncIterator[Agent]:
+    """A stdio server started with `mcp ARGS` (and `env` added to its environment)."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "graymatter_tui", "mcp", "--dir", str(data_dir), *options],
-        env=server_env(),
+        args=["-m", "graymatter_tui", "mcp", *args],
+        env={**server_env(), **(env or {})},
         cwd=str(ROOT),
     )
     info = types.Implementation(name=client_name, version="1.0")

@@ -8,20 +8,24 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from urllib.parse import unquote
 
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
 
 from graymatter_tui.mcp.http_guard import TOKEN_FILE
 from graymatter_tui.pg import PgStore
 from graymatter_tui.store_url import parse_store_url
-from tests.mcp_server.client import ROOT, Agent, connected_http, free_port, server_env
+from tests.mcp_server.client import (
+    ROOT,
+    Agent,
+    connected_http,
+    connected_with,
+    free_port,
+    server_env,
+)
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -30,22 +34,9 @@ def password_of(url: str) -> str:
     return unquote(url.split("://", 1)[1].split("@", 1)[0].split(":", 1)[1])
 
 
-@asynccontextmanager
-async def connected_to(url: str, client_name: str) -> AsyncIterator[Agent]:
+def connected_to(url: str, client_name: str) -> AbstractAsyncContextManager[Agent]:
     """A stdio server on the database, chosen by GRAYMATTER_STORE as a client config would."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "graymatter_tui", "mcp"],
-        env={**server_env(), "GRAYMATTER_STORE": url},
-        cwd=str(ROOT),
-    )
-    info = types.Implementation(name=client_name, version="1.0")
-    async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write, client_info=info) as session,
-    ):
-        await session.initialize()
-        yield Agent(session)
+    return connected_with([], client_name, {"GRAYMATTER_STORE": url})
 
 
 async def test_two_hosts_agents_share_one_database(pg_url: str) -> None:
