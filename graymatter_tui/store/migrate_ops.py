@@ -30,7 +30,10 @@ from graymatter_tui.store.values import (
 )
 from graymatter_tui.tokens import Analyzer
 
-CHUNK = 5_000  # facts per insert, reported to `progress` after each
+# Facts are inserted in five chunks (of at least CHUNK), each reported to `progress`:
+# few enough that PostgreSQL's statistics refresh after a bulk insert runs five times.
+CHUNK = 2_000
+STEPS = 5
 
 
 def snapshot(tx: Tx) -> StoreSnapshot:
@@ -58,7 +61,7 @@ def prepare_terms(
     terms: list[dict[str, int]] = []
     for done, fact in enumerate(snap.facts, start=1):
         terms.append(analyzer.term_counts(fact.text) if fact.is_live else {})
-        if progress is not None and (done % CHUNK == 0 or done == len(snap.facts)):
+        if progress is not None and (done % 1000 == 0 or done == len(snap.facts)):
             progress("indexing", done, len(snap.facts))
     return terms, analyzer
 
@@ -113,8 +116,9 @@ def load(
             tx.set_analyzer(snap.stem_language)
         if snap.demo is not None:
             tx.meta_put(DEMO_KEY, snap.demo)
-    for start in range(0, len(snap.facts), CHUNK):
-        end = min(start + CHUNK, len(snap.facts))
+    chunk = max(CHUNK, -(-len(snap.facts) // STEPS))
+    for start in range(0, len(snap.facts), chunk):
+        end = min(start + chunk, len(snap.facts))
         tx.insert_many(snap.facts[start:end], terms[start:end], made_by)
         if progress is not None:
             progress("copying", end, len(snap.facts))

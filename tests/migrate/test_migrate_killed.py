@@ -26,7 +26,7 @@ from tests.conftest import FIXED_NOW, clean_env
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 Run = Callable[..., CompletedProcess[str]]
-# More than two of migrate_ops' chunks, so a kill at the first "copying" report lands
+# Five of migrate_ops' chunks, so a kill at the first "copying" report lands
 # with most of the facts still to insert.
 N_FACTS = 12_000
 

@@ -7,6 +7,7 @@ the graph, receipts, counters) is equal too."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -161,3 +162,23 @@ def test_when_stays_as_it_was(run_cli: Run, cli_dir: Path, tmp_path: Path) -> No
     with Store.open(cli_dir, read_only=True) as a, Store.open(tmp_path / "c", read_only=True) as b:
         assert a.all_facts() == b.all_facts()
         assert all(datetime.fromisoformat(f.created_at[:19]).year < 2027 for f in b.all_facts())
+
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "store-0.4.0" / "store"
+
+
+def test_a_previous_release_store_migrates_and_is_never_written(
+    run_cli: Run, tmp_path: Path, pg_url: str
+) -> None:
+    """The source is opened read-only: a schema-4 store is read as it is, not upgraded,
+    and not one byte of its data file changes."""
+    source = tmp_path / "old"
+    shutil.copytree(FIXTURE, source)
+    before = (source / "data.mdb").read_bytes()
+    done = run_cli("migrate", "--from", str(source), "--to", pg_url, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["rows"]["checkpoints"] == 1 and report["rows"]["proposals"] == 1
+    assert (source / "data.mdb").read_bytes() == before
+    assert _export(run_cli, "--store", pg_url) == _export(run_cli, "--dir", str(source))
+    _doctor(run_cli, "--store", pg_url)
