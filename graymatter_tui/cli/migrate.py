@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from graymatter_tui.backends import open_location
+from graymatter_tui.cli.common import common_options, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import Conflict, InvalidInput
@@ -99,19 +101,34 @@ def print_report(report: MigrationReport) -> None:
 
 
 @click.command(name="migrate")
-@click.option("--from", "source_url", required=True, metavar="URL", help="The store to copy.")
+@click.option(
+    "--from",
+    "source_url",
+    default=None,
+    metavar="URL",
+    help="The store to copy (default: the one --store/--dir or the environment name).",
+)
 @click.option("--to", "target_url", required=True, metavar="URL", help="The store to copy into.")
 @click.option(
     "--allow-non-empty",
     is_flag=True,
     help="Copy into a store that holds something already (shared ids are refused).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
-def migrate_cmd(source_url: str, target_url: str, allow_non_empty: bool, as_json: bool) -> None:
+@common_options
+def migrate_cmd(
+    source_url: str | None,
+    target_url: str,
+    allow_non_empty: bool,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Copy a whole store to another (LMDB directory or postgresql:// URL, either way):
     facts, journal, counters, probes, checkpoints, aliases, the review queue and the
     graph, in one transaction; then verify the copy. The source is only read."""
-    source_at, target_at = parse_store_url(source_url), parse_store_url(target_url)
+    source_at = (
+        parse_store_url(source_url) if source_url is not None else settings_for(data_dir).location
+    )
+    target_at = parse_store_url(target_url)
     if _same_place(source_at, target_at):
         raise InvalidInput(f"--from and --to name the same store ({source_at.redacted})")
     source = _open_source(source_at)

@@ -16,6 +16,7 @@ from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
 from graymatter_tui.pg.tx import PgTx
+from graymatter_tui.recall import rank
 from graymatter_tui.store import NewFact, Store, StoreSnapshot, TargetNotEmpty, migrate_ops
 from tests.conformance.conftest import AnyStore
 from tests.conformance.test_tx_surface import _used_on_tx
@@ -137,3 +138,16 @@ def test_allowed_into_a_non_empty_store_the_counters_add_up(
     for name in ("consolidations", "facts_consolidated", "reverts", "cycles", "review_pending"):
         assert after.counters[name] == snap.counters[name]
     assert all(check.ok for check in check_invariants(any_store))
+
+
+def test_an_empty_target_takes_the_source_stemming_language(
+    any_store: AnyStore, clk: ManualClock, tmp_path: Path
+) -> None:
+    with Store.open(tmp_path / "german", clock_fn=clk, stem_language="german") as source:
+        source.put(AGENT, "Die Datenbanken werden nachts neu gestartet.")
+        snap = source.snapshot()
+    assert any_store.info().stem_language == "english"
+    any_store.load_snapshot(snap)
+    assert any_store.info().stem_language == "german"
+    ranked = rank(any_store, AGENT, "Datenbank")
+    assert [hit.fact.text for hit in ranked] == [snap.facts[0].text]

@@ -182,3 +182,12 @@ def test_a_previous_release_store_migrates_and_is_never_written(
     assert (source / "data.mdb").read_bytes() == before
     assert _export(run_cli, "--store", pg_url) == _export(run_cli, "--dir", str(source))
     _doctor(run_cli, "--store", pg_url)
+
+
+def test_without_from_the_configured_store_is_the_source(
+    run_cli: Run, cli_dir: Path, tmp_path: Path
+) -> None:
+    _ok(run_cli("demo"))
+    done = _ok(run_cli("migrate", "--to", str(tmp_path / "copy"), "--json"))
+    assert json.loads(done.stdout)["source"] == str(cli_dir)
+    assert _export(run_cli, "--dir", str(tmp_path / "copy")) == _export(run_cli)
