@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__, provenance
-from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, probes, review
+from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, migrate, probes, review
 from graymatter_tui.cli.common import STORE_KEY, dir_option, store_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.cli.progress import stderr_progress
@@ -112,6 +112,7 @@ for command in (
     mcp.mcp,
     review.review,
     probes.probe,
+    migrate.migrate_cmd,
 ):
     cli.add_command(command)
 

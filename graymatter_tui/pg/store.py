@@ -48,6 +48,7 @@ from graymatter_tui.store import (
     GraphDecayOutcome,
     ImportResult,
     KeywordIndex,
+    LoadResult,
     MemoryStore,
     NewFact,
     OnConflict,
@@ -55,12 +56,14 @@ from graymatter_tui.store import (
     ReviewDecision,
     Selection,
     ShowResult,
+    StoreSnapshot,
     TrialApply,
     checkpoint_ops,
     cycle_ops,
     fact_ops,
     graph_ops,
     import_ops,
+    migrate_ops,
     probe_ops,
     reindex_ops,
     review_ops,
@@ -610,6 +613,33 @@ class PgStore:
         )
         return self._write(
             lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)
+        )
+
+    # ---- moving a whole store (ADR 0046) ---------------------------------------------------
+    def snapshot(self) -> StoreSnapshot:
+        """Everything a migration carries, read in one snapshot (`migrate_ops`)."""
+        return self._read(lambda tx: migrate_ops.snapshot(_as_tx(tx)))
+
+    def load_snapshot(
+        self,
+        snapshot: StoreSnapshot,
+        *,
+        allow_non_empty: bool = False,
+        origin: str = "",
+        progress: Report | None = None,
+    ) -> LoadResult:
+        """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
+        terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
+        return self._write(
+            lambda tx: migrate_ops.load(
+                _as_tx(tx),
+                snapshot,
+                terms,
+                made_by,
+                allow_non_empty=allow_non_empty,
+                origin=origin,
+                progress=progress,
+            )
         )
 
 

@@ -22,7 +22,13 @@ from graymatter_tui.pg.rows import (
     from_row,
     to_row_and_weight,
 )
-from graymatter_tui.store.codec import AgentCounts, decode_activity, decode_record, encode
+from graymatter_tui.store.codec import (
+    AgentCounts,
+    decode_activity,
+    decode_ids,
+    decode_record,
+    encode,
+)
 from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import (
     ACTIVITY_KEEP,
@@ -31,6 +37,7 @@ from graymatter_tui.store.tx import (
     FLAG_TOMBSTONE,
     SEP,
     STEM_LANGUAGE,
+    CopyTable,
     GraphTable,
     analyzer_for,
     epoch_ms,
@@ -623,7 +630,72 @@ class PgTx:
     def last_activity(self) -> int:
         return self.meta_int("activity_seq")
 
+    # ---- whole tables, for a migration (ADR 0046) -----------------------------------------
+    def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every row of `table` in the LMDB backend's layout and key order
+        (byte order: the columns use the "C" collation)."""
+        if table in ("graph_nodes", "graph_edges"):
+            sql = f"SELECT key, value FROM {_graph(table)} ORDER BY key"
+            for key, value in self.conn.execute(sql).fetchall():
+                yield bytes(key), bytes(value)
+        elif table == "extracted":
+            for key, value in self.conn.execute(
+                "SELECT key, signature FROM extracted ORDER BY key"
+            ).fetchall():
+                yield bytes(key), bytes(value)
+        elif table == "receipts":
+            for summary_id, consumed in self.conn.execute(
+                "SELECT summary_id, consumed FROM receipts ORDER BY summary_id"
+            ).fetchall():
+                yield summary_id.encode(), encode(list(consumed))
+        elif table == "proposals":
+            for proposal_id, raw in self.conn.execute(
+                "SELECT id, record::text FROM proposals ORDER BY id"
+            ).fetchall():
+                yield proposal_id.encode(), raw.encode()
+        else:
+            name, column = _keyed(table)
+            for agent, key, raw in self.conn.execute(
+                f"SELECT agent_id, {column}, record::text FROM {name} ORDER BY agent_id, {column}"
+            ).fetchall():
+                yield agent.encode() + SEP + key.encode(), raw.encode()
 
-def _graph(table: GraphTable) -> str:
+    def put_rows(self, table: CopyTable, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write rows as `iter_rows` gives them (sent by COPY: a new key each)."""
+        if not rows:
+            return
+        made: Iterator[tuple[Any, ...]]
+        if table in ("graph_nodes", "graph_edges"):
+            sql = f"COPY {_graph(table)} (agent_id, key, value) FROM STDIN"
+            made = ((k.split(SEP, 1)[0].decode(), k, v) for k, v in rows)
+        elif table == "extracted":
+            sql, made = "COPY extracted (key, signature) FROM STDIN", iter(rows)
+        elif table == "receipts":
+            sql = "COPY receipts (summary_id, consumed) FROM STDIN"
+            made = ((k.decode(), decode_ids(v)) for k, v in rows)
+        elif table == "proposals":
+            sql = "COPY proposals (id, record) FROM STDIN"
+            made = ((k.decode(), v.decode()) for k, v in rows)
+        else:
+            name, column = _keyed(table)
+            sql = f"COPY {name} (agent_id, {column}, record) FROM STDIN"
+            made = ((*(part.decode() for part in k.split(SEP, 1)), v.decode()) for k, v in rows)
+        with self.conn.cursor().copy(sql) as copy:
+            for row in made:
+                copy.write_row(row)
+
+    def put_activity(self, entries: list[ActivityEntry]) -> None:
+        """Activity entries under their own write numbers; the caller sets `activity_seq`."""
+        with self.conn.cursor().copy("COPY activity (seq, entry) FROM STDIN") as copy:
+            for entry in entries:
+                copy.write_row((entry.seq, encode(entry).decode()))
+
+
+def _keyed(table: CopyTable) -> tuple[str, str]:
+    """(table, key column) of a table keyed by agent and one more column."""
+    return {"checkpoints": ("checkpoints", "id"), "aliases": ("aliases", "term")}[table]
+
+
+def _graph(table: GraphTable | CopyTable) -> str:
     """The table's name, from the two the type allows (never from input)."""
     return {"graph_nodes": "graph_nodes", "graph_edges": "graph_edges"}[table]

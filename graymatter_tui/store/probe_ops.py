@@ -69,6 +69,11 @@ def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, bool]:
     return probe, True
 
 
+def put(tx: Tx, probe: Probe) -> None:
+    """Store `probe` as it is, id included (an import or a migration's copy)."""
+    _put(tx, probe)
+
+
 def _put(tx: Tx, probe: Probe) -> None:
     record = _ProbeRecord(query=probe.query, k=probe.k, created_at=probe.created_at)
     tx.put_probe(probe.agent_id, probe.id, msgspec.json.encode(record))

@@ -242,6 +242,23 @@ class MemoryStore(Protocol):
         probes: Sequence[Probe] = (),
     ) -> values.ImportResult: ...
 
+    # Moving a whole store to another backend (ADR 0046)
+    def snapshot(self) -> values.StoreSnapshot:
+        """Everything a migration carries, read in one transaction."""
+        ...
+
+    def load_snapshot(
+        self,
+        snapshot: values.StoreSnapshot,
+        *,
+        allow_non_empty: bool = False,
+        origin: str = "",
+        progress: Report | None = None,
+    ) -> values.LoadResult:
+        """Write `snapshot` in one transaction: all of it or nothing. A store holding
+        anything is refused unless `allow_non_empty` (then any shared id is refused)."""
+        ...
+
 
 @runtime_checkable
 class VectorBlockSource(Protocol):

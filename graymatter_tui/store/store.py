@@ -42,6 +42,7 @@ from graymatter_tui.store import (
     graph_ops,
     import_ops,
     mapped_pages,
+    migrate_ops,
     probe_ops,
     queries,
     registry,
@@ -609,6 +610,35 @@ class Store:
         size, rewrites = batch.reservation()
         self._env.reserve(size, rewrites=rewrites)
         return self._env.write(lambda tx: import_ops.import_all(tx, batch, on_conflict, progress))
+
+    # ---- moving a whole store (ADR 0046) ---------------------------------------------------
+    def snapshot(self) -> values.StoreSnapshot:
+        """Everything a migration carries, read in one transaction (`migrate_ops`)."""
+        return self._env.read(migrate_ops.snapshot)
+
+    def load_snapshot(
+        self,
+        snapshot: values.StoreSnapshot,
+        *,
+        allow_non_empty: bool = False,
+        origin: str = "",
+        progress: Report | None = None,
+    ) -> values.LoadResult:
+        """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
+        terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
+        size, rewrites = migrate_ops.reservation(snapshot, terms)
+        self._env.reserve(size, rewrites=rewrites)
+        return self._env.write(
+            lambda tx: migrate_ops.load(
+                tx,
+                snapshot,
+                terms,
+                made_by,
+                allow_non_empty=allow_non_empty,
+                origin=origin,
+                progress=progress,
+            )
+        )
 
 
 def _implements_memory_store(store: Store) -> MemoryStore:

@@ -146,6 +146,20 @@ T = TypeVar("T")
 # An open LMDB table: only ever passed back to LMDB calls.
 Table: TypeAlias = lmdb._Database
 GraphTable = Literal["graph_nodes", "graph_edges"]
+# Tables a migration copies row for row, as (key, value) bytes in this backend's layout
+# (`iter_rows`, `put_rows`); the PostgreSQL backend maps each to its columns (ADR 0046).
+CopyTable = Literal[
+    "receipts", "checkpoints", "aliases", "proposals", "graph_nodes", "graph_edges", "extracted"
+]
+COPY_TABLES: tuple[CopyTable, ...] = (
+    "receipts",
+    "checkpoints",
+    "aliases",
+    "proposals",
+    "graph_nodes",
+    "graph_edges",
+    "extracted",
+)
 
 
 @dataclass(frozen=True)
@@ -851,6 +865,30 @@ class Tx:
         for key, value in scan_prefix(cursor, agent.encode() + SEP):
             yield bytes(key), bytes(value)
 
+    # ---- whole tables, for a migration (ADR 0046) -----------------------------------------
+    def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every row of `table`, in key order (none when a read-only open
+        of an older store lacks the table)."""
+        db = getattr(self.dbs, table)
+        if db is None:
+            return
+        for key, value in self.txn.cursor(db=db).iternext():
+            yield bytes(key), bytes(value)
+
+    def put_rows(self, table: CopyTable, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write rows as `iter_rows` gives them, over any row with the same key."""
+        db = getattr(self.dbs, table)
+        if db is None:
+            raise NotFound(f"this store has no {table} table yet (open it writable once)")
+        self.txn.cursor(db=db).putmulti(sorted(rows))
+
+    def put_activity(self, entries: list[ActivityEntry]) -> None:
+        """Activity entries under their own write numbers (a migration's copy of another
+        store's feed); the caller sets `activity_seq`."""
+        table = self._table("activity")
+        rows = sorted((ACTIVITY_KEY.pack(e.seq), encode(e)) for e in entries)
+        self.txn.cursor(db=table).putmulti(rows)
+
     # ---- integrity -------------------------------------------------------------------------
     def raw_tables(self) -> Iterator[tuple[str, Iterator[Any]]]:
         """(table name, its raw values) of every table, for the deep integrity check."""
@@ -890,7 +928,9 @@ class Tx:
         for key, value in scan_prefix(self.txn.cursor(db=table), prefix):
             yield bytes(key)[len(prefix) :].decode(), bytes(value)
 
-    def _table(self, name: Literal["checkpoints", "aliases", "proposals", "probes"]) -> Table:
+    def _table(
+        self, name: Literal["checkpoints", "aliases", "proposals", "probes", "activity"]
+    ) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
             raise NotFound(f"this store has no {name} table yet (open it writable once)")

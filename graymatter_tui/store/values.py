@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.model import CycleRecord, Fact, ReviewProposal
+from graymatter_tui.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_query
 
 # Facts (and graph entries) that decay below this weight are pruned.
@@ -248,3 +248,54 @@ class EmbedState:
     dimension: int | None  # None until the first vectors of `model` are stored
     backlog: int  # live facts waiting for a vector
     vectors: int  # live facts holding one of `model`
+
+
+# ---- moving a store between backends (ADR 0046) ------------------------------------------
+# Counters a migration carries: the journal's (I-5 checks them against it), the review
+# queue's pending count, and the activity feed's last write number.
+MOVED_COUNTERS = (
+    "consolidations",
+    "facts_consolidated",
+    "reverts",
+    "cycles",
+    "review_pending",
+    "activity_seq",
+)
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """Everything a migration carries, read in one transaction (`MemoryStore.snapshot`).
+    `rows` holds the tables copied row for row, as (key, value) bytes in the LMDB
+    layout, which both backends read and write (`Tx.iter_rows`)."""
+
+    stem_language: str
+    demo: str | None  # when the demo claimed the store, if it did
+    counters: dict[str, int]
+    facts: list[Fact]  # by agent, oldest first
+    records: list[CycleRecord]  # oldest first
+    probes: list[Probe]
+    rows: dict[str, list[tuple[bytes, bytes]]]
+    activity: list[ActivityEntry]  # oldest first
+
+    @property
+    def empty(self) -> bool:
+        """Holds no content (an activity feed alone is history, not content)."""
+        return not (self.facts or self.records or self.probes or any(self.rows.values()))
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What `MemoryStore.load_snapshot` wrote."""
+
+    facts: int
+    records: int
+    activity_copied: bool  # the feed came along (only into a store with no feed yet)
+
+
+class TargetNotEmpty(Conflict):
+    """A migration's target holds something already; nothing was copied."""
+
+    def __init__(self, held: str) -> None:
+        self.held = held
+        super().__init__(f"the target store already holds {held}; nothing was copied")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -171,6 +172,20 @@ def _probed(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return (store.add_probe(AGENT, "staging database")[0].id,)
 
 
+def _snapshot_of_another(_store: Store, clock: ManualClock) -> tuple[Any, ...]:
+    """Everything a migration carries, from a second store with a cycle, a probe, a
+    checkpoint, an alias, a held change and a graph."""
+    with tempfile.TemporaryDirectory() as other, Store.open(other, clock_fn=clock) as source:
+        request, record = _apply_args(source, clock)
+        assert source.apply_consolidation(request, record).applied
+        source.add_probe(AGENT, "staging database")
+        source.save_checkpoint(AGENT, '{"step": 1}')
+        source.add_alias(AGENT, "db", ["database"])
+        _held(source, clock)
+        source.extract_graph(AGENT, extract_entities)
+        return (source.snapshot(),)
+
+
 def _trial_args(store: Store, clock: ManualClock) -> tuple[Any, ...]:
     request, _record = _apply_args(store, clock)
 
@@ -222,6 +237,7 @@ CASES: dict[str, Case] = {
     "add_probe": Case(_nothing, lambda s: s.add_probe(AGENT, "staging database", 5)),
     "remove_probe": Case(_probed, lambda s, i: s.remove_probe(i)),
     "trial_apply": Case(_trial_args, lambda s, q, look: s.trial_apply(q, look)),
+    "load_snapshot": Case(_snapshot_of_another, lambda s, snap: s.load_snapshot(snap)),
 }
 
 

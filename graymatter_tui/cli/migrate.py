@@ -1,0 +1,150 @@
+"""`migrate --from URL --to URL`: copy a whole store to another backend, verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from graymatter_tui.backends import open_location
+from graymatter_tui.cli.common import common_options, settings_for
+from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.progress import stderr_progress
+from graymatter_tui.errors import Conflict, InvalidInput
+from graymatter_tui.migration import MigrationReport, migrate
+from graymatter_tui.store import MemoryStore, TargetNotEmpty
+from graymatter_tui.store_url import StoreUrl, parse_store_url
+
+NOT_EMPTY_HINT = (
+    "; give an empty target, or --allow-non-empty to add to it (ids it shares with the "
+    "source are refused)"
+)
+
+
+def _same_place(a: StoreUrl, b: StoreUrl) -> bool:
+    """Whether two locations name one store: the same directory, or the same database
+    on the same hosts (whoever connects)."""
+    if a.path is not None and b.path is not None:
+        return a.path.resolve() == b.path.resolve()
+    return a.backend == b.backend and (a.hosts, a.database) == (b.hosts, b.database)
+
+
+def _open_source(location: StoreUrl) -> MemoryStore:
+    """The source, read-only: nothing is created or upgraded, and no store is no source."""
+    source = open_location(location, read_only=True)
+    if source.absent:
+        source.close()
+        raise InvalidInput(f"there is no store at {location.redacted}; nothing was migrated")
+    return source
+
+
+def report_dict(report: MigrationReport) -> dict[str, Any]:
+    return {
+        "source": report.source,
+        "target": report.target,
+        "already_copied": report.already_copied,
+        "facts": report.facts,
+        "records": report.records,
+        "probes": report.probes,
+        "rows": report.rows,
+        "activity": report.activity,
+        "counters": report.counters,
+        "agents": [
+            {"agent_id": a.agent_id, "live": a.live, "tombstones": a.tombstones, "pinned": a.pinned}
+            for a in report.agents
+        ],
+        "verified": list(report.verified),
+        "inherited_violations": report.inherited,
+        "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+    }
+
+
+def print_report(report: MigrationReport) -> None:
+    live = sum(a.live for a in report.agents)
+    tombs = sum(a.tombstones for a in report.agents)
+    pinned = sum(a.pinned for a in report.agents)
+    rows = report.rows
+    c = report.counters
+    if report.already_copied:
+        say(f"{report.target} already holds this copy of {report.source}; nothing written")
+    else:
+        say(f"migrated {report.source} -> {report.target}")
+    say(
+        f"  facts        {report.facts} ({live} live, {tombs} tombstones, {pinned} pinned) "
+        f"across {len(report.agents)} agents"
+    )
+    say(
+        f"  journal      {report.records} records; consolidations {c['consolidations']}, "
+        f"facts consolidated {c['facts_consolidated']}, reverts {c['reverts']}, "
+        f"cycles {c['cycles']}"
+    )
+    say(
+        f"  also         {report.probes} probes, {rows['checkpoints']} checkpoints, "
+        f"{rows['aliases']} aliases, {rows['proposals']} review proposals "
+        f"({c['review_pending']} pending), {rows['receipts']} receipts, graph "
+        f"{rows['graph_nodes']} nodes and {rows['graph_edges']} edges, "
+        f"{rows['extracted']} extraction marks"
+    )
+    if report.activity:
+        feed = f"{report.activity} entries copied"
+    elif report.already_copied:
+        feed = "left as the target has it"
+    else:
+        feed = "not copied (the target has a feed of its own)"
+    say(f"  activity     {feed}")
+    say("  not copied   embedding vectors (the target's embedder makes them again)")
+    timing = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+    say(f"verified: {', '.join(report.verified)} ({timing})")
+    if report.inherited:
+        say(f"note: the source breaks {len(report.inherited)} invariant(s) too; copied as is")
+
+
+@click.command(name="migrate")
+@click.option(
+    "--from",
+    "source_url",
+    default=None,
+    metavar="URL",
+    help="The store to copy (default: the one --store/--dir or the environment name).",
+)
+@click.option("--to", "target_url", required=True, metavar="URL", help="The store to copy into.")
+@click.option(
+    "--allow-non-empty",
+    is_flag=True,
+    help="Copy into a store that holds something already (shared ids are refused).",
+)
+@common_options
+def migrate_cmd(
+    source_url: str | None,
+    target_url: str,
+    allow_non_empty: bool,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Copy a whole store to another (LMDB directory or postgresql:// URL, either way):
+    facts, journal, counters, probes, checkpoints, aliases, the review queue and the
+    graph, in one transaction; then verify the copy. The source is only read."""
+    source_at = (
+        parse_store_url(source_url) if source_url is not None else settings_for(data_dir).location
+    )
+    target_at = parse_store_url(target_url)
+    if _same_place(source_at, target_at):
+        raise InvalidInput(f"--from and --to name the same store ({source_at.redacted})")
+    source = _open_source(source_at)
+    try:
+        target = open_location(target_at)
+        try:
+            with stderr_progress(as_json) as bar:
+                try:
+                    report = migrate(source, target, allow_non_empty=allow_non_empty, progress=bar)
+                except TargetNotEmpty as exc:
+                    raise Conflict(str(exc) + NOT_EMPTY_HINT) from None
+        finally:
+            target.close()
+    finally:
+        source.close()
+    if as_json:
+        emit_json(report_dict(report))
+    else:
+        print_report(report)

@@ -1,0 +1,115 @@
+"""A migration killed with SIGKILL leaves the target empty (killed while copying, inside
+the one transaction) or complete (killed while verifying, after the commit), and the
+same command run again finishes the job. The real CLI runs with its stderr on a
+pseudo-terminal, so its progress bar says which phase it is in when it is killed."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from graymatter_tui.backends import open_location
+from graymatter_tui.store import NewFact, Store
+from graymatter_tui.store_url import parse_store_url
+from tests.conftest import FIXED_NOW, clean_env
+
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+
+Run = Callable[..., CompletedProcess[str]]
+# Five of migrate_ops' chunks, so a kill at the first "copying" report lands
+# with most of the facts still to insert.
+N_FACTS = 12_000
+
+
+@pytest.fixture
+def source(cli_dir: Path) -> Path:
+    with Store.open(cli_dir) as store:
+        store.put_many(
+            NewFact(f"agent-{i % 3}", f"fact {i} about topic {i % 97}") for i in range(N_FACTS)
+        )
+        store.add_probe("agent-0", "topic")
+    return cli_dir
+
+
+def _kill_at(phase: bytes, source: Path, target: str) -> bytes:
+    """Run migrate with stderr on a pty; SIGKILL it when its bar first shows `phase`.
+    Returns what the bar had drawn."""
+    master, slave = pty.openpty()
+    env = clean_env({"GRAYMATTER_NOW": FIXED_NOW, "GRAYMATTER_PROGRESS_DELAY": "0"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "graymatter_tui", "migrate", "--from", str(source), "--to", target],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 120
+    try:
+        while phase not in seen:
+            assert time.monotonic() < deadline, f"never saw {phase!r}: {seen[-300:]!r}"
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if ready:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:  # the child is gone: its pty closed
+                    break
+            assert proc.poll() is None or phase in seen, f"it finished first: {seen[-300:]!r}"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+        os.close(master)
+    assert proc.returncode == -signal.SIGKILL
+    return seen
+
+
+def _facts_in(target: str) -> int:
+    with open_location(parse_store_url(target), read_only=True) as store:
+        return len(store.snapshot().facts)
+
+
+def _export(run_cli: Run, *location: str) -> str:
+    done = run_cli("export", "--format", "jsonl", "--out", "-", *location)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(params=["lmdb", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "lmdb":
+        return str(tmp_path / "target")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_killed_while_copying_leaves_the_target_empty(
+    run_cli: Run, source: Path, target: str
+) -> None:
+    drawn = _kill_at(b"copying", source, target)
+    # Killed with facts still to insert: inside the transaction, not after it.
+    assert f"{N_FACTS:,}/{N_FACTS:,}".encode() not in drawn.split(b"copying", 1)[1]
+    assert _facts_in(target) == 0
+    again = run_cli("migrate", "--from", str(source), "--to", target)
+    assert again.returncode == 0, again.stderr
+    assert _export(run_cli, "--store", target) == _export(run_cli)
+
+
+def test_killed_while_verifying_leaves_a_whole_copy_that_a_rerun_accepts(
+    run_cli: Run, source: Path, target: str
+) -> None:
+    _kill_at(b"verifying", source, target)
+    assert _facts_in(target) == N_FACTS
+    again = run_cli("migrate", "--from", str(source), "--to", target)
+    assert again.returncode == 0, again.stderr
+    assert "already holds this copy" in again.stdout
+    assert _export(run_cli, "--store", target) == _export(run_cli)
