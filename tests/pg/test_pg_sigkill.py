@@ -7,50 +7,22 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
+from subprocess import Popen
 
 import psycopg
 
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.pg import PgStore
-from tests.conftest import clean_env
-from tests.support.pg_worker import TEXTS, WAIT_FOR_GO, entries, lost_writes
+from tests.support.pg_worker import TEXTS, entries, go, lost_writes, spawn
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 50
 AGENT = "agent-w"
 
 
-def _start(*args: str) -> subprocess.Popen[str]:
-    """A worker that opens the store and then waits for `_go`: the next round's pair
-    starts up while the last round is checked."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.pg_worker", *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=clean_env({WAIT_FOR_GO: "1"}),
-    )
-
-
-def _go(child: subprocess.Popen[str]) -> None:
-    assert child.stdout is not None and child.stdin is not None
-    line = child.stdout.readline()
-    assert line.strip() == "ready", child.communicate(timeout=30)[1][-1500:]
-    child.stdin.write("go\n")
-    child.stdin.flush()
-
-
-def _pair(url: str, acks: Path, cycles: Path, n: int) -> tuple[subprocess.Popen[str], ...]:
-    return (
-        _start("writer", url, str(acks), "0", str(n), AGENT),
-        _start("cycler", url, str(cycles), "0", str(n), AGENT),
-    )
+def _pair(url: str, acks: Path, cycles: Path, n: int) -> tuple[Popen[str], Popen[str]]:
+    return spawn("writer", url, acks, 0, n, AGENT), spawn("cycler", url, cycles, 0, n, AGENT)
 
 
 def _open_transactions(watcher: psycopg.Connection) -> int:
@@ -75,8 +47,8 @@ def test_writer_and_cycler_killed_mid_transaction_fifty_times(pg_url: str, tmp_p
         upcoming = _pair(pg_url, acks, cycles, 0)
         for n in range(ROUNDS):
             writer, cycler = upcoming
-            _go(writer)
-            _go(cycler)
+            go(writer)
+            go(cycler)
             if n + 1 < ROUNDS:
                 upcoming = _pair(pg_url, acks, cycles, n + 1)
             # kill each at its own random moment, the writer or the cycler first

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from subprocess import PIPE, Popen
 from typing import Any, TextIO, TypeVar
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
@@ -48,6 +49,7 @@ TEXTS = (
 )
 OPTIONS = CycleOptions(threshold=5, max_batch=16)
 WAIT_FOR_GO = "PG_WORKER_WAIT_FOR_GO"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _log(out: TextIO, entry: dict[str, Any]) -> None:
@@ -167,6 +169,33 @@ def reader(store: PgStore, until: float, out: TextIO) -> None:
         time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
 
 
+# ---- for the harness ------------------------------------------------------------------
+def spawn(mode: str, url: str, log: Path, seconds: float, seed: int, *extra: str) -> Popen[str]:
+    """A worker process that opens the store, says so, and waits for `go`: a harness
+    can start processes ahead of their turn (clean environment: no GRAYMATTER_*)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    return Popen(
+        [sys.executable, "-m", "tests.support.pg_worker", mode, url, str(log), str(seconds),
+         str(seed), *extra],
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**env, WAIT_FOR_GO: "1"},
+    )  # fmt: skip
+
+
+def go(child: Popen[str]) -> None:
+    """Wait until `child` has opened its store, then let it work."""
+    assert child.stdout is not None and child.stdin is not None
+    line = child.stdout.readline()
+    if line.strip() != "ready":
+        raise RuntimeError(f"a worker failed to start: {child.communicate(timeout=30)[1][-1500:]}")
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
 # ---- reading the logs back -----------------------------------------------------------
 def entries(logs: Iterable[Path]) -> list[dict[str, Any]]:
     """Every complete line of the logs (a killed worker's last line may be cut short)."""
@@ -223,12 +252,12 @@ def main() -> None:
     seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     seed = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     extra = sys.argv[6:]
-    until = time.monotonic() + seconds if seconds else 0.0
     rng = random.Random(seed)
     store = PgStore.open(url)
     print("ready", flush=True)  # a harness times its kill or its clock from here
     if os.environ.get(WAIT_FOR_GO):
         sys.stdin.readline()  # started ahead of its turn: work only when told
+    until = time.monotonic() + seconds if seconds else 0.0
     with open(log, "a", encoding="utf-8") as out:
         if mode == "writer":
             writer(store, extra[0], rng, until, out)
