@@ -1,7 +1,7 @@
 """Several hosts on one PostgreSQL store, simulated: 4 writer processes (each its own
 `PgStore`, so its own connection pool), a cycler and a checking reader, for a while.
 
-    python benchmarks/pg_soak.py [SECONDS] [--pg-url URL]
+    python benchmarks/pg_soak.py [SECONDS] [--writers 4] [--pg-url URL]
 
 Without --pg-url it runs on a throwaway cluster (tests/support/postgres.py). Prints the
 throughput and latencies, and what correctness demands: zero lost writes (every
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import median, percentile
@@ -37,6 +39,7 @@ WRITERS = 4
 @dataclass
 class Soak:
     seconds: float
+    writers: int
     writes: int = 0
     remember_ms: list[float] = field(default_factory=list)
     write_ms: list[float] = field(default_factory=list)
@@ -50,6 +53,7 @@ class Soak:
     final_violations: list[str] = field(default_factory=list)
     refusals: Counter[str] = field(default_factory=Counter)
     crashed: list[str] = field(default_factory=list)
+    deadlocks: int = 0  # the server's count for the database: store sessions never deadlock
 
     @property
     def store_errors(self) -> int:
@@ -66,8 +70,8 @@ class Soak:
         )
 
 
-def run(url: str, seconds: float, workdir: Path) -> Soak:
-    agents = [f"host-{n}" for n in range(WRITERS)]
+def run(url: str, seconds: float, workdir: Path, writers: int = WRITERS) -> Soak:
+    agents = [f"host-{n}" for n in range(writers)]
     with PgStore.open(url) as store:
         for agent in agents:  # enough near-duplicates that the first cycles apply
             for i in range(12):
@@ -80,7 +84,7 @@ def run(url: str, seconds: float, workdir: Path) -> Soak:
     for child in children.values():
         go(child)
     started = time.monotonic()
-    soak = Soak(seconds)
+    soak = Soak(seconds, writers)
     for name, child in children.items():
         _, err = child.communicate(timeout=seconds + 120)
         if child.returncode != 0:
@@ -88,6 +92,11 @@ def run(url: str, seconds: float, workdir: Path) -> Soak:
     soak.seconds = time.monotonic() - started
     writes = entries(logs[a] for a in agents)
     _tally(soak, writes, entries([logs["cycler"]]), entries([logs["reader"]]))
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+        soak.deadlocks = int(row[0]) if row else 0
     with PgStore.open(url) as store:
         soak.lost = lost_writes(store, writes)
         soak.final_violations = [
@@ -131,7 +140,7 @@ def med(samples: list[float]) -> str:
 def report(soak: Soak) -> str:
     rate = soak.writes / soak.seconds if soak.seconds else 0.0
     lines = [
-        f"{WRITERS} writers + cycler + reader for {soak.seconds:.1f} s",
+        f"{soak.writers} writers + cycler + reader for {soak.seconds:.1f} s",
         f"| {'figure':<34} | {'value':>12} |",
         f"|{'-' * 36}|{'-' * 14}|",
         f"| {'acknowledged writes':<34} | {soak.writes:>12} |",
@@ -150,6 +159,7 @@ def report(soak: Soak) -> str:
         f"| {'half-applied cycles seen':<34} | {len(soak.half_applied):>12} |",
         f"| {'invariant violations at the end':<34} | {len(soak.final_violations):>12} |",
         f"| {'StoreErrors':<34} | {soak.store_errors:>12} |",
+        f"| {'deadlocks (server statistics)':<34} | {soak.deadlocks:>12} |",
         "refusals (a correct store's answers to racing requests): "
         + (", ".join(f"{k} {n}" for k, n in soak.refusals.most_common()) or "none"),
     ]
@@ -172,10 +182,11 @@ def postgres_url(given: str | None) -> Iterator[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("seconds", nargs="?", type=float, default=60.0)
+    parser.add_argument("--writers", type=int, default=WRITERS)
     parser.add_argument("--pg-url", default=None)
     args = parser.parse_args()
     with postgres_url(args.pg_url) as url, tempfile.TemporaryDirectory() as tmp:
-        soak = run(url, args.seconds, Path(tmp))
+        soak = run(url, args.seconds, Path(tmp), args.writers)
     print(report(soak))
     sys.exit(0 if soak.correct else 1)
 

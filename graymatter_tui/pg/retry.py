@@ -19,6 +19,7 @@ from typing import Any
 TRIES = 5
 FIRST_DELAY = 0.01  # seconds before the second try; doubled each try, jittered ±50 %
 MAX_DELAY = 0.4
+MIN_SERVER_VERSION = 130000  # pg_current_xact_id() and pg_xact_status(xid8)
 RESOLVE_FOR = 5.0  # seconds to wait for a transaction the server still shows in progress
 
 # SQLSTATEs after which the server has rolled the whole transaction back.

@@ -126,6 +126,7 @@ class PgStore:
         psycopg, _ = psycopg_modules()
         conn = connect.connect_once(target, timeout)
         try:
+            _check_server(target, conn.info.server_version)
             if read_only:
                 _check_readable(target, schema.inspect(conn))
             else:
@@ -266,6 +267,9 @@ class PgStore:
         psycopg, _ = psycopg_modules()
 
         def run(conn: Any, attempt: retry.Attempt) -> T:
+            # Said in BEGIN (no extra round trip), not left to the database's default: a
+            # SERIALIZABLE default would fail every writer that waited for the lock.
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             with conn.transaction():
                 row = conn.execute(
                     "UPDATE counters SET value = value + 1 WHERE name = 'generation' "
@@ -679,6 +683,17 @@ class PgStore:
         )
         return self._write(
             lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)
+        )
+
+
+def _check_server(url: StoreUrl, version_num: int) -> None:
+    """A lost COMMIT is resolved with pg_current_xact_id/pg_xact_status (ADR 0047),
+    which PostgreSQL has since version 13."""
+    if version_num < retry.MIN_SERVER_VERSION:
+        found = f"{version_num // 10000}.{version_num % 10000}"
+        raise StoreError(
+            f"cannot use the PostgreSQL store {url.redacted}: the server runs PostgreSQL "
+            f"{found}; graymatter-tui needs 13 or newer"
         )
 
 

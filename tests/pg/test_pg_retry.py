@@ -173,3 +173,37 @@ def test_a_connection_cut_mid_transaction_is_retried(
         assert [f.text for f in direct.list_facts("ann")] == ["the build runs on Wednesdays"]
         assert direct.require(first.id).superseded_by == revised.id
         assert direct.last_activity() == 2
+
+
+def test_writers_run_read_committed_whatever_the_database_default(
+    pg_cluster: Cluster, pg_url: str
+) -> None:
+    """A database whose default isolation is SERIALIZABLE (an operator's choice) must not
+    turn the store's writers into SERIALIZABLE ones: every writer that waited for the
+    generation row would then fail with 40001 when the holder commits. Another writer
+    keeps taking the row back the moment it commits; READ COMMITTED writers just queue."""
+    name = pg_url.rsplit("/", 1)[1]
+    pg_cluster.admin(f'ALTER DATABASE "{name}" SET default_transaction_isolation = serializable')
+    with PgStore.open(pg_url) as store, psycopg.connect(pg_url, autocommit=True) as watcher:
+        store.put("ann", "the first fact")
+        generation = store.generation()
+        worker, outcome = _putter(store, "written after waiting for another writer")
+        commits = 0
+        with psycopg.connect(pg_url) as other:
+            other.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            while commits <= TRIES:
+                other.execute("UPDATE counters SET value = value + 1 WHERE name = 'generation'")
+                if commits == 0:
+                    worker.start()
+                while worker.is_alive() and not _store_waits_on_a_lock(watcher, 0.05):
+                    pass
+                other.commit()
+                commits += 1
+                if not worker.is_alive():
+                    break
+        worker.join(timeout=60)
+        (result,) = outcome
+        assert not isinstance(result, BaseException), result
+        texts = [f.text for f in store.list_facts("ann")]
+        assert texts.count("written after waiting for another writer") == 1
+        assert store.generation() == generation + 1 + commits

@@ -28,6 +28,7 @@ def test_several_hosts_lose_no_write_and_never_show_half_a_cycle(
     assert soak.half_applied == []
     assert soak.final_violations == []
     assert soak.store_errors == 0, soak.refusals
+    assert soak.deadlocks == 0  # one lock, always taken first (ADR 0041)
     assert soak.writes > 0 and soak.checks > 0
     assert soak.cycles["applied"] > 0  # the reader checked while cycles really applied
 
