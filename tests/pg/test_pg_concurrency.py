@@ -5,6 +5,7 @@ dies is retried (ADR 0047) and lands whole once, or is absent, never half there.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -202,3 +203,36 @@ def test_a_connection_killed_once_during_apply_is_retried_and_the_cycle_lands_wh
         assert [r.cycle_id for r in store.records()] == [record.cycle_id]
         assert store.receipts(result.summary.id) == sorted([a, b])
         assert [f.id for f in store.list_facts("ann")] == [result.summary.id]
+
+
+def test_a_server_restarted_mid_transaction_costs_a_retry_not_the_write(
+    pg_cluster: Cluster, pg_url: str
+) -> None:
+    """The write is caught waiting for the writers' lock (so its transaction is open) when
+    the server stops hard and starts again: the retry waits for the pool to reconnect and
+    the write lands once."""
+    with PgStore.open(pg_url) as store:
+        before = store.put("ann", "written before the restart")
+        outcome: list[object] = []
+
+        def put() -> None:
+            try:
+                outcome.append(store.put("ann", "open when the server went down"))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        holder = psycopg.connect(pg_url)
+        holder.execute("UPDATE counters SET value = value WHERE name = 'generation'")
+        worker = threading.Thread(target=put)
+        worker.start()
+        _backend_waiting_on_a_lock(pg_url)
+        pg_cluster.stop()
+        pg_cluster.start()
+        worker.join(timeout=60)
+        with contextlib.suppress(psycopg.Error):
+            holder.close()
+        (result,) = outcome
+        assert not isinstance(result, BaseException), result
+        texts = [f.text for f in store.list_facts("ann")]
+        assert texts == ["open when the server went down", "written before the restart"]
+        assert store.require(before.id).is_live
