@@ -210,8 +210,8 @@ class PgStore:
                 if tries == retry.TRIES:
                     raise StoreError(
                         f"cannot use the PostgreSQL store {self.url.redacted}: gave up after "
-                        f"{tries} tries: the server kept reporting {cause}; "
-                        + ("nothing was written" if write else "nothing was read")
+                        f"{tries} tries: the server kept reporting {cause}"
+                        + ("; nothing was written" if write else "")
                     ) from None
             time.sleep(retry.delay(tries))
         raise AssertionError("unreachable: the last try returns or raises")

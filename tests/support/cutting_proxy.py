@@ -50,7 +50,11 @@ class CuttingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self.upstream)
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                _shut(client)
+                continue
             self._sockets += [client, server]
             threading.Thread(target=self._pump_up, args=(client, server), daemon=True).start()
             threading.Thread(target=self._pump_down, args=(server, client), daemon=True).start()
@@ -74,13 +78,17 @@ class CuttingProxy:
                 _shut(server)
                 return
             cut = self._take_cut(data)
-            if cut is None:
-                server.sendall(data)
-                continue
-            if cut:
-                # The server gets the message and answers into the void: the server side
-                # stays open (draining replies) so it acts on the message before seeing EOF.
-                server.sendall(data)
+            try:
+                if cut is None:
+                    server.sendall(data)
+                    continue
+                if cut:
+                    # The server gets the message and answers into the void: its side stays
+                    # open (replies drained) so it acts on the message before seeing EOF.
+                    server.sendall(data)
+                    _shut(client)
+                    return
+            except OSError:  # the server side went away first
                 _shut(client)
                 return
             _shut(client)
