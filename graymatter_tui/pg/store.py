@@ -10,6 +10,7 @@ Every `MemoryStore` method is implemented (mypy checks `_implements_memory_store
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -31,7 +32,7 @@ from graymatter_tui.model import (
     ReviewStatus,
     StoreInfo,
 )
-from graymatter_tui.pg import bulk_ops, connect, schema
+from graymatter_tui.pg import bulk_ops, connect, retry, schema
 from graymatter_tui.pg.driver import psycopg_modules
 from graymatter_tui.pg.rows import COLUMNS, FACTS, from_row
 from graymatter_tui.pg.tx import STATE_SQL, PgTx
@@ -92,10 +93,15 @@ def _as_tx(tx: PgTx) -> Tx:
 
 class PgStore:
     def __init__(
-        self, url: StoreUrl, pool: Any, clock_fn: Callable[[], datetime] | None = None
+        self,
+        url: StoreUrl,
+        pool: Any,
+        clock_fn: Callable[[], datetime] | None = None,
+        connect_timeout: float = connect.CONNECT_TIMEOUT,
     ) -> None:
         self.url = url
         self._pool = pool
+        self._timeout = connect_timeout
         self._clock = clock_fn or clock.now
         self._closed = False
         self._read_only = False
@@ -123,6 +129,7 @@ class PgStore:
         psycopg, _ = psycopg_modules()
         conn = connect.connect_once(target, timeout)
         try:
+            _check_server(target, conn.info.server_version)
             if read_only:
                 _check_readable(target, schema.inspect(conn))
             else:
@@ -132,7 +139,7 @@ class PgStore:
             raise connect.describe(exc, target) from None
         finally:
             conn.close()
-        opened = cls(target, connect.open_pool(target, timeout), clock_fn)
+        opened = cls(target, connect.open_pool(target, timeout), clock_fn, timeout)
         opened._read_only = read_only
         return opened
 
@@ -172,32 +179,87 @@ class PgStore:
         return self._clock()
 
     # ---- transactions ------------------------------------------------------------------
-    def _run(self, fn: Callable[[Any], T]) -> T:
+    def _run(self, fn: Callable[[Any, retry.Attempt], T], *, write: bool) -> T:
+        """`fn` over a pooled connection, run again (up to `retry.TRIES` times in all)
+        when the server rolled it back for contention or the connection broke before
+        COMMIT was sent; a COMMIT whose answer was lost is resolved, never re-run blindly
+        (ADR 0047)."""
         if self._closed:
             raise StoreError(f"the PostgreSQL store {self.url.redacted} is closed")
         psycopg, psycopg_pool = psycopg_modules()
+        for tries in range(1, retry.TRIES + 1):
+            attempt = retry.Attempt()
+            try:
+                return self._attempt(fn, attempt)
+            except GraymatterError:
+                raise
+            except psycopg_pool.PoolTimeout as exc:  # the pool already waited its timeout
+                raise connect.describe(exc, self.url) from None
+            except psycopg.Error as exc:
+                if write and attempt.lost and attempt.committing:
+                    status = self._commit_status(attempt.xid)
+                    if status == "committed":
+                        return cast("T", attempt.result)
+                    if status is None:
+                        raise StoreError(
+                            f"cannot use the PostgreSQL store {self.url.redacted}: the "
+                            "connection was lost while committing and the server could not "
+                            "say whether the write landed; check before repeating it"
+                        ) from None
+                    attempt.committing = False  # aborted: nothing landed, run it again
+                cause = retry.retry_cause(exc, attempt)
+                if cause is None:
+                    raise connect.describe(exc, self.url) from None
+                if tries == retry.TRIES:
+                    raise StoreError(
+                        f"cannot use the PostgreSQL store {self.url.redacted}: gave up after "
+                        f"{tries} tries: the server kept reporting {cause}"
+                        + ("; nothing was written" if write else "")
+                    ) from None
+            time.sleep(retry.delay(tries))
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _attempt(self, fn: Callable[[Any, retry.Attempt], T], attempt: retry.Attempt) -> T:
+        psycopg, _ = psycopg_modules()
+        with self._pool.connection() as conn:
+            try:
+                return fn(conn, attempt)
+            except psycopg.Error:
+                attempt.lost = bool(conn.broken)
+                raise
+
+    def _commit_status(self, xid: str | None) -> str | None:
+        """What became of a transaction whose COMMIT answer was lost, asked on a fresh
+        connection; None when that cannot be known."""
+        if xid is None:
+            return None
+        psycopg, _ = psycopg_modules()
         try:
-            with self._pool.connection() as conn:
-                return fn(conn)
-        except GraymatterError:
-            raise
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise connect.describe(exc, self.url) from None
+            conn = connect.connect_once(self.url, self._timeout)
+        except StoreError:
+            return None
+        try:
+            return retry.commit_status(conn, xid)
+        except psycopg.Error:  # e.g. an id the server does not know after a crash
+            return None
+        finally:
+            conn.close()
 
     def _read(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` over one snapshot: REPEATABLE READ, READ ONLY."""
         now = self._clock()
 
-        def run(conn: Any) -> T:
+        def run(conn: Any, attempt: retry.Attempt) -> T:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 return fn(PgTx(conn, now, write=False))
 
-        return self._run(run)
+        return self._run(run, write=False)
 
     def _write(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` in one transaction that first takes the generation row's lock: one writer
-        at a time, every earlier write visible (READ COMMITTED), all or nothing."""
+        at a time, every earlier write visible (READ COMMITTED), all or nothing. The same
+        statement returns the transaction's id, so a lost COMMIT can be resolved."""
         if self._read_only:
             raise ReadOnlyStore(
                 f"the PostgreSQL store {self.url.redacted} was opened read-only; "
@@ -207,17 +269,28 @@ class PgStore:
         source = provenance.current()
         psycopg, _ = psycopg_modules()
 
-        def run(conn: Any) -> T:
+        def run(conn: Any, attempt: retry.Attempt) -> T:
+            # Said in BEGIN (no extra round trip), not left to the database's default: a
+            # SERIALIZABLE default would fail every writer that waited for the lock.
+            conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             with conn.transaction():
-                conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'generation'")
+                row = conn.execute(
+                    "UPDATE counters SET value = value + 1 WHERE name = 'generation' "
+                    "RETURNING pg_current_xact_id()::text"
+                ).fetchone()
+                attempt.xid = row[0] if row else None
                 tx = PgTx(conn, now, write=True, source=source)
                 result = fn(tx)
                 if tx.discard:
                     raise psycopg.Rollback()
                 tx.flush_counts()
+                # Leaving the block sends COMMIT: from here a lost connection leaves the
+                # outcome unknown until the server is asked.
+                attempt.result = result
+                attempt.committing = True
             return result
 
-        return self._run(run)
+        return self._run(run, write=True)
 
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         return self._read(fn)
@@ -640,6 +713,17 @@ class PgStore:
                 origin=origin,
                 progress=progress,
             )
+        )
+
+
+def _check_server(url: StoreUrl, version_num: int) -> None:
+    """A lost COMMIT is resolved with pg_current_xact_id/pg_xact_status (ADR 0047),
+    which PostgreSQL has since version 13."""
+    if version_num < retry.MIN_SERVER_VERSION:
+        found = f"{version_num // 10000}.{version_num % 10000}"
+        raise StoreError(
+            f"cannot use the PostgreSQL store {url.redacted}: the server runs PostgreSQL "
+            f"{found}; graymatter-tui needs 13 or newer"
         )
 
 

@@ -1,10 +1,11 @@
 """Several processes, each with its own connection pool, writing to one PostgreSQL store at
 once (as agents on several hosts would), and faults of the connection: no write is lost,
 the activity feed numbers every write once in commit order, and a write whose connection
-dies is absent, never half there."""
+dies is retried (ADR 0047) and lands whole once, or is absent, never half there."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,8 @@ import pytest
 from graymatter_tui.errors import StoreError
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.pg import PgStore
-from graymatter_tui.store import ApplyRequest
+from graymatter_tui.pg.retry import TRIES
+from graymatter_tui.store import ApplyOutcome, ApplyRequest
 from tests.conftest import clean_env
 from tests.support.postgres import Cluster
 
@@ -115,46 +117,122 @@ def _backend_waiting_on_a_lock(url: str) -> int:
     raise AssertionError("the store's write never waited on the held lock")
 
 
-def test_a_connection_killed_during_apply_leaves_the_cycle_absent(pg_url: str) -> None:
-    with PgStore.open(pg_url) as store:
-        a = store.put("ann", "the build runs on Tuesdays")
-        b = store.put("ann", "the build takes an hour")
-        cycle_id = store.unused_id(store.now())
-        request = ApplyRequest(
-            cycle_id=cycle_id,
-            agent_id="ann",
-            summary="The build runs on Tuesdays and takes an hour.",
-            consume=[a.id, b.id],
-            snapshot={a.id: a.text, b.id: b.text},
-        )
-        record = CycleRecord(cycle_id=cycle_id, agent_id="ann")
-        generation = store.generation()
-        outcome: list[BaseException | object] = []
+def _apply_while_killed(
+    url: str, store: PgStore, request: ApplyRequest, record: CycleRecord, kills: int
+) -> object:
+    """Apply while another session holds the writers' lock, so the apply is caught
+    mid-transaction (its generation update waiting); kill its connection `kills` times
+    (each retry queues again), then release the lock. The apply's outcome or error."""
+    outcome: list[object] = []
 
-        def apply() -> None:
+    def apply() -> None:
+        try:
+            outcome.append(store.apply_consolidation(request, record))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with psycopg.connect(url) as holder:
+        holder.execute("UPDATE counters SET value = value WHERE name = 'generation'")
+        worker = threading.Thread(target=apply)
+        worker.start()
+        with psycopg.connect(url, autocommit=True) as killer:
+            for _ in range(kills):
+                victim = _backend_waiting_on_a_lock(url)
+                killer.execute("SELECT pg_terminate_backend(%s)", (victim,))
+                _gone(killer, victim)
+        holder.rollback()
+        worker.join(timeout=60)
+    (result,) = outcome
+    return result
+
+
+def _gone(conn: psycopg.Connection, pid: int) -> None:
+    for _ in range(500):
+        if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            return
+        time.sleep(0.01)
+
+
+def _two_facts_and_a_request(store: PgStore) -> tuple[ApplyRequest, CycleRecord]:
+    a = store.put("ann", "the build runs on Tuesdays")
+    b = store.put("ann", "the build takes an hour")
+    cycle_id = store.unused_id(store.now())
+    request = ApplyRequest(
+        cycle_id=cycle_id,
+        agent_id="ann",
+        summary="The build runs on Tuesdays and takes an hour.",
+        consume=[a.id, b.id],
+        snapshot={a.id: a.text, b.id: b.text},
+    )
+    return request, CycleRecord(cycle_id=cycle_id, agent_id="ann")
+
+
+def test_a_connection_killed_during_every_try_of_apply_leaves_the_cycle_absent(
+    pg_url: str,
+) -> None:
+    with PgStore.open(pg_url) as store:
+        request, record = _two_facts_and_a_request(store)
+        a, b = request.consume
+        generation = store.generation()
+        result = _apply_while_killed(pg_url, store, request, record, kills=TRIES)
+        assert isinstance(result, StoreError), result
+        assert f"gave up after {TRIES} tries" in str(result)
+        assert "a lost connection; nothing was written" in str(result)
+        assert "\n" not in str(result)
+        assert store.generation() == generation
+        assert store.find_record(record.cycle_id) is None
+        assert [f.id for f in store.list_facts("ann")] == [b, a]
+        assert store.receipts(a) == [] and store.counters().consolidations == 0
+        # the pool replaced the dead connections: the next apply goes through whole
+        again = store.apply_consolidation(request, record)
+        assert again.applied and store.require(a).superseded_by == again.summary.id
+
+
+def test_a_connection_killed_once_during_apply_is_retried_and_the_cycle_lands_whole(
+    pg_url: str,
+) -> None:
+    with PgStore.open(pg_url) as store:
+        request, record = _two_facts_and_a_request(store)
+        a, b = request.consume
+        generation = store.generation()
+        result = _apply_while_killed(pg_url, store, request, record, kills=1)
+        assert isinstance(result, ApplyOutcome) and result.applied, result
+        assert result.summary is not None
+        assert store.generation() == generation + 1
+        assert store.counters().consolidations == 1
+        assert [r.cycle_id for r in store.records()] == [record.cycle_id]
+        assert store.receipts(result.summary.id) == sorted([a, b])
+        assert [f.id for f in store.list_facts("ann")] == [result.summary.id]
+
+
+def test_a_server_restarted_mid_transaction_costs_a_retry_not_the_write(
+    pg_cluster: Cluster, pg_url: str
+) -> None:
+    """The write is caught waiting for the writers' lock (so its transaction is open) when
+    the server stops hard and starts again: the retry waits for the pool to reconnect and
+    the write lands once."""
+    with PgStore.open(pg_url) as store:
+        before = store.put("ann", "written before the restart")
+        outcome: list[object] = []
+
+        def put() -> None:
             try:
-                outcome.append(store.apply_consolidation(request, record))
+                outcome.append(store.put("ann", "open when the server went down"))
             except BaseException as exc:
                 outcome.append(exc)
 
-        # Another session holds the writers' lock, so the apply is caught mid-transaction
-        # (its generation update waiting), then its connection is killed.
-        with psycopg.connect(pg_url) as holder:
-            holder.execute("UPDATE counters SET value = value WHERE name = 'generation'")
-            worker = threading.Thread(target=apply)
-            worker.start()
-            victim = _backend_waiting_on_a_lock(pg_url)
-            with psycopg.connect(pg_url, autocommit=True) as killer:
-                killer.execute("SELECT pg_terminate_backend(%s)", (victim,))
-            worker.join(timeout=60)
-            holder.rollback()
+        holder = psycopg.connect(pg_url)
+        holder.execute("UPDATE counters SET value = value WHERE name = 'generation'")
+        worker = threading.Thread(target=put)
+        worker.start()
+        _backend_waiting_on_a_lock(pg_url)
+        pg_cluster.stop()
+        pg_cluster.start()
+        worker.join(timeout=60)
+        with contextlib.suppress(psycopg.Error):
+            holder.close()
         (result,) = outcome
-        assert isinstance(result, StoreError), result
-        assert "\n" not in str(result)
-        assert store.generation() == generation
-        assert store.find_record(cycle_id) is None
-        assert [f.id for f in store.list_facts("ann")] == [b.id, a.id]
-        assert store.receipts(a.id) == [] and store.counters().consolidations == 0
-        # the pool replaced the dead connection: the next apply goes through whole
-        again = store.apply_consolidation(request, record)
-        assert again.applied and store.require(a.id).superseded_by == again.summary.id
+        assert not isinstance(result, BaseException), result
+        texts = [f.text for f in store.list_facts("ann")]
+        assert texts == ["open when the server went down", "written before the restart"]
+        assert store.require(before.id).is_live

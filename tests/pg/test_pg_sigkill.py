@@ -1,0 +1,84 @@
+"""A writer host and a cycler host on one PostgreSQL store, each killed with SIGKILL at a
+random moment, 50 rounds: after every round the invariants hold and every write the
+writer saw acknowledged is in the store. Most kills land with a transaction open (the
+workers spend their time in one), which the server then rolls back whole."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from pathlib import Path
+from subprocess import Popen
+
+import psycopg
+
+from graymatter_tui.consolidation.invariants import check_invariants
+from graymatter_tui.pg import PgStore
+from tests.support.pg_worker import TEXTS, entries, go, lost_writes, spawn
+
+ROUNDS = 50
+AGENT = "agent-w"
+
+
+def _pair(url: str, acks: Path, cycles: Path, n: int) -> tuple[Popen[str], Popen[str]]:
+    return spawn("writer", url, acks, 0, n, AGENT), spawn("cycler", url, cycles, 0, n, AGENT)
+
+
+def _open_transactions(watcher: psycopg.Connection) -> int:
+    row = watcher.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'graymatter-tui' "
+        "AND datname = current_database() AND xact_start IS NOT NULL"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_writer_and_cycler_killed_mid_transaction_fifty_times(pg_url: str, tmp_path: Path) -> None:
+    rng = random.Random(2026)
+    with PgStore.open(pg_url) as store:
+        for i in range(30):  # near-duplicates, so cycles find something to merge at once
+            store.put(AGENT, TEXTS[i % len(TEXTS)])
+    acks = tmp_path / "writer.jsonl"
+    cycles = tmp_path / "cycler.jsonl"
+    problems: list[str] = []
+    open_at_kill = 0
+    started = time.monotonic()
+    with psycopg.connect(pg_url, autocommit=True) as watcher:
+        upcoming = _pair(pg_url, acks, cycles, 0)
+        for n in range(ROUNDS):
+            writer, cycler = upcoming
+            go(writer)
+            go(cycler)
+            if n + 1 < ROUNDS:
+                upcoming = _pair(pg_url, acks, cycles, n + 1)
+            # kill each at its own random moment, the writer or the cycler first
+            first, second = (writer, cycler) if rng.random() < 0.5 else (cycler, writer)
+            for child in (first, second):
+                time.sleep(rng.uniform(0.02, 0.3))
+                open_at_kill += min(_open_transactions(watcher), 1)
+                child.send_signal(signal.SIGKILL)
+            for child in (writer, cycler):
+                _, err = child.communicate(timeout=30)
+                if child.returncode != -signal.SIGKILL:
+                    problems.append(f"round {n}: a worker exited {child.returncode}: {err[-800:]}")
+            with PgStore.open(pg_url) as store:
+                for check in check_invariants(store):
+                    problems += [f"round {n}: {check.name}: {v}" for v in check.violations]
+                problems += [f"round {n}: {p}" for p in lost_writes(store, entries([acks]))]
+    elapsed = time.monotonic() - started
+    logged = entries([acks, cycles])
+    acknowledged = sum(1 for e in logged if "id" in e and e["op"] != "cycle")
+    applied = sum(1 for e in logged if e["op"] == "cycle" and e.get("outcome") == "applied")
+    reverts = sum(1 for e in logged if e["op"] == "revert")
+    store_errors = [e for e in logged if e.get("refused") == "StoreError"]
+    with PgStore.open(pg_url) as store:
+        consolidations = store.counters().consolidations
+    print(
+        f"\nSIGKILL x {2 * ROUNDS} over {ROUNDS} rounds in {elapsed:.1f} s: "
+        f"{open_at_kill} kills with a transaction open, {acknowledged} acknowledged writes, "
+        f"{applied} cycles applied ({consolidations} in the journal), {reverts} reverts, "
+        f"{len(problems)} problems"
+    )
+    assert problems == []
+    assert store_errors == []
+    assert consolidations > 0  # the kills landed among real consolidation work
