@@ -279,7 +279,8 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
         add("integrity", status, detail)
         walked = status == "ok"
     if walked:
-        for check in check_invariants(store):
+        # One snapshot: other processes or hosts may write while the checks read.
+        for check in store.in_one_snapshot(check_invariants):
             add(
                 check.name,
                 "ok" if check.ok else "fail",

@@ -295,6 +295,15 @@ class PgStore:
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         return self._read(fn)
 
+    def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
+        def run(tx: PgTx) -> T:
+            view = _OneSnapshot.__new__(_OneSnapshot)
+            view.__dict__.update(self.__dict__)
+            view._tx = tx
+            return fn(view)
+
+        return self._read(run)
+
     # ---- reads -------------------------------------------------------------------------
     def generation(self) -> int:
         return self._read(lambda tx: tx.meta_int("generation"))
@@ -743,3 +752,19 @@ def _check_readable(url: StoreUrl, version: int) -> None:
 def _implements_memory_store(store: PgStore) -> MemoryStore:
     """Never called: mypy checks here that `PgStore` has every method of `MemoryStore`."""
     return store
+
+
+class _OneSnapshot(PgStore):
+    """A PostgreSQL store whose every read runs in one REPEATABLE READ transaction, and
+    which refuses writes: what `PgStore.in_one_snapshot` hands its view."""
+
+    _tx: PgTx
+
+    def _read(self, fn: Callable[[PgTx], T]) -> T:
+        return fn(self._tx)
+
+    def _write(self, fn: Callable[[PgTx], T]) -> T:
+        raise ReadOnlyStore("a snapshot view of the store cannot write")
+
+    def close(self) -> None:
+        """The store's owner closes the pool, not the view."""

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
     import numpy.typing as npt
 
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.errors import InvalidInput, ReadOnlyStore
 from graymatter_tui.model import (
     ActivityEntry,
     AgentSummary,
@@ -69,6 +69,27 @@ def _seed_ids_from_env() -> None:
             seed_ids(int(seed))
         except ValueError:
             raise InvalidInput(f"GRAYMATTER_ID_SEED must be a whole number, got {seed!r}") from None
+
+
+class _OneReadTx:
+    """An environment whose every read runs in the one read transaction given, and which
+    refuses writes: what `Store.in_one_snapshot` hands its view."""
+
+    def __init__(self, env: Environment, tx: Tx) -> None:
+        self._env = env
+        self._tx = tx
+
+    def read(self, fn: Callable[[Tx], T], *, buffers: bool = False) -> T:
+        return fn(self._tx)
+
+    def write(self, fn: Callable[[Tx], T]) -> T:
+        raise ReadOnlyStore("a snapshot view of the store cannot write")
+
+    def close(self) -> None:
+        """The store's owner closes it, not the view."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._env, name)
 
 
 class Store:
@@ -191,6 +212,15 @@ class Store:
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         """Run `fn` over one consistent snapshot of the keyword index (recall)."""
         return self._env.read(fn)
+
+    def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
+        def run(tx: Tx) -> T:
+            view = Store.__new__(Store)
+            view._env = cast(Environment, _OneReadTx(self._env, tx))
+            view.path = self.path
+            return fn(view)
+
+        return self._env.read(run)
 
     # ---- reads -------------------------------------------------------------------------
     def generation(self) -> int:

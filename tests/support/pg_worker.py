@@ -36,7 +36,6 @@ from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import RETIRED
 from graymatter_tui.pg import PgStore
-from graymatter_tui.pg.tx import PgTx
 
 T = TypeVar("T")
 TEXTS = (
@@ -138,24 +137,8 @@ def cycler(
         time.sleep(0.05)  # a cycler runs now and then, not flat out
 
 
-class OneSnapshot(PgStore):
-    """The store's own read methods, every one answered inside one REPEATABLE READ
-    transaction, so the invariants are checked on a single state while others write."""
-
-    def __init__(self, store: PgStore, tx: PgTx) -> None:
-        self.__dict__.update(store.__dict__)
-        self._tx = tx
-
-    def _read(self, fn: Callable[[PgTx], T]) -> T:
-        return fn(self._tx)
-
-
 def violations_now(store: PgStore) -> list[str]:
-    def run(tx: PgTx) -> list[str]:
-        view = OneSnapshot(store, tx)
-        return [f"{c.name}: {v}" for c in check_invariants(view) for v in c.violations]
-
-    return store._read(run)
+    return [f"{c.name}: {v}" for c in store.in_one_snapshot(check_invariants) for v in c.violations]
 
 
 def reader(store: PgStore, until: float, out: TextIO) -> None:
