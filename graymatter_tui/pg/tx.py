@@ -200,13 +200,7 @@ class PgTx:
             return
         counts = self.agent_counts(fact.agent_id)
         self._counts[fact.agent_id] = counts
-        if fact.is_live:
-            counts.live += sign
-            counts.weight_sum += sign * fact.weight
-            if fact.pinned:
-                counts.pinned += sign
-        else:
-            counts.tombstones += sign
+        counts.count(fact, sign)
 
     def agent_counts(self, agent: str) -> AgentCounts:
         pending = self._counts.get(agent)

@@ -29,5 +29,15 @@ class AgentCounts(msgspec.Struct, kw_only=True):
     pinned: int = 0
     weight_sum: float = 0.0
 
+    def count(self, fact: Fact, sign: int) -> None:
+        """Add (`sign` 1) or take away (-1) `fact`: both backends keep counts this way."""
+        if fact.is_live:
+            self.live += sign
+            self.weight_sum += sign * fact.weight
+            if fact.pinned:
+                self.pinned += sign
+        else:
+            self.tombstones += sign
+
 
 decode_counts = msgspec.json.Decoder(AgentCounts).decode
