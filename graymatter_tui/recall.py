@@ -140,9 +140,9 @@ def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str,
         for fact_id, count, length in tx.iter_postings(agent, term, POSTINGS_PER_TERM):
             add(fact_id, count, length, idf)
             walked.add(fact_id)
-        for fact_id in found:
-            if fact_id not in walked and (posting := tx.posting(agent, term, fact_id)):
-                add(fact_id, *posting, idf)
+        unwalked = [fact_id for fact_id in found if fact_id not in walked]
+        for fact_id, posting in tx.postings_of(agent, term, unwalked).items():
+            add(fact_id, *posting, idf)
     # Coordination: a fact matching the query's rare terms beats a shorter one that
     # matches only its common terms (so a summary holding the rare detail stays findable).
     total = sum(idfs.values())

@@ -6,7 +6,7 @@ postings and its terms' document frequencies is here and only here."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -308,6 +308,18 @@ class PgTx:
             (agent, term, fact_id),
         ).fetchone()
         return None if row is None else (row[0], row[1])
+
+    def postings_of(
+        self, agent: str, term: str, fact_ids: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        if not fact_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT fact_id, count, length FROM postings "
+            "WHERE agent_id = %s AND term = %s AND fact_id = ANY(%s)",
+            (agent, term, list(fact_ids)),
+        ).fetchall()
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     def live_count(self, agent: str) -> int:
         return self.agent_counts(agent).live

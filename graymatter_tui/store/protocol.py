@@ -61,6 +61,13 @@ class KeywordIndex(Protocol):
         """(term count, fact length in tokens) if live fact `fact_id` holds `term`."""
         ...
 
+    def postings_of(
+        self, agent: str, term: str, fact_ids: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        """`posting` for many facts at once: {fact id: (term count, fact length)} of those
+        of `fact_ids` that hold `term` (one round trip on a server)."""
+        ...
+
     def find(self, fact_id: str) -> Fact | None: ...
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -640,6 +640,16 @@ class Tx:
             return None
         count, length = POSTING.unpack(raw)
         return count, length
+
+    def postings_of(
+        self, agent: str, term: str, fact_ids: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        found = {}
+        for fact_id in fact_ids:
+            posting = self.posting(agent, term, fact_id)
+            if posting is not None:
+                found[fact_id] = posting
+        return found
 
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:
