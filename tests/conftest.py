@@ -13,6 +13,7 @@ import pytest
 
 from graymatter_tui import provenance
 from graymatter_tui.store import Store
+from tests.support.backends import BACKENDS, AnyStore, open_backend
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
 
@@ -91,6 +92,21 @@ def gm(
     """A fresh store in `tmp_path/gm` on `store_clock`, closed at teardown: the store of
     the store, recall and engine tests that set or move time."""
     yield from _fresh_store(tmp_path / "gm", store_clock)
+
+
+@pytest.fixture(params=BACKENDS)
+def any_store(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    store_clock: Callable[[], datetime],
+    clean_graymatter_env: None,
+) -> Iterator[AnyStore]:
+    """`gm` on each backend in turn: an LMDB store in tmp_path, then a PostgreSQL store on
+    a fresh database of the throwaway cluster, on `store_clock`. The store of every test
+    of semantics that both backends must share."""
+    opened = open_backend(request.param, request, tmp_path, store_clock)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

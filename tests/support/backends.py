@@ -1,0 +1,37 @@
+"""Opening the same test's store on either backend: an LMDB store in tmp_path or a
+PostgreSQL store on a fresh database of the session's throwaway cluster (the fixtures
+`any_store` and `cli_store` in tests/conftest.py use it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from graymatter_tui.pg import PgStore
+from graymatter_tui.store import Store
+
+BACKENDS = ("lmdb", "postgres")
+
+AnyStore = Store | PgStore
+
+
+def fresh_pg_url(request: pytest.FixtureRequest) -> str:
+    """The password URL of a fresh database, dropped when the test ends."""
+    cluster = request.getfixturevalue("pg_cluster")
+    name = cluster.new_database()
+    request.addfinalizer(lambda: cluster.drop_database(name))
+    return str(cluster.url(name))
+
+
+def open_backend(
+    backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    clock: Callable[[], datetime] | None,
+) -> AnyStore:
+    if backend == "lmdb":
+        return Store.open(tmp_path / f"store-{len(list(tmp_path.iterdir()))}", clock_fn=clock)
+    return PgStore.open(fresh_pg_url(request), clock_fn=clock)
