@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -14,6 +15,7 @@ from graymatter_tui.pg import PgStore
 from graymatter_tui.store import Store
 
 BACKENDS = ("lmdb", "postgres")
+T = TypeVar("T")
 
 AnyStore = Store | PgStore
 
@@ -35,3 +37,19 @@ def open_backend(
     if backend == "lmdb":
         return Store.open(tmp_path / f"store-{len(list(tmp_path.iterdir()))}", clock_fn=clock)
     return PgStore.open(fresh_pg_url(request), clock_fn=clock)
+
+
+def read_raw(store: AnyStore, fn: Callable[[Any], T]) -> T:
+    """`fn` over the backend's own read transaction (an LMDB `Tx` or a `PgTx`), for a
+    test that looks at rows no public read returns (graph rows, signatures)."""
+    if isinstance(store, Store):
+        return store.read(fn)
+    return store._read(fn)
+
+
+def location_of(store: AnyStore) -> str:
+    """What `--store` takes to reach `store` from another process (the password URL of a
+    PostgreSQL store)."""
+    if isinstance(store, Store):
+        return str(store.path)
+    return store.url.secret_conninfo
