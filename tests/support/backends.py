@@ -5,6 +5,7 @@ PostgreSQL store on a fresh database of the session's throwaway cluster (the fix
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ import pytest
 
 from graymatter_tui.pg import PgStore
 from graymatter_tui.store import Store
+from graymatter_tui.store_url import parse_store_url
 
 BACKENDS = ("lmdb", "postgres")
 T = TypeVar("T")
@@ -53,3 +55,26 @@ def location_of(store: AnyStore) -> str:
     if isinstance(store, Store):
         return str(store.path)
     return store.url.secret_conninfo
+
+
+@dataclass(frozen=True)
+class CliStore:
+    """Where the CLI under test keeps its store: `env` points a subprocess at it,
+    `location` is what `--store` takes, `open` reads it in-process."""
+
+    backend: str
+    env: dict[str, str]
+    location: str
+
+    @property
+    def shown(self) -> str:
+        """How `status` and `doctor` name the store: its directory, or its URL without
+        the password."""
+        if self.backend == "lmdb":
+            return self.location
+        return parse_store_url(self.location).redacted
+
+    def open(self, clock_fn: Callable[[], datetime] | None = None) -> AnyStore:
+        if self.backend == "lmdb":
+            return Store.open(Path(self.location), clock_fn=clock_fn)
+        return PgStore.open(self.location, clock_fn=clock_fn)
