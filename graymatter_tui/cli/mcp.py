@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graymatter_tui.cli.common import dir_option, settings_for
+from graymatter_tui.cli.common import dir_option, settings_for, store_option
 from graymatter_tui.cli.output import note
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
@@ -16,6 +16,7 @@ from graymatter_tui.textsafe import validate_agent
 
 @click.command(name="mcp")
 @dir_option()
+@store_option
 @click.option("--agent", default=None, help="Agent id for calls that give none.")
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
 @click.option(
