@@ -66,6 +66,11 @@ class CliStore:
     env: dict[str, str]
     location: str
 
+    @classmethod
+    def lmdb(cls, directory: Path) -> CliStore:
+        """The LMDB store in `directory`, for a test that runs on LMDB only."""
+        return cls("lmdb", {"GRAYMATTER_DIR": str(directory)}, str(directory))
+
     @property
     def shown(self) -> str:
         """How `status` and `doctor` name the store: its directory, or its URL without
