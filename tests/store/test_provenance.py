@@ -49,18 +49,25 @@ def test_each_write_names_its_source_and_action(any_store: AnyStore) -> None:
     assert all(e.agent_id == "ops" for e in feed)
 
 
-def test_a_consolidation_summary_is_written_by_the_consolidation(any_store: AnyStore) -> None:
-    store = any_store
-    a = store.put("ops", "Alpha was moved to rack 3.")
-    b = store.put("ops", "Alpha runs on rack 3.")
+def _merge_into_rack_3(store: AnyStore, shown: dict[str, str]) -> tuple[str, ApplyRequest]:
+    """A new cycle's id and its request consuming the facts `shown` (id -> the text the
+    summariser saw) into one summary."""
     cycle = store.unused_id(store.now())
     request = ApplyRequest(
         cycle_id=cycle,
         agent_id="ops",
         summary="Alpha is on rack 3.",
-        consume=[a.id, b.id],
-        snapshot={a.id: a.text, b.id: b.text},
+        consume=list(shown),
+        snapshot=shown,
     )
+    return cycle, request
+
+
+def test_a_consolidation_summary_is_written_by_the_consolidation(any_store: AnyStore) -> None:
+    store = any_store
+    a = store.put("ops", "Alpha was moved to rack 3.")
+    b = store.put("ops", "Alpha runs on rack 3.")
+    cycle, request = _merge_into_rack_3(store, {a.id: a.text, b.id: b.text})
     outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
     assert outcome.summary is not None
     assert outcome.summary.source == provenance.CONSOLIDATION
@@ -130,14 +137,7 @@ def test_only_sources_this_program_writes_are_accepted_from_a_file() -> None:
 def test_a_refused_apply_commits_nothing_and_moves_no_generation(any_store: AnyStore) -> None:
     store = any_store
     fact = store.put("ops", "Alpha runs on rack 3.")
-    cycle = store.unused_id(store.now())
-    request = ApplyRequest(
-        cycle_id=cycle,
-        agent_id="ops",
-        summary="Alpha is on rack 3.",
-        consume=[fact.id],
-        snapshot={fact.id: "what the summariser saw, since changed"},
-    )
+    cycle, request = _merge_into_rack_3(store, {fact.id: "what the summariser saw, since changed"})
     generation, feed = store.generation(), store.last_activity()
     outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
     assert not outcome.applied and "changed meanwhile" in outcome.reason
