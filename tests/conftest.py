@@ -13,6 +13,7 @@ import pytest
 
 from graymatter_tui import provenance
 from graymatter_tui.store import Store
+from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
 
@@ -93,6 +94,21 @@ def gm(
     yield from _fresh_store(tmp_path / "gm", store_clock)
 
 
+@pytest.fixture(params=BACKENDS)
+def any_store(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    store_clock: Callable[[], datetime],
+    clean_graymatter_env: None,
+) -> Iterator[AnyStore]:
+    """`gm` on each backend in turn: an LMDB store in tmp_path, then a PostgreSQL store on
+    a fresh database of the throwaway cluster, on `store_clock`. The store of every test
+    of semantics that both backends must share."""
+    opened = open_backend(request.param, request, tmp_path, store_clock)
+    yield opened
+    opened.close()
+
+
 @pytest.fixture
 def cli_dir(tmp_path: Path) -> Path:
     """The data dir `run_cli` points GRAYMATTER_DIR at (not created in advance)."""
@@ -114,6 +130,32 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}
         if env:
             merged.update(env)
+        return run_graymatter(*args, input=input, env=merged)
+
+    return run
+
+
+@pytest.fixture(params=BACKENDS)
+def cli_store(request: pytest.FixtureRequest, cli_dir: Path) -> CliStore:
+    """The store `any_cli` points the CLI at, on each backend in turn: the LMDB store in
+    `cli_dir` (GRAYMATTER_DIR), then a fresh PostgreSQL database (GRAYMATTER_STORE, which
+    wins over GRAYMATTER_DIR)."""
+    if request.param == "lmdb":
+        return CliStore("lmdb", {"GRAYMATTER_DIR": str(cli_dir)}, str(cli_dir))
+    url = fresh_pg_url(request)
+    return CliStore("postgres", {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_STORE": url}, url)
+
+
+@pytest.fixture
+def any_cli(cli_store: CliStore) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`run_cli` on `cli_store`'s backend: the CLI tests of semantics run on both."""
+
+    def run(
+        *args: str,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        merged = {**cli_store.env, "GRAYMATTER_NOW": FIXED_NOW, **(env or {})}
         return run_graymatter(*args, input=input, env=merged)
 
     return run

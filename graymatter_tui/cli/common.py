@@ -65,12 +65,11 @@ def common_options(fn: F) -> F:
 
 def settings_for(data_dir: Path | None) -> Settings:
     """Settings with the store this command names: its own `--dir`/`--store`, else the
-    ones given before the command name."""
+    ones given before the command name. `--store` and `--dir` together are refused
+    wherever each stands."""
     ctx = click.get_current_context()
-    store, directory = ctx.meta.get(STORE_KEY), data_dir
-    if store is None and directory is None:
-        directory = (ctx.obj or {}).get("data_dir")
-    return Settings.from_env(data_dir=directory, store=store)
+    directory = data_dir if data_dir is not None else (ctx.obj or {}).get("data_dir")
+    return Settings.from_env(data_dir=directory, store=ctx.meta.get(STORE_KEY))
 
 
 def open_store(data_dir: Path | None) -> MemoryStore:

@@ -1,4 +1,9 @@
-"""`graymatter-tui activity`: the write feed through the real CLI in a subprocess."""
+"""`graymatter-tui activity`: the write feed through the real CLI in a subprocess.
+
+The feed, its filters and --follow run on both backends (`any_cli`); an empty store and
+bad input stay on LMDB (a read of an empty PostgreSQL database is refused, and bad input
+is refused before any store is opened).
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,8 @@ import pytest
 
 from graymatter_tui import provenance
 from graymatter_tui.model import ActivityEntry
-from graymatter_tui.store import Store
 from tests.conftest import FIXED_NOW, clean_env
+from tests.support.backends import CliStore
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -40,18 +45,18 @@ def test_an_empty_store_has_no_writes(run_cli: RunCli) -> None:
     assert as_json.returncode == 0 and json.loads(as_json.stdout) == []
 
 
-def test_writes_newest_first_with_the_model_fields(run_cli: RunCli) -> None:
-    first = remember(run_cli, "ops", "The runbook is in the wiki.")
-    second = remember(run_cli, "dev", "CI runs on every push.")
-    assert run_cli("pin", first).returncode == 0
-    done = run_cli("activity")
+def test_writes_newest_first_with_the_model_fields(any_cli: RunCli) -> None:
+    first = remember(any_cli, "ops", "The runbook is in the wiki.")
+    second = remember(any_cli, "dev", "CI runs on every push.")
+    assert any_cli("pin", first).returncode == 0
+    done = any_cli("activity")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("2026-03-01 12:00:00 #3 cli ops pin  The runbook is in the wiki.")
     assert lines[1].startswith("2026-03-01 12:00:00 #2 cli dev add  CI runs on every push.")
     assert lines[1].endswith(f"[{second}]")
-    entries = json.loads(run_cli("activity", "--json").stdout)
+    entries = json.loads(any_cli("activity", "--json").stdout)
     assert [e["seq"] for e in entries] == [3, 2, 1]
     assert all(set(e) == ENTRY_KEYS for e in entries)
     assert entries[2] == {
@@ -65,20 +70,20 @@ def test_writes_newest_first_with_the_model_fields(run_cli: RunCli) -> None:
         "cycle_id": "",
         "count": 1,
     }
-    limited = json.loads(run_cli("activity", "--limit", "1", "--json").stdout)
+    limited = json.loads(any_cli("activity", "--limit", "1", "--json").stdout)
     assert [e["seq"] for e in limited] == [3]
 
 
-def test_filters_by_agent_and_by_source(run_cli: RunCli, cli_dir: Path) -> None:
-    with Store.open(cli_dir) as store:
+def test_filters_by_agent_and_by_source(any_cli: RunCli, cli_store: CliStore) -> None:
+    with cli_store.open() as store:
         with provenance.writing_as("mcp:claude"):
             store.put("ops", "claude for ops")
         with provenance.writing_as("mcp:cursor"):
             store.put("dev", "cursor for dev")
-    remember(run_cli, "ops", "shell for ops")
+    remember(any_cli, "ops", "shell for ops")
 
     def texts(*args: str) -> list[str]:
-        done = run_cli("activity", *args, "--json")
+        done = any_cli("activity", *args, "--json")
         assert done.returncode == 0, done.stderr
         return [e["text"] for e in json.loads(done.stdout)]
 
@@ -86,18 +91,18 @@ def test_filters_by_agent_and_by_source(run_cli: RunCli, cli_dir: Path) -> None:
     assert texts("--source", "mcp") == ["cursor for dev", "claude for ops"]
     assert texts("--source", "mcp:cursor") == ["cursor for dev"]
     assert texts("ops", "--source", "cli") == ["shell for ops"]
-    nothing = run_cli("activity", "dev", "--source", "cli")
+    nothing = any_cli("activity", "dev", "--source", "cli")
     assert nothing.returncode == 0
     assert nothing.stdout.strip() == "no writes match source cli · agent dev"
 
 
-def test_stored_text_is_neutralised_and_json_stays_safe(run_cli: RunCli) -> None:
-    remember(run_cli, "ops", "[bold]x[/] \x1b[2J clear \u202e rtl\nnext line")
-    done = run_cli("activity")
+def test_stored_text_is_neutralised_and_json_stays_safe(any_cli: RunCli) -> None:
+    remember(any_cli, "ops", "[bold]x[/] \x1b[2J clear \u202e rtl\nnext line")
+    done = any_cli("activity")
     assert done.returncode == 0
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     assert "[bold]x[/] ␛[2J clear <U+202E> rtl⏎next line" in done.stdout
-    raw = run_cli("activity", "--json").stdout
+    raw = any_cli("activity", "--json").stdout
     assert "\x1b" not in raw and "\u202e" not in raw
     assert json.loads(raw)[0]["text"] == "[bold]x[/] \x1b[2J clear \u202e rtl\nnext line"
 
@@ -132,9 +137,9 @@ class Lines:
             raise AssertionError("no line within the timeout") from None
 
 
-def test_follow_prints_new_writes_until_interrupted(run_cli: RunCli, cli_dir: Path) -> None:
-    remember(run_cli, "ops", "before following 1")
-    remember(run_cli, "ops", "before following 2")
+def test_follow_prints_new_writes_until_interrupted(any_cli: RunCli, cli_store: CliStore) -> None:
+    remember(any_cli, "ops", "before following 1")
+    remember(any_cli, "ops", "before following 2")
     follower = subprocess.Popen(
         [sys.executable, "-m", "graymatter_tui", "activity", "--follow", "--limit", "1"],
         stdout=subprocess.PIPE,
@@ -142,13 +147,13 @@ def test_follow_prints_new_writes_until_interrupted(run_cli: RunCli, cli_dir: Pa
         stdin=subprocess.DEVNULL,
         text=True,
         encoding="utf-8",
-        env=clean_env({"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}),
+        env=clean_env({**cli_store.env, "GRAYMATTER_NOW": FIXED_NOW}),
     )
     lines = Lines(follower)
     try:
         assert "before following 2" in lines.next()
-        remember(run_cli, "ops", "while following")
-        remember(run_cli, "dev", "and another")
+        remember(any_cli, "ops", "while following")
+        remember(any_cli, "dev", "and another")
         assert "while following" in lines.next()
         assert "and another" in lines.next()
         follower.send_signal(signal.SIGINT)

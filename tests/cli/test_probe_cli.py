@@ -1,4 +1,8 @@
-"""`probe add/list/remove` through the real CLI: JSON shapes, exit codes, bad input."""
+"""`probe add/list/remove` through the real CLI: JSON shapes, exit codes, bad input.
+
+Saving, listing, removing and a consolidation's probe check run on both backends
+(`any_cli`); bad input, refused before the store is opened, and an old LMDB journal stay on LMDB.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +12,33 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from graymatter_tui.store import Store
 from tests.engine.helpers import AGENT, NOW, prompt_rows, seed_weighted
+from tests.support.backends import CliStore
 from tests.support.ollama_fake import RecordedRequest, Reply
 from tests.support.over_socket import OllamaOverSocket
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def test_add_list_remove(run_cli: Run) -> None:
-    added = run_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json")
+def test_add_list_remove(any_cli: Run) -> None:
+    added = any_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json")
     assert added.returncode == 0, added.stderr
     probe = json.loads(added.stdout)
     assert probe["agent_id"] == "ops" and probe["k"] == 5 and probe["created"] is True
     assert set(probe) >= {"id", "agent_id", "query", "k", "created_at"}
     again = json.loads(
-        run_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json").stdout
+        any_cli("probe", "add", "ops", "staging database restarts", "--k", "5", "--json").stdout
     )
     assert again["id"] == probe["id"] and again["created"] is False
-    run_cli("probe", "add", "dev", "build cache")
-    listed = json.loads(run_cli("probe", "list", "ops", "--json").stdout)
+    any_cli("probe", "add", "dev", "build cache")
+    listed = json.loads(any_cli("probe", "list", "ops", "--json").stdout)
     assert [p["id"] for p in listed] == [probe["id"]]
-    assert len(json.loads(run_cli("probe", "list", "--json").stdout)) == 2
-    text = run_cli("probe", "list")
+    assert len(json.loads(any_cli("probe", "list", "--json").stdout)) == 2
+    text = any_cli("probe", "list")
     assert "staging database restarts" in text.stdout and "top 5" in text.stdout
-    removed = run_cli("probe", "remove", probe["id"], "--json")
+    removed = any_cli("probe", "remove", probe["id"], "--json")
     assert removed.returncode == 0 and json.loads(removed.stdout)["id"] == probe["id"]
-    assert json.loads(run_cli("probe", "list", "ops", "--json").stdout) == []
+    assert json.loads(any_cli("probe", "list", "ops", "--json").stdout) == []
 
 
 def test_bad_input_is_one_line_exit_1_and_nothing_is_saved(run_cli: Run) -> None:
@@ -65,9 +69,9 @@ def _drop_words(request: RecordedRequest) -> Reply:
 
 
 def test_consolidate_flags_a_probe_that_loses_a_fact_and_journals_it(
-    run_cli: Run, cli_dir: Path
+    any_cli: Run, cli_store: CliStore
 ) -> None:
-    with Store.open(cli_dir, clock_fn=lambda: NOW) as store:
+    with cli_store.open(clock_fn=lambda: NOW) as store:
         weakest = seed_weighted(store)[0]
         word = weakest.text.split()[2]  # "plain note <word> about the garden"
         probe, _ = store.add_probe(AGENT, word)
@@ -75,7 +79,7 @@ def test_consolidate_flags_a_probe_that_loses_a_fact_and_journals_it(
     with OllamaOverSocket() as server:
         server.set_responder(_drop_words)
         env = {"GRAYMATTER_OLLAMA_URL": server.url, "GRAYMATTER_OLLAMA_TIMEOUT": "5"}
-        done = run_cli("consolidate", AGENT, "--llm", "ollama", "--json", env=env)
+        done = any_cli("consolidate", AGENT, "--llm", "ollama", "--json", env=env)
         assert server.errors == []
     assert done.returncode == 0, done.stderr  # flagged, still applied: exit codes unchanged
     assert done.stderr.count("\n") == 1
@@ -85,9 +89,9 @@ def test_consolidate_flags_a_probe_that_loses_a_fact_and_journals_it(
     by_id = {p["probe_id"]: p for p in record["probes"]}
     assert by_id[probe.id]["lost"] == [weakest.id] and by_id[probe.id]["after"] == []
     assert by_id[kept.id]["lost"] == []
-    shown = json.loads(run_cli("journal", "show", record["cycle_id"], "--json").stdout)
+    shown = json.loads(any_cli("journal", "show", record["cycle_id"], "--json").stdout)
     assert shown["probes"] == record["probes"]
-    text = run_cli("journal", "show", record["cycle_id"]).stdout
+    text = any_cli("journal", "show", record["cycle_id"]).stdout
     assert "probes, checked before apply:" in text
     assert f"LOSES 1    top 8   {word}" in text and f"lost: {weakest.id}" in text
 

@@ -1,6 +1,10 @@
 """`review list|show|approve|reject`, run as the real CLI: text shows a held change as a
 diff, `--json` the proposal with its journal record; a stale approval is discarded with
-exit 3; every hostile input is one clear line with exit 1 and changes nothing."""
+exit 3; every hostile input is one clear line with exit 1 and changes nothing.
+
+Deciding, showing and two processes racing run on both backends (`any_cli`); hostile
+input, refused before the store is touched, and a tampered import stay on LMDB.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import pytest
 from graymatter_tui import provenance
 from graymatter_tui.store import Store
 from tests.conftest import clean_env
+from tests.support.backends import CliStore
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 AGENT = "agent-a"
@@ -22,92 +27,92 @@ OLD = "Staging database listens on port 5432."
 NEW = "Staging database listens on port 5433."
 
 
-def _held(cli_dir: Path, action: str = "update", text: str = NEW) -> tuple[str, str]:
+def _held(cli_store: CliStore, action: str = "update", text: str = NEW) -> tuple[str, str]:
     """(fact id, proposal id) of a fact and an agent's held change to it."""
-    with Store.open(cli_dir) as store:
+    with cli_store.open() as store:
         fact = store.put(AGENT, OLD)
         with provenance.writing_as("mcp:claude-code"):
             held = store.hold_change(AGENT, action, OLD, text)
     return fact.id, held.id
 
 
-def test_list_and_show_draw_the_held_change_as_a_diff(run_cli: Run, cli_dir: Path) -> None:
-    fact_id, proposal_id = _held(cli_dir)
-    listed = run_cli("review", "list")
+def test_list_and_show_draw_the_held_change_as_a_diff(any_cli: Run, cli_store: CliStore) -> None:
+    fact_id, proposal_id = _held(cli_store)
+    listed = any_cli("review", "list")
     assert listed.returncode == 0, listed.stderr
     assert proposal_id in listed.stdout and f"{OLD} → {NEW}" in listed.stdout
-    as_json = json.loads(run_cli("review", "list", AGENT, "--json").stdout)
+    as_json = json.loads(any_cli("review", "list", AGENT, "--json").stdout)
     assert [p["id"] for p in as_json] == [proposal_id]
     assert as_json[0]["matches"] == [{"id": fact_id, "text": OLD, "pinned": False, "cycle_id": ""}]
-    assert json.loads(run_cli("review", "list", "nobody", "--json").stdout) == []
-    shown = run_cli("review", "show", proposal_id)
+    assert json.loads(any_cli("review", "list", "nobody", "--json").stdout) == []
+    shown = any_cli("review", "show", proposal_id)
     assert shown.returncode == 0, shown.stderr
     assert f"− {fact_id} {OLD}" in shown.stdout
     assert f"+ {'':<26} {NEW}" in shown.stdout
     assert "1 fact would be superseded by 1 new fact · pending" in shown.stdout
     assert "asked by mcp:claude-code" in shown.stdout
-    payload = json.loads(run_cli("review", "show", proposal_id, "--json").stdout)
+    payload = json.loads(any_cli("review", "show", proposal_id, "--json").stdout)
     assert payload["status"] == "pending" and payload["record"] is None
 
 
 def test_approve_applies_and_show_of_the_tombstone_names_the_review(
-    run_cli: Run, cli_dir: Path
+    any_cli: Run, cli_store: CliStore
 ) -> None:
-    fact_id, proposal_id = _held(cli_dir)
-    done = run_cli("review", "approve", proposal_id, "--json")
+    fact_id, proposal_id = _held(cli_store)
+    done = any_cli("review", "approve", proposal_id, "--json")
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     record = payload["record"]
     assert payload["status"] == "approved" and payload["decided_by"] == "cli"
     assert record["kind"] == "review" and record["outcome"] == "applied"
     assert record["proposal_id"] == proposal_id and record["consumed"] == [fact_id]
-    shown = json.loads(run_cli("show", fact_id, "--json").stdout)
+    shown = json.loads(any_cli("show", fact_id, "--json").stdout)
     assert shown["replaced_by"]["text"] == NEW
     assert shown["replaced_by"]["source"] == "mcp:claude-code"
     assert shown["cycle"]["proposal_id"] == proposal_id
-    receipt = run_cli("show", fact_id).stdout
+    receipt = any_cli("show", fact_id).stdout
     assert f"replaced by {record['summary_id']}:" in receipt
     assert (
         f"review {record['cycle_id']}: update asked by mcp:claude-code as proposal "
         f"{proposal_id}, applied by cli"
     ) in receipt
-    replayed = run_cli("journal", "show", record["cycle_id"]).stdout
+    replayed = any_cli("journal", "show", record["cycle_id"]).stdout
     assert f"update held as proposal {proposal_id}" in replayed
     assert "decided by cli" in replayed and "matched 1, made 1 tombstones" in replayed
-    assert run_cli("review", "list").stdout.strip() == "nothing held for review"
-    assert proposal_id in run_cli("review", "list", "--status", "all").stdout
-    doctor = run_cli("doctor", "--json")
+    assert any_cli("review", "list").stdout.strip() == "nothing held for review"
+    assert proposal_id in any_cli("review", "list", "--status", "all").stdout
+    doctor = any_cli("doctor", "--json")
     assert json.loads(doctor.stdout)["ok"], doctor.stdout
-    reverted = run_cli("revert", record["cycle_id"], "--json")
+    reverted = any_cli("revert", record["cycle_id"], "--json")
     assert reverted.returncode == 0, reverted.stderr
     assert json.loads(reverted.stdout)["restored"] == [fact_id]
-    assert json.loads(run_cli("doctor", "--json").stdout)["ok"]
+    assert json.loads(any_cli("doctor", "--json").stdout)["ok"]
 
 
-def test_a_stale_approval_is_discarded_with_exit_3(run_cli: Run, cli_dir: Path) -> None:
-    fact_id, proposal_id = _held(cli_dir, "forget", "")
-    assert run_cli("revise", fact_id, NEW).returncode == 0
-    done = run_cli("review", "approve", proposal_id)
+def test_a_stale_approval_is_discarded_with_exit_3(any_cli: Run, cli_store: CliStore) -> None:
+    fact_id, proposal_id = _held(cli_store, "forget", "")
+    assert any_cli("revise", fact_id, NEW).returncode == 0
+    done = any_cli("review", "approve", proposal_id)
     assert done.returncode == 3, done.stderr
     assert f"discarded {proposal_id}, nothing applied: stale: fact {fact_id}" in done.stdout
-    payload = json.loads(run_cli("review", "show", proposal_id, "--json").stdout)
+    payload = json.loads(any_cli("review", "show", proposal_id, "--json").stdout)
     assert payload["status"] == "discarded"
     assert payload["record"]["outcome"] == "discarded"
-    journal = json.loads(run_cli("journal", "--json").stdout)
+    journal = json.loads(any_cli("journal", "--json").stdout)
     assert [r["kind"] for r in journal] == ["review"]
 
 
 def test_reject_keeps_the_reason_verbatim_and_shows_it_neutralised(
-    run_cli: Run, cli_dir: Path
+    any_cli: Run, cli_store: CliStore
 ) -> None:
-    _, proposal_id = _held(cli_dir)
+    _, proposal_id = _held(cli_store)
     markup = "[bold red]wrong port[/] — see ticket"
-    done = run_cli("review", "reject", proposal_id, "--reason", markup)
+    done = any_cli("review", "reject", proposal_id, "--reason", markup)
     assert done.returncode == 0, done.stderr
     assert f"rejected update {proposal_id}: {markup}" in done.stdout
-    payload = json.loads(run_cli("review", "show", proposal_id, "--json").stdout)
+    payload = json.loads(any_cli("review", "show", proposal_id, "--json").stdout)
     assert payload["reason"] == markup and payload["record"]["outcome"] == "rejected"
-    with Store.open(cli_dir, read_only=True) as store:
+    with cli_store.open() as store:
         assert [f.text for f in store.list_facts(AGENT)] == [OLD]
 
 
@@ -125,7 +130,7 @@ def test_reject_keeps_the_reason_verbatim_and_shows_it_neutralised(
 def test_hostile_input_is_one_line_exit_1_and_changes_nothing(
     run_cli: Run, cli_dir: Path, args: tuple[str, ...], said: str
 ) -> None:
-    _, proposal_id = _held(cli_dir)
+    _, proposal_id = _held(CliStore.lmdb(cli_dir))
     done = run_cli(*(a.replace("{id}", proposal_id) for a in args))
     assert done.returncode == 1, done.stdout
     assert said in done.stderr and done.stderr.count("\n") == 1
@@ -134,18 +139,18 @@ def test_hostile_input_is_one_line_exit_1_and_changes_nothing(
         assert store.require_proposal(proposal_id).pending
 
 
-def test_deciding_twice_says_already_decided(run_cli: Run, cli_dir: Path) -> None:
-    _, proposal_id = _held(cli_dir)
-    assert run_cli("review", "reject", proposal_id).returncode == 0
+def test_deciding_twice_says_already_decided(any_cli: Run, cli_store: CliStore) -> None:
+    _, proposal_id = _held(cli_store)
+    assert any_cli("review", "reject", proposal_id).returncode == 0
     for verb in ("approve", "reject"):
-        done = run_cli("review", verb, proposal_id)
+        done = any_cli("review", verb, proposal_id)
         assert done.returncode == 1
         assert f"proposal {proposal_id} was already decided: rejected by cli" in done.stderr
 
 
-def test_two_processes_approving_at_once_one_wins(cli_dir: Path) -> None:
-    fact_id, proposal_id = _held(cli_dir)
-    env = clean_env({"GRAYMATTER_DIR": str(cli_dir)})
+def test_two_processes_approving_at_once_one_wins(cli_store: CliStore) -> None:
+    fact_id, proposal_id = _held(cli_store)
+    env = clean_env({**cli_store.env})
     command = [sys.executable, "-m", "graymatter_tui", "review", "approve", proposal_id]
     runs = [
         subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -160,7 +165,7 @@ def test_two_processes_approving_at_once_one_wins(cli_dir: Path) -> None:
     assert codes == [0, 1], results
     loser = next(err for code, err in results if code == 1)
     assert "already decided: approved" in loser
-    with Store.open(cli_dir, read_only=True) as store:
+    with cli_store.open() as store:
         assert [f.text for f in store.list_facts(AGENT)] == [NEW]
         assert store.require(fact_id).is_tombstone
         assert len(store.records()) == 1  # one decision, one journal record
@@ -168,33 +173,33 @@ def test_two_processes_approving_at_once_one_wins(cli_dir: Path) -> None:
 
 
 def test_review_records_survive_export_and_import(
-    run_cli: Run, cli_dir: Path, tmp_path: Path
+    any_cli: Run, cli_store: CliStore, tmp_path: Path
 ) -> None:
-    fact_id, proposal_id = _held(cli_dir)
-    record_id = json.loads(run_cli("review", "approve", proposal_id, "--json").stdout)["record"][
+    fact_id, proposal_id = _held(cli_store)
+    record_id = json.loads(any_cli("review", "approve", proposal_id, "--json").stdout)["record"][
         "cycle_id"
     ]
     dump = tmp_path / "dump.jsonl"
-    assert run_cli("export", "--out", str(dump)).returncode == 0
-    copy = {"GRAYMATTER_DIR": str(tmp_path / "copy")}
-    imported = run_cli("import", str(dump), "--json", env=copy)
+    assert any_cli("export", "--out", str(dump)).returncode == 0
+    copy = {"GRAYMATTER_DIR": str(tmp_path / "copy"), "GRAYMATTER_STORE": ""}
+    imported = any_cli("import", str(dump), "--json", env=copy)
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["records_added"] == 1
-    assert json.loads(run_cli("doctor", "--json", env=copy).stdout)["ok"]
-    journal = json.loads(run_cli("journal", "--json", env=copy).stdout)
+    assert json.loads(any_cli("doctor", "--json", env=copy).stdout)["ok"]
+    journal = json.loads(any_cli("journal", "--json", env=copy).stdout)
     assert [(r["kind"], r["proposal_id"]) for r in journal] == [("review", proposal_id)]
-    assert run_cli("revert", record_id, env=copy).returncode == 0
+    assert any_cli("revert", record_id, env=copy).returncode == 0
     assert (
-        json.loads(run_cli("show", fact_id, "--json", env=copy).stdout)["fact"]["superseded_by"]
+        json.loads(any_cli("show", fact_id, "--json", env=copy).stdout)["fact"]["superseded_by"]
         == ""
     )
-    assert json.loads(run_cli("doctor", "--json", env=copy).stdout)["ok"]
+    assert json.loads(any_cli("doctor", "--json", env=copy).stdout)["ok"]
 
 
 def test_an_imported_review_record_with_a_bad_action_is_refused(
     run_cli: Run, cli_dir: Path, tmp_path: Path
 ) -> None:
-    _, proposal_id = _held(cli_dir)
+    _, proposal_id = _held(CliStore.lmdb(cli_dir))
     assert run_cli("review", "approve", proposal_id).returncode == 0
     dump = tmp_path / "dump.jsonl"
     assert run_cli("export", "--out", str(dump)).returncode == 0

@@ -1,5 +1,5 @@
-"""`any_store`: the same test on an LMDB store in tmp_path and on a PostgreSQL store on a
-fresh database of the throwaway cluster, both on `clk`."""
+"""The conformance tests' clock `clk` (which `any_store`, tests/conftest.py, runs on) and
+`both_stores`: an LMDB and a PostgreSQL store side by side, to run one script on each."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import Store
+from tests.support.backends import AnyStore, open_backend
 from tests.support.clock import ManualClock
 
 START = datetime(2026, 2, 1, 9, 0, 0, tzinfo=UTC)
-BACKENDS = ("lmdb", "postgres")
 
-AnyStore = Store | PgStore
+__all__ = ["START", "AnyStore"]
 
 
 @pytest.fixture
@@ -24,27 +22,10 @@ def clk() -> ManualClock:
     return ManualClock(START)
 
 
-def open_backend(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
-) -> AnyStore:
-    if backend == "lmdb":
-        return Store.open(tmp_path / f"store-{len(list(tmp_path.iterdir()))}", clock_fn=clock)
-    cluster = request.getfixturevalue("pg_cluster")
-    name = cluster.new_database()
-    request.addfinalizer(lambda: cluster.drop_database(name))
-    return PgStore.open(cluster.url(name), clock_fn=clock)
-
-
-@pytest.fixture(params=BACKENDS)
-def any_store(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    clk: ManualClock,
-    clean_graymatter_env: None,
-) -> Iterator[AnyStore]:
-    store = open_backend(request.param, request, tmp_path, clk)
-    yield store
-    store.close()
+@pytest.fixture
+def store_clock(clk: ManualClock) -> ManualClock:
+    """`any_store` runs on `clk`."""
+    return clk
 
 
 @pytest.fixture

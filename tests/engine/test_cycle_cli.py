@@ -1,6 +1,8 @@
 """The consolidation commands through the real CLI in a subprocess, against the scripted
 Ollama and Anthropic fakes on a loopback socket (a subprocess cannot take a transport):
-JSON shapes, exit codes, journal, revert, doctor and secret hygiene."""
+JSON shapes, exit codes, journal, revert, doctor and secret hygiene. Consolidate, journal,
+revert and doctor run on both backends (`any_cli`, `seeded_any`); the human output, the
+demo's local summariser, id validation and the summariser's secrets stay on LMDB."""
 
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
 from graymatter_tui.model import CycleRecord
-from graymatter_tui.store import Store
 from tests.engine.helpers import AGENT, MODEL, NOW, prompt_rows, seed_weighted
 from tests.support.anthropic_fake import Message
+from tests.support.backends import AnyStore, CliStore
 from tests.support.ollama_fake import RecordedRequest, Reply
 from tests.support.over_socket import AnthropicOverSocket, OllamaOverSocket
 
@@ -48,12 +50,21 @@ RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 FAKE_KEY = "sk-ant-TESTKEY-123456"
 
 
-@pytest.fixture
-def seeded(cli_dir: Path) -> list[str]:
+def _seed(where: CliStore) -> list[str]:
     """30 facts in the CLI's store; returns the batch a cycle will choose (weakest 15)."""
-    with Store.open(cli_dir, clock_fn=lambda: NOW) as store:
+    with where.open(clock_fn=lambda: NOW) as store:
         facts = seed_weighted(store)
     return [f.id for f in facts[:15]]
+
+
+@pytest.fixture
+def seeded(cli_dir: Path) -> list[str]:
+    return _seed(CliStore.lmdb(cli_dir))
+
+
+@pytest.fixture
+def seeded_any(cli_store: CliStore) -> list[str]:
+    return _seed(cli_store)
 
 
 @pytest.fixture
@@ -89,19 +100,19 @@ def consolidate(
 
 
 @contextmanager
-def peek(cli_dir: Path) -> Iterator[Store]:
+def peek(where: CliStore) -> Iterator[AnyStore]:
     """The CLI's store opened in this process (reads are cheaper than another subprocess)."""
-    store = Store.open(cli_dir, clock_fn=lambda: NOW)
+    store = where.open(clock_fn=lambda: NOW)
     try:
         yield store
     finally:
         store.close()
 
 
-def applied_in_process(cli_dir: Path, server: OllamaOverSocket, n: int) -> CycleRecord:
+def applied_in_process(where: CliStore, server: OllamaOverSocket, n: int) -> CycleRecord:
     """Run one applied cycle on the CLI's store without a subprocess."""
     server.set_responder(merge_first(n))
-    with peek(cli_dir) as store:
+    with peek(where) as store:
         summariser = OllamaSummariser(server.url, MODEL, 5.0)
         record = Cycle(store, AGENT, summariser, CycleOptions()).run_sync()
     assert record.outcome == "applied", record.reason
@@ -117,10 +128,10 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 
 
 def test_consolidate_applied_prints_the_record(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str], cli_store: CliStore
 ) -> None:
     server.set_responder(merge_first(3))
-    code, record = consolidate(run_cli, server)
+    code, record = consolidate(any_cli, server)
     assert code == 0
     assert set(record) >= RECORD_KEYS
     assert not REVERT_KEYS & set(record)
@@ -130,15 +141,15 @@ def test_consolidate_applied_prints_the_record(
     assert record["model"] == MODEL
     assert record["outcome"] == "applied"
     assert record["reason"] == ""
-    assert record["batch"] == seeded
-    assert record["consumed"] == seeded[:3]
+    assert record["batch"] == seeded_any
+    assert record["consumed"] == seeded_any[:3]
     assert record["ignored"] == []
     assert len(record["summary_id"]) == 26
     assert record["pruned"] == []
     assert RFC3339.match(record["started_at"]) and RFC3339.match(record["finished_at"])
     assert record["started_at"].startswith("2026-03-01T12:00:00")
-    with peek(cli_dir) as store:
-        assert store.receipts(record["summary_id"]) == seeded[:3]
+    with peek(cli_store) as store:
+        assert store.receipts(record["summary_id"]) == seeded_any[:3]
         assert store.require(record["summary_id"]).cycle_id == record["cycle_id"]
         assert store.require_record(record["cycle_id"]).outcome == "applied"
 
@@ -155,7 +166,7 @@ def test_consolidate_human_output(
 
 
 def test_consolidate_not_applied_exits_3(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str], cli_store: CliStore
 ) -> None:
     server.script(
         Reply.text("The garden notes are all about watering."),
@@ -169,12 +180,12 @@ def test_consolidate_not_applied_exits_3(
         ("failed", "HTTP 400"),
         ("failed", "ollama pull"),
     ):
-        code, record = consolidate(run_cli, server)
+        code, record = consolidate(any_cli, server)
         assert code == 3
         assert record["outcome"] == outcome
         assert words in record["reason"]
         assert record["summary_id"] == ""
-    with peek(cli_dir) as store:
+    with peek(cli_store) as store:
         assert len(store.list_facts(AGENT, "live")) == 30
         assert store.list_facts(AGENT, "tombstones") == []
         counters = store.counters()
@@ -182,30 +193,30 @@ def test_consolidate_not_applied_exits_3(
 
 
 def test_consolidate_skipped_exits_0(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str]
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str]
 ) -> None:
-    code, record = consolidate(run_cli, server, "--threshold", "30")
+    code, record = consolidate(any_cli, server, "--threshold", "30")
     assert code == 0
     assert record["outcome"] == "skipped"
     assert server.generate_requests == []
-    done = run_cli("consolidate", AGENT, "--json")  # no summariser configured
+    done = any_cli("consolidate", AGENT, "--json")  # no summariser configured
     assert done.returncode == 0
     record = json.loads(done.stdout)
     assert (record["outcome"], record["summariser"]) == ("skipped", "none")
 
 
 def test_dry_run_exits_0_and_changes_nothing(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str], cli_store: CliStore
 ) -> None:
-    with peek(cli_dir) as store:
+    with peek(cli_store) as store:
         before = store.all_facts()
     server.set_responder(merge_first(4))
-    code, record = consolidate(run_cli, server, "--dry-run")
+    code, record = consolidate(any_cli, server, "--dry-run")
     assert code == 0
     assert record["outcome"] == "dry_run"
     assert record["consumed"] == [] and record["summary_id"] == ""
     assert len(server.generate_requests) == 1
-    with peek(cli_dir) as store:
+    with peek(cli_store) as store:
         assert store.all_facts() == before
         assert store.counters().consolidations == 0
 
@@ -226,7 +237,7 @@ def test_local_summariser_applies_on_the_demo_store(run_cli: RunCli, cli_dir: Pa
         assert record["summariser"] == "local"
         assert len(record["consumed"]) >= 2
         assert set(record["consumed"]) <= set(record["batch"])
-    with peek(cli_dir) as store:
+    with peek(CliStore.lmdb(cli_dir)) as store:
         assert all(c.ok for c in check_invariants(store))
 
 
@@ -234,21 +245,21 @@ def test_local_summariser_applies_on_the_demo_store(run_cli: RunCli, cli_dir: Pa
 
 
 def test_journal_show_and_revert(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str], cli_store: CliStore
 ) -> None:
     # One second apart: cycle ids are ULIDs, so "newest first" needs distinct instants
     # (two processes minting ids in the same millisecond order them at random).
     server.set_responder(merge_first(3))
-    _, applied = consolidate(run_cli, server, now="2026-03-01T12:00:01Z")
+    _, applied = consolidate(any_cli, server, now="2026-03-01T12:00:01Z")
     server.script(Reply.text("prose"))
-    _, discarded = consolidate(run_cli, server, now="2026-03-01T12:00:02Z")
-    _, skipped = consolidate(run_cli, server, "--threshold", "100", now="2026-03-01T12:00:03Z")
+    _, discarded = consolidate(any_cli, server, now="2026-03-01T12:00:02Z")
+    _, skipped = consolidate(any_cli, server, "--threshold", "100", now="2026-03-01T12:00:03Z")
 
-    shown = as_json(run_cli("journal", "show", applied["cycle_id"], "--json"))
+    shown = as_json(any_cli("journal", "show", applied["cycle_id"], "--json"))
     assert shown == applied
 
     later = {"GRAYMATTER_NOW": "2026-03-01T12:00:04Z"}
-    revert = as_json(run_cli("revert", applied["cycle_id"], "--json", env=later))
+    revert = as_json(any_cli("revert", applied["cycle_id"], "--json", env=later))
     assert set(revert) >= REVERT_KEYS
     assert set(revert) >= RECORD_KEYS
     assert revert["kind"] == "revert"
@@ -256,7 +267,7 @@ def test_journal_show_and_revert(
     assert revert["restored"] == applied["consumed"]
     assert revert["retired_summary_id"] == applied["summary_id"]
 
-    journal = as_json(run_cli("journal", "--json"))
+    journal = as_json(any_cli("journal", "--json"))
     assert [r["cycle_id"] for r in journal] == [
         revert["cycle_id"],
         skipped["cycle_id"],
@@ -268,14 +279,14 @@ def test_journal_show_and_revert(
     for entry in journal:
         assert set(entry) >= RECORD_KEYS
     assert journal[-1]["reverted_by"] == revert["cycle_id"]
-    assert as_json(run_cli("journal", AGENT, "--json")) == journal
-    with peek(cli_dir) as store:
+    assert as_json(any_cli("journal", AGENT, "--json")) == journal
+    with peek(cli_store) as store:
         assert len(store.list_facts(AGENT, "live")) == 30
         assert [f.id for f in store.list_facts(AGENT, "tombstones")] == [applied["summary_id"]]
         counters = store.counters()
     assert (counters.consolidations, counters.reverts) == (1, 1)
 
-    done = run_cli("revert", discarded["cycle_id"], "--json")  # not an applied cycle
+    done = any_cli("revert", discarded["cycle_id"], "--json")  # not an applied cycle
     assert done.returncode == 1
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -299,10 +310,10 @@ def test_revert_and_journal_show_of_unknown_or_malformed_ids(
 
 
 def test_doctor_on_a_healthy_store(
-    run_cli: RunCli, server: OllamaOverSocket, seeded: list[str], cli_dir: Path
+    any_cli: RunCli, server: OllamaOverSocket, seeded_any: list[str], cli_store: CliStore
 ) -> None:
-    applied_in_process(cli_dir, server, 5)
-    done = run_cli("doctor", "--llm", "ollama", "--json", env=ollama_env(server))
+    applied_in_process(cli_store, server, 5)
+    done = any_cli("doctor", "--llm", "ollama", "--json", env=ollama_env(server))
     assert done.returncode == 0, done.stdout
     report = json.loads(done.stdout)
     assert report["ok"] is True
@@ -312,7 +323,8 @@ def test_doctor_on_a_healthy_store(
     by_name = {c["name"]: c for c in report["checks"]}
     for name in ("I-1", "I-2", "I-3", "I-4", "I-5", "I-6"):
         assert by_name[name]["status"] == "ok", by_name[name]
-    assert by_name["integrity"]["status"] == "ok"
+    # LMDB's files are walked; a server is named instead (its pages are its own).
+    assert by_name["integrity" if cli_store.backend == "lmdb" else "server"]["status"] == "ok"
     assert by_name["summariser"]["status"] == "ok", by_name["summariser"]
     assert server.version in by_name["summariser"]["detail"]  # it asked /api/version
 
@@ -345,12 +357,12 @@ def test_doctor_fails_when_the_named_summariser_is_unreachable(
 
 
 def test_doctor_fails_when_an_invariant_is_broken(
-    run_cli: RunCli, cli_dir: Path, server: OllamaOverSocket, seeded: list[str]
+    any_cli: RunCli, cli_store: CliStore, server: OllamaOverSocket, seeded_any: list[str]
 ) -> None:
-    record = applied_in_process(cli_dir, server, 3)
-    with peek(cli_dir) as store:
+    record = applied_in_process(cli_store, server, 3)
+    with peek(cli_store) as store:
         store.delete([record.summary_id])  # a summary gone without a journal copy
-    done = run_cli("doctor", "--json")
+    done = any_cli("doctor", "--json")
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["ok"] is False

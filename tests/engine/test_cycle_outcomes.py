@@ -1,7 +1,11 @@
 """The cycle's outcome matrix (docs/decisions/0010) end to end: a real store, a real
 OllamaSummariser and real httpx against the scripted Ollama (MockTransport; a loopback socket
 for hangs, drops, trickles and huge bodies). Every failure leaves facts and counters as they
-were."""
+were.
+
+The cycle's semantics (decay, selection, apply, review, dry run) run on both backends
+(`any_store`); the summariser's transport faults and answer parsing, which reach the
+store only through the same calls, run on LMDB only."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ from tests.engine.helpers import (
     weights,
 )
 from tests.support.anthropic_fake import FakeAnthropic, Message
+from tests.support.backends import AnyStore
 from tests.support.ollama_fake import FakeOllama, Reply
 from tests.support.over_socket import OllamaOverSocket
 
@@ -44,7 +49,7 @@ def summariser(server: FakeOllama, timeout: float = 2.0) -> OllamaSummariser:
 
 
 def run(
-    store: Store,
+    store: AnyStore,
     server: FakeOllama | None,
     *,
     timeout: float = 2.0,
@@ -62,7 +67,7 @@ def run(
     return record
 
 
-def seed_aged(store: Store, n: int = 30, step_hours: float = 40.0) -> list[Fact]:
+def seed_aged(store: AnyStore, n: int = 30, step_hours: float = 40.0) -> list[Fact]:
     """`n` facts of weight 1.0 last accessed i*step hours ago: decay makes fact i weigh
     2^(-i*step/720). Returned weakest (post-decay) first."""
     facts = store.put_many(
@@ -81,7 +86,9 @@ def expected_weight(hours: float) -> float:
     return math.exp(-math.log(2) * hours / HALF_LIFE)
 
 
-def assert_untouched_by_failure(store: Store, before: dict[str, Any], record: CycleRecord) -> None:
+def assert_untouched_by_failure(
+    store: AnyStore, before: dict[str, Any], record: CycleRecord
+) -> None:
     """A failed/discarded cycle: facts exactly as before (no decay needed with the fixed
     clock), counters unmoved apart from the cycle count, no summary written."""
     after = snapshot(store)
@@ -96,7 +103,7 @@ def assert_untouched_by_failure(store: Store, before: dict[str, Any], record: Cy
 
 
 def run_to_no_change(
-    store: Store, server: FakeOllama, outcome: str, reason: str, **options: Any
+    store: AnyStore, server: FakeOllama, outcome: str, reason: str, **options: Any
 ) -> CycleRecord:
     """Run a cycle that must end `outcome` with `reason` in its reason, and leave the
     store exactly as it found it (see assert_untouched_by_failure)."""
@@ -111,19 +118,21 @@ def run_to_no_change(
 # ---------------------------------------------------------------- no summariser
 
 
-def test_no_summariser_skips_and_only_decays(gm: Store) -> None:
-    facts = seed_aged(gm)
-    before_state = curation_state(gm)
-    before_counters = gm.counters()
-    record = run(gm, None)
+def test_no_summariser_skips_and_only_decays(any_store: AnyStore) -> None:
+    facts = seed_aged(any_store)
+    before_state = curation_state(any_store)
+    before_counters = any_store.counters()
+    record = run(any_store, None)
     assert record.outcome == "skipped"
     assert "no summariser" in record.reason
     assert record.summariser == "none"
     assert record.batch == []
-    assert curation_state(gm) == before_state
+    assert curation_state(any_store) == before_state
     for i, fact in enumerate(reversed(facts)):
-        assert gm.require(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
-    after = gm.counters()
+        assert any_store.require(fact.id).weight == pytest.approx(
+            expected_weight(i * 40.0), rel=1e-9
+        )
+    after = any_store.counters()
     assert (after.consolidations, after.facts_consolidated) == (
         before_counters.consolidations,
         before_counters.facts_consolidated,
@@ -134,14 +143,14 @@ def test_no_summariser_skips_and_only_decays(gm: Store) -> None:
 # ---------------------------------------------------------------- applied
 
 
-def test_valid_proposal_is_applied(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_aged(gm)
+def test_valid_proposal_is_applied(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = seed_aged(any_store)
     batch = [f.id for f in facts[:15]]
     k = 6
     chosen = [batch[3], batch[0], batch[7], batch[1], batch[12], batch[14]]
     proposal = Reply.proposal("Garden notes about watering, merged.", chosen, ["none"])
     ollama.script(proposal)
-    record = run(gm, ollama)
+    record = run(any_store, ollama)
 
     assert record.outcome == "applied", record.reason
     assert record.batch == batch
@@ -153,33 +162,33 @@ def test_valid_proposal_is_applied(gm: Store, ollama: FakeOllama) -> None:
     assert record.raw_response == proposal.response
     assert record.contradictions == ["none"]
 
-    summary = gm.require(record.summary_id)
+    summary = any_store.require(record.summary_id)
     assert summary.text == "Garden notes about watering, merged."
     assert summary.weight == 1.0
     assert summary.cycle_id == record.cycle_id
     assert summary.is_live
     assert summary.agent_id == AGENT
-    assert gm.receipts(summary.id) == chosen
+    assert any_store.receipts(summary.id) == chosen
 
     ages = {f.id: 40.0 * (29 - i) for i, f in enumerate(facts)}  # facts[0] is the oldest
     for fact_id in chosen:
-        tomb = gm.require(fact_id)
+        tomb = any_store.require(fact_id)
         assert tomb.superseded_by == summary.id
         assert tomb.cycle_id == record.cycle_id
         # the post-decay weight is kept (neither zeroed nor left at 1.0)
         assert tomb.weight == pytest.approx(expected_weight(ages[fact_id]), rel=1e-9)
         assert tomb.weight < 1.0
     for fact_id in set(batch) - set(chosen):
-        assert gm.require(fact_id).is_live
+        assert any_store.require(fact_id).is_live
 
-    counters = gm.counters()
+    counters = any_store.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (1, k)
-    [journal] = gm.records(AGENT)
+    [journal] = any_store.records(AGENT)
     assert journal.outcome == "applied"
     assert journal.summary_id == summary.id
     assert journal.batch == batch
     assert journal.consumed == chosen
-    shown = gm.show(chosen[0])
+    shown = any_store.show(chosen[0])
     assert shown.replaced_by == summary
     assert shown.cycle is not None and shown.cycle.cycle_id == record.cycle_id
 
@@ -194,14 +203,16 @@ def test_fenced_json_is_applied(gm: Store, ollama: FakeOllama) -> None:
     assert gm.counters().facts_consolidated == 3
 
 
-def test_ignored_ids_are_journaled_and_the_rest_applied(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm)
+def test_ignored_ids_are_journaled_and_the_rest_applied(
+    any_store: AnyStore, ollama: FakeOllama
+) -> None:
+    facts = seed_weighted(any_store)
     batch = [f.id for f in facts[:15]]
     strong = facts[-1].id  # live, but not in the batch
     ollama.script(
         Reply.proposal("merged", [batch[0], "01JZZZZZZZZZZZZZZZZZZZZZZZ", strong, batch[0]])
     )
-    record = run(gm, ollama)
+    record = run(any_store, ollama)
     assert record.outcome == "applied"
     assert record.consumed == [batch[0]]
     assert [(i.id, i.reason.split(" ")[0]) for i in record.ignored] == [
@@ -209,22 +220,24 @@ def test_ignored_ids_are_journaled_and_the_rest_applied(gm: Store, ollama: FakeO
         (strong, "not"),
         (batch[0], "duplicate"),
     ]
-    assert gm.require(strong).is_live
+    assert any_store.require(strong).is_live
 
 
-def test_coverage_guard_keeps_a_fact_through_the_cycle(gm: Store, ollama: FakeOllama) -> None:
+def test_coverage_guard_keeps_a_fact_through_the_cycle(
+    any_store: AnyStore, ollama: FakeOllama
+) -> None:
     fillers = [f"filler {c} note" for c in "abcdefghijklmnopqrstuvwxy"]
     special = [f"plain garden note number {w}" for w in ("one", "two", "three")]
     texts = [*fillers, *special, "ticket SUP-1234 was escalated"]  # the last are the weakest
-    facts = seed_weighted(gm, texts=texts, n=len(texts))
+    facts = seed_weighted(any_store, texts=texts, n=len(texts))
     by_text = {f.text: f.id for f in facts}
     sup = by_text["ticket SUP-1234 was escalated"]
     one = by_text["plain garden note number one"]
     ollama.script(Reply.proposal("some garden notes and a ticket", [one, sup]))
-    record = run(gm, ollama, guard="keys")
+    record = run(any_store, ollama, guard="keys")
     assert record.outcome == "applied"
     assert record.consumed == [one]
-    assert gm.require(sup).is_live
+    assert any_store.require(sup).is_live
     kept = [v for v in record.verdicts if not v.consumed]
     assert [(v.id, v.missing) for v in kept] == [(sup, ["SUP-1234"])]
 
@@ -275,14 +288,14 @@ def test_done_reason_length_is_discarded_even_when_the_json_parses(
     run_to_no_change(gm, ollama, "discarded", "length")
 
 
-def test_all_hallucinated_ids_write_no_summary(gm: Store, ollama: FakeOllama) -> None:
-    seed_weighted(gm)
+def test_all_hallucinated_ids_write_no_summary(any_store: AnyStore, ollama: FakeOllama) -> None:
+    seed_weighted(any_store)
     made_up = ["01JZZZZZZZZZZZZZZZZZZZZZZ1", "01JZZZZZZZZZZZZZZZZZZZZZZ2", "not-an-id"]
     ollama.script(Reply.proposal("A summary that would be an orphan", made_up))
-    record = run_to_no_change(gm, ollama, "discarded", "nothing to consume")
+    record = run_to_no_change(any_store, ollama, "discarded", "nothing to consume")
     assert record.reason.startswith("nothing to consume")
     assert [i.id for i in record.ignored] == made_up
-    assert all(f.text != "A summary that would be an orphan" for f in gm.all_facts())
+    assert all(f.text != "A summary that would be an orphan" for f in any_store.all_facts())
 
 
 def test_guard_keeping_everything_discards(gm: Store, ollama: FakeOllama) -> None:
@@ -335,17 +348,19 @@ def test_client_error_fails_without_retry(gm: Store, ollama: FakeOllama, status:
     ids=["failed", "discarded-invalid", "discarded-empty"],
 )
 def test_failure_leaves_the_store_as_decay_left_it(
-    gm: Store, ollama: FakeOllama, reply: Reply
+    any_store: AnyStore, ollama: FakeOllama, reply: Reply
 ) -> None:
-    facts = seed_aged(gm)
-    state = curation_state(gm)
+    facts = seed_aged(any_store)
+    state = curation_state(any_store)
     ollama.script(reply)
-    record = run(gm, ollama)
+    record = run(any_store, ollama)
     assert record.outcome in ("failed", "discarded")
-    assert curation_state(gm) == state
+    assert curation_state(any_store) == state
     for i, fact in enumerate(reversed(facts)):
-        assert gm.require(fact.id).weight == pytest.approx(expected_weight(i * 40.0), rel=1e-9)
-    counters = gm.counters()
+        assert any_store.require(fact.id).weight == pytest.approx(
+            expected_weight(i * 40.0), rel=1e-9
+        )
+    counters = any_store.counters()
     assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
 
 
@@ -446,7 +461,7 @@ def anthropic(fake: FakeAnthropic, key: str | None = None) -> AnthropicSummarise
     return AnthropicSummariser(key, fake.url, MODEL, 2.0, transport=fake.transport)
 
 
-def run_anthropic(store: Store, fake: FakeAnthropic, key: str | None = None) -> CycleRecord:
+def run_anthropic(store: AnyStore, fake: FakeAnthropic, key: str | None = None) -> CycleRecord:
     return Cycle(store, AGENT, anthropic(fake, key), CycleOptions(guard="off")).run_sync()
 
 
@@ -557,18 +572,18 @@ def test_anthropic_key_straddling_the_error_cut_is_not_leaked(gm: Store) -> None
 # ---------------------------------------------------------------- stepping by hand
 
 
-def stepped(store: Store, server: FakeOllama) -> Cycle:
+def stepped(store: AnyStore, server: FakeOllama) -> Cycle:
     cycle = Cycle(store, AGENT, summariser(server), CycleOptions(guard="off"))
     cycle.advance()
     cycle.advance()
     return cycle
 
 
-async def test_reject_at_review_applies_nothing(gm: Store, ollama: FakeOllama) -> None:
-    batch = [f.id for f in seed_weighted(gm)[:15]]
-    before = snapshot(gm)
+async def test_reject_at_review_applies_nothing(any_store: AnyStore, ollama: FakeOllama) -> None:
+    batch = [f.id for f in seed_weighted(any_store)[:15]]
+    before = snapshot(any_store)
     ollama.script(Reply.proposal("merged", batch[:3]))
-    cycle = stepped(gm, ollama)
+    cycle = stepped(any_store, ollama)
     with pytest.raises(Conflict):
         cycle.advance()  # propose needs the async call
     with pytest.raises(Conflict):
@@ -581,18 +596,18 @@ async def test_reject_at_review_applies_nothing(gm: Store, ollama: FakeOllama) -
     assert cycle.done
     assert cycle.record.outcome == "discarded"
     assert "rejected" in cycle.record.reason
-    assert gm.require_record(cycle.record.cycle_id).outcome == "discarded"
-    assert_untouched_by_failure(gm, before, cycle.record)
+    assert any_store.require_record(cycle.record.cycle_id).outcome == "discarded"
+    assert_untouched_by_failure(any_store, before, cycle.record)
     with pytest.raises(Conflict):
         cycle.advance()
 
 
 async def test_repropose_asks_again_and_applies_the_new_answer(
-    gm: Store, ollama: FakeOllama
+    any_store: AnyStore, ollama: FakeOllama
 ) -> None:
-    batch = [f.id for f in seed_weighted(gm)[:15]]
+    batch = [f.id for f in seed_weighted(any_store)[:15]]
     ollama.script(Reply.error(400, "first answer fails"), Reply.proposal("second", batch[:2]))
-    cycle = stepped(gm, ollama)
+    cycle = stepped(any_store, ollama)
     await cycle.propose()
     assert cycle.record.outcome == "failed"
     cycle.advance()  # review: not run
@@ -609,23 +624,23 @@ async def test_repropose_asks_again_and_applies_the_new_answer(
 
 
 async def test_cancel_before_apply_keeps_only_committed_stages(
-    gm: Store, ollama: FakeOllama, clock: Clock
+    any_store: AnyStore, ollama: FakeOllama, clock: Clock
 ) -> None:
-    seed_aged(gm)
-    state = curation_state(gm)
+    seed_aged(any_store)
+    state = curation_state(any_store)
     ollama.script(Reply.proposal("merged", ["x"]))
-    cycle = stepped(gm, ollama)  # decay committed
-    decayed = weights(gm)
+    cycle = stepped(any_store, ollama)  # decay committed
+    decayed = weights(any_store)
     await cycle.propose()
     cycle.cancel()
     assert cycle.done
     assert cycle.record.outcome == "skipped"
     assert cycle.record.reason == "cancelled by the user before review"
-    assert gm.require_record(cycle.record.cycle_id).outcome == "skipped"
-    assert curation_state(gm) == state
-    assert weights(gm) == decayed
+    assert any_store.require_record(cycle.record.cycle_id).outcome == "skipped"
+    assert curation_state(any_store) == state
+    assert weights(any_store) == decayed
     cycle.cancel()  # a second cancel is a no-op
-    assert gm.counters().cycles == 1
+    assert any_store.counters().cycles == 1
 
 
 # ---------------------------------------------------------------- the request
@@ -681,54 +696,54 @@ def test_multiline_fact_text_stays_on_one_prompt_row(gm: Store, ollama: FakeOlla
 # ---------------------------------------------------------------- batch selection
 
 
-def test_pinned_trap(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm)
-    trap = gm.pin(facts[0].id)  # the weakest fact, pinned
+def test_pinned_trap(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = seed_weighted(any_store)
+    trap = any_store.pin(facts[0].id)  # the weakest fact, pinned
     batch = [f.id for f in facts[1:15]]  # 29 unpinned -> 14
     ollama.script(Reply.proposal("merged", [trap.id, batch[0], batch[1]]))
-    record = run(gm, ollama)
+    record = run(any_store, ollama)
     assert trap.id not in ollama.generate_requests[0].prompt
     assert record.batch == batch
     assert record.outcome == "applied"
     assert record.consumed == [batch[0], batch[1]]
     assert record.ignored[0].id == trap.id
     assert record.ignored[0].reason.startswith("pinned")
-    after = gm.require(trap.id)
+    after = any_store.require(trap.id)
     assert after.is_live and after.pinned
     assert after.weight == trap.weight
 
 
 def test_pinned_facts_never_appear_in_any_prompt(
-    gm: Store, ollama: FakeOllama, clock: Clock
+    any_store: AnyStore, ollama: FakeOllama, clock: Clock
 ) -> None:
-    facts = seed_weighted(gm, n=40)
-    pinned = {gm.pin(f.id).id for f in facts[:10]}
+    facts = seed_weighted(any_store, n=40)
+    pinned = {any_store.pin(f.id).id for f in facts[:10]}
     ollama.set_responder(
         lambda request: Reply.proposal(
             "merged", [fid for fid, _ in prompt_rows(request.prompt)][:3]
         )
     )
     for _ in range(4):
-        record = run(gm, ollama, threshold=5)
+        record = run(any_store, ollama, threshold=5)
         assert record.outcome == "applied"
         clock.advance(1)
     for request in ollama.generate_requests:
         assert not pinned & {fid for fid, _ in prompt_rows(request.prompt)}
-    assert all(gm.require(fid).pinned and gm.require(fid).is_live for fid in pinned)
+    assert all(any_store.require(fid).pinned and any_store.require(fid).is_live for fid in pinned)
 
 
-def test_tombstones_never_enter_a_batch(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm, n=40)
-    retired = {gm.retire(f.id).id for f in facts[:5]}
-    revised = {gm.revise(f.id, f"{f.text} revised")[1].id for f in facts[5:8]}
+def test_tombstones_never_enter_a_batch(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = seed_weighted(any_store, n=40)
+    retired = {any_store.retire(f.id).id for f in facts[:5]}
+    revised = {any_store.revise(f.id, f"{f.text} revised")[1].id for f in facts[5:8]}
     ollama.set_responder(
         lambda request: Reply.proposal(
             "merged", [fid for fid, _ in prompt_rows(request.prompt)][:4]
         )
     )
-    first = run(gm, ollama)
+    first = run(any_store, ollama)
     consumed = set(first.consumed)
-    second = run(gm, ollama)
+    second = run(any_store, ollama)
     assert first.outcome == second.outcome == "applied"
     shown = [{fid for fid, _ in prompt_rows(r.prompt)} for r in ollama.generate_requests]
     tombstones = retired | revised
@@ -737,38 +752,40 @@ def test_tombstones_never_enter_a_batch(gm: Store, ollama: FakeOllama) -> None:
     assert set(second.batch) == shown[1]
 
 
-def test_exactly_threshold_live_facts_is_skipped(gm: Store, ollama: FakeOllama) -> None:
-    seed_weighted(gm, n=20)
-    record = run(gm, ollama, threshold=20)
+def test_exactly_threshold_live_facts_is_skipped(any_store: AnyStore, ollama: FakeOllama) -> None:
+    seed_weighted(any_store, n=20)
+    record = run(any_store, ollama, threshold=20)
     assert record.outcome == "skipped"
     assert "not more than the threshold" in record.reason
     assert record.batch == []
     assert ollama.generate_requests == []
 
 
-def test_threshold_counts_live_facts_only(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm, n=25)
+def test_threshold_counts_live_facts_only(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = seed_weighted(any_store, n=25)
     for fact in facts[:5]:
-        gm.retire(fact.id)
-    record = run(gm, ollama, threshold=20)  # 20 live + 5 tombstones
+        any_store.retire(fact.id)
+    record = run(any_store, ollama, threshold=20)  # 20 live + 5 tombstones
     assert record.outcome == "skipped"
     assert ollama.generate_requests == []
 
 
-def test_one_over_threshold_makes_a_batch(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm, n=21)
+def test_one_over_threshold_makes_a_batch(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = seed_weighted(any_store, n=21)
     ollama.script(Reply.text("not json"))
-    record = run(gm, ollama, threshold=20)
+    record = run(any_store, ollama, threshold=20)
     assert record.batch == [f.id for f in facts[:10]]
     assert len(ollama.generate_requests) == 1
 
 
-def test_pinned_facts_count_as_live_but_not_for_the_batch(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_weighted(gm, n=21)
+def test_pinned_facts_count_as_live_but_not_for_the_batch(
+    any_store: AnyStore, ollama: FakeOllama
+) -> None:
+    facts = seed_weighted(any_store, n=21)
     for fact in facts[10:]:
-        gm.pin(fact.id)  # 21 live, 10 unpinned -> batch of 5
+        any_store.pin(fact.id)  # 21 live, 10 unpinned -> batch of 5
     ollama.script(Reply.text("not json"))
-    record = run(gm, ollama, threshold=20)
+    record = run(any_store, ollama, threshold=20)
     assert record.batch == [f.id for f in facts[:5]]
 
 
@@ -776,38 +793,38 @@ def test_pinned_facts_count_as_live_but_not_for_the_batch(gm: Store, ollama: Fak
     ("n", "max_batch", "size"), [(100, 7, 7), (100, 32, 32), (30, 32, 15), (41, 100, 20)]
 )
 def test_max_batch_caps_the_batch(
-    gm: Store, ollama: FakeOllama, n: int, max_batch: int, size: int
+    any_store: AnyStore, ollama: FakeOllama, n: int, max_batch: int, size: int
 ) -> None:
-    facts = seed_weighted(gm, n=n)
+    facts = seed_weighted(any_store, n=n)
     ollama.script(Reply.text("not json"))
-    record = run(gm, ollama, max_batch=max_batch, threshold=5)
+    record = run(any_store, ollama, max_batch=max_batch, threshold=5)
     assert record.batch == [f.id for f in facts[:size]]
     assert len(prompt_rows(ollama.generate_requests[0].prompt)) == size
 
 
-def test_batch_ties_are_broken_by_id(gm: Store, ollama: FakeOllama) -> None:
-    facts = gm.put_many(
+def test_batch_ties_are_broken_by_id(any_store: AnyStore, ollama: FakeOllama) -> None:
+    facts = any_store.put_many(
         NewFact(agent_id=AGENT, text=f"same weight {i}", weight=0.5) for i in range(30)
     )
     ollama.script(Reply.text("x"))
-    record = run(gm, ollama)
+    record = run(any_store, ollama)
     assert record.batch == sorted(f.id for f in facts)[:15]
 
 
 # ---------------------------------------------------------------- decay
 
 
-def test_five_decays_at_one_instant_equal_one(gm: Store, clock: Clock) -> None:
-    seed_aged(gm, n=12, step_hours=100)
-    gm.decay(AGENT, HALF_LIFE)
-    once = weights(gm)
+def test_five_decays_at_one_instant_equal_one(any_store: AnyStore, clock: Clock) -> None:
+    seed_aged(any_store, n=12, step_hours=100)
+    any_store.decay(AGENT, HALF_LIFE)
+    once = weights(any_store)
     for _ in range(4):
-        outcome = gm.decay(AGENT, HALF_LIFE)
+        outcome = any_store.decay(AGENT, HALF_LIFE)
         assert outcome.changed == 0
-    assert weights(gm) == once
+    assert weights(any_store) == once
     for _ in range(5):
-        run(gm, None)
-    assert weights(gm) == once
+        run(any_store, None)
+    assert weights(any_store) == once
 
 
 def test_decay_is_idempotent_across_cycles_at_one_instant(tmp_path: Path) -> None:
@@ -821,9 +838,9 @@ def test_decay_is_idempotent_across_cycles_at_one_instant(tmp_path: Path) -> Non
     assert results[0] == results[1]
 
 
-def test_pinned_facts_never_decay(gm: Store, clock: Clock) -> None:
+def test_pinned_facts_never_decay(any_store: AnyStore, clock: Clock) -> None:
     old = NOW - timedelta(hours=5000)
-    [fact] = gm.put_many(
+    [fact] = any_store.put_many(
         [
             NewFact(
                 agent_id=AGENT,
@@ -835,73 +852,77 @@ def test_pinned_facts_never_decay(gm: Store, clock: Clock) -> None:
             )
         ]
     )
-    [loose] = gm.put_many(
+    [loose] = any_store.put_many(
         [NewFact(agent_id=AGENT, text="loose", created_at=old, accessed_at=old, weight=0.8)]
     )
     for _ in range(3):
-        run(gm, None)
+        run(any_store, None)
         clock.advance(10_000)
-    assert gm.require(fact.id).weight == 0.8
-    assert gm.require(fact.id).is_live
-    assert gm.find(loose.id) is None  # decayed below 0.01 and pruned
-    pruned = [f.id for r in gm.records(AGENT) for f in r.pruned]
+    assert any_store.require(fact.id).weight == 0.8
+    assert any_store.require(fact.id).is_live
+    assert any_store.find(loose.id) is None  # decayed below 0.01 and pruned
+    pruned = [f.id for r in any_store.records(AGENT) for f in r.pruned]
     assert pruned == [loose.id]
 
 
-def test_one_half_life_halves_the_weight(gm: Store, clock: Clock) -> None:
-    [fact] = gm.put_many([NewFact(agent_id=AGENT, text="t", accessed_at=NOW, created_at=NOW)])
+def test_one_half_life_halves_the_weight(any_store: AnyStore, clock: Clock) -> None:
+    [fact] = any_store.put_many(
+        [NewFact(agent_id=AGENT, text="t", accessed_at=NOW, created_at=NOW)]
+    )
     clock.advance(HALF_LIFE)
-    gm.decay(AGENT, HALF_LIFE)
-    assert gm.require(fact.id).weight == pytest.approx(0.5, rel=1e-12)
+    any_store.decay(AGENT, HALF_LIFE)
+    assert any_store.require(fact.id).weight == pytest.approx(0.5, rel=1e-12)
     clock.advance(HALF_LIFE)
-    gm.decay(AGENT, HALF_LIFE)
-    assert gm.require(fact.id).weight == pytest.approx(0.25, rel=1e-12)
+    any_store.decay(AGENT, HALF_LIFE)
+    assert any_store.require(fact.id).weight == pytest.approx(0.25, rel=1e-12)
 
 
-def test_decay_never_raises_a_weight(gm: Store, clock: Clock) -> None:
-    [fact] = gm.put_many([NewFact(agent_id=AGENT, text="t", weight=0.3)])
+def test_decay_never_raises_a_weight(any_store: AnyStore, clock: Clock) -> None:
+    [fact] = any_store.put_many([NewFact(agent_id=AGENT, text="t", weight=0.3)])
     clock.advance(HALF_LIFE)  # 0.5 would be higher than 0.3
-    gm.decay(AGENT, HALF_LIFE)
-    assert gm.require(fact.id).weight == 0.3
+    any_store.decay(AGENT, HALF_LIFE)
+    assert any_store.require(fact.id).weight == 0.3
 
 
-def test_tombstones_decay_too(gm: Store, clock: Clock) -> None:
-    fact = gm.put(AGENT, "to retire")
-    gm.retire(fact.id)
+def test_tombstones_decay_too(any_store: AnyStore, clock: Clock) -> None:
+    fact = any_store.put(AGENT, "to retire")
+    any_store.retire(fact.id)
     clock.advance(HALF_LIFE)
-    gm.decay(AGENT, HALF_LIFE)
-    assert gm.require(fact.id).weight == pytest.approx(0.5)
+    any_store.decay(AGENT, HALF_LIFE)
+    assert any_store.require(fact.id).weight == pytest.approx(0.5)
 
 
 # ---------------------------------------------------------------- dry run
 
 
-def test_dry_run_applies_nothing(gm: Store, ollama: FakeOllama) -> None:
-    batch = [f.id for f in seed_weighted(gm)[:15]]
-    before = snapshot(gm)
+def test_dry_run_applies_nothing(any_store: AnyStore, ollama: FakeOllama) -> None:
+    batch = [f.id for f in seed_weighted(any_store)[:15]]
+    before = snapshot(any_store)
     ollama.script(Reply.proposal("merged", batch[:5]))
-    record = run(gm, ollama, dry_run=True)
+    record = run(any_store, ollama, dry_run=True)
     assert record.outcome == "dry_run"
     assert record.summary_id == ""
     assert record.consumed == []
     assert record.batch == batch
-    after = snapshot(gm)
+    after = snapshot(any_store)
     assert after["facts"] == before["facts"]
     assert (after["counters"]["consolidations"], after["counters"]["facts_consolidated"]) == (0, 0)
     assert len(ollama.generate_requests) == 1
 
 
-def test_dry_run_with_pending_decay_writes_no_weight(gm: Store, ollama: FakeOllama) -> None:
-    facts = seed_aged(gm)
+def test_dry_run_with_pending_decay_writes_no_weight(
+    any_store: AnyStore, ollama: FakeOllama
+) -> None:
+    facts = seed_aged(any_store)
     batch = [f.id for f in facts[:15]]
-    before = snapshot(gm)
+    before = snapshot(any_store)
     ollama.script(Reply.proposal("merged", batch[:3]))
-    record = run(gm, ollama, dry_run=True)
+    record = run(any_store, ollama, dry_run=True)
     assert record.outcome == "dry_run", record.reason
     assert record.batch == batch  # selected on the weights decay would leave
     decay = record.stages[STAGES.index("decay")]
     assert decay.details["changed"] == 29  # all but the fact accessed just now
-    assert snapshot(gm)["facts"] == before["facts"]  # ... but no weight was written
+    assert snapshot(any_store)["facts"] == before["facts"]  # ... but no weight was written
 
 
 # ------------------------------------------------- regressions (bugs fixed, cycle level)

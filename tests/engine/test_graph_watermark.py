@@ -1,5 +1,5 @@
 """Entity extraction, the extraction watermark (each fact extracted once per text) and
-graph decay, through real cycles on a real store."""
+graph decay, through real cycles on a real store of each backend."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from graymatter_tui.consolidation.cycle import STAGES, Cycle, CycleOptions
 from graymatter_tui.graph import Entity, extract_entities
 from graymatter_tui.store import NewFact, Store
 from graymatter_tui.store.graph_ops import Edge, Node
-from graymatter_tui.store.tx import SEP, Tx
+from graymatter_tui.store.tx import SEP, GraphTable, Tx
 from tests.engine.helpers import AGENT, Clock
+from tests.support.backends import AnyStore, read_raw
 
 HALF_LIFE = 720.0
 
@@ -27,43 +28,41 @@ TEXTS = [
 ]
 
 
-def extracted(store: Store, agent: str = AGENT, **options: Any) -> dict[str, Any]:
+def extracted(store: AnyStore, agent: str = AGENT, **options: Any) -> dict[str, Any]:
     """Run one cycle without a summariser; the extract stage's details."""
     record = Cycle(store, agent, None, CycleOptions(**options)).run_sync()
     return record.stages[STAGES.index("extract")].details
 
 
-def signatures(store: Store, agent: str = AGENT) -> set[str]:
-    """Fact ids that carry an extraction signature."""
+def signatures(store: AnyStore, agent: str = AGENT) -> set[str]:
+    """Fact ids that carry an extraction signature (a raw read of either backend's
+    `extracted` rows, keyed `agent SEP fact id` on both)."""
+    head = agent.encode() + SEP
 
-    def run(tx: Tx) -> set[str]:
-        head = agent.encode() + SEP
-        cursor = tx.txn.cursor(db=tx.dbs.extracted)
-        out = set()
-        found = cursor.set_range(head)
-        while found and cursor.key().startswith(head):
-            out.add(bytes(cursor.key()[len(head) :]).decode())
-            found = cursor.next()
-        return out
+    def keys(tx: Any) -> list[bytes]:
+        if isinstance(tx, Tx):
+            return [bytes(k) for k in tx.txn.cursor(db=tx.dbs.extracted).iternext(values=False)]
+        return [bytes(k) for (k,) in tx.conn.execute("SELECT key FROM extracted").fetchall()]
 
-    return store.read(run)
+    return {k[len(head) :].decode() for k in read_raw(store, keys) if k.startswith(head)}
 
 
-def graph(store: Store, agent: str = AGENT) -> tuple[dict[str, Node], dict[str, Edge]]:
-    def run(tx: Tx) -> tuple[dict[str, Node], dict[str, Edge]]:
-        head = agent.encode() + SEP
+def graph(store: AnyStore, agent: str = AGENT) -> tuple[dict[str, Node], dict[str, Edge]]:
+    head = agent.encode() + SEP
+
+    def run(tx: Any) -> tuple[dict[str, Node], dict[str, Edge]]:
         nodes: dict[str, Node] = {}
         edges: dict[str, Edge] = {}
-        for db, kind, out in ((tx.dbs.graph_nodes, Node, nodes), (tx.dbs.graph_edges, Edge, edges)):
-            cursor = tx.txn.cursor(db=db)
-            found = cursor.set_range(head)
-            while found and cursor.key().startswith(head):
-                item = msgspec.json.decode(cursor.value(), type=kind)
-                out[bytes(cursor.key()[len(head) :]).decode()] = item
-                found = cursor.next()
+        tables: tuple[tuple[GraphTable, type[Node] | type[Edge], dict[str, Any]], ...] = (
+            ("graph_nodes", Node, nodes),
+            ("graph_edges", Edge, edges),
+        )
+        for table, kind, out in tables:
+            for key, value in tx.graph_rows(table, agent):
+                out[key[len(head) :].decode()] = msgspec.json.decode(value, type=kind)
         return nodes, edges
 
-    return store.read(run)
+    return read_raw(store, run)
 
 
 # ---------------------------------------------------------------- extract_entities
@@ -123,15 +122,15 @@ def seed(store: Store) -> list[str]:
     return [f.id for f in store.put_many(NewFact(agent_id=AGENT, text=t) for t in TEXTS)]
 
 
-def test_a_cycle_extracts_every_live_fact_once(gm: Store) -> None:
-    ids = seed(gm)
-    retired = gm.put(AGENT, "Retired note about Lars Nilsson")
-    gm.retire(retired.id)
-    details = extracted(gm)
+def test_a_cycle_extracts_every_live_fact_once(any_store: AnyStore) -> None:
+    ids = seed(any_store)
+    retired = any_store.put(AGENT, "Retired note about Lars Nilsson")
+    any_store.retire(retired.id)
+    details = extracted(any_store)
     assert details["extracted"] == len(TEXTS)
     assert details["unchanged"] == 0
-    assert signatures(gm) == set(ids)
-    nodes, edges = graph(gm)
+    assert signatures(any_store) == set(ids)
+    nodes, edges = graph(any_store)
     assert "name:lars nilsson" not in nodes  # tombstones are never extracted
     assert {
         "name:maria lopez",
@@ -146,153 +145,153 @@ def test_a_cycle_extracts_every_live_fact_once(gm: Store) -> None:
     } == set(nodes)
     assert "ident:sup-1234\x00name:maria lopez" in edges
     assert edges["ident:sup-1234\x00name:maria lopez"].sources == [ids[0]]
-    assert gm.graph_size(AGENT) == (len(nodes), len(edges))
+    assert any_store.graph_size(AGENT) == (len(nodes), len(edges))
 
 
-def test_an_unchanged_second_cycle_extracts_nothing(gm: Store) -> None:
-    seed(gm)
-    extracted(gm)
-    nodes_before, _ = graph(gm)
-    details = extracted(gm)
+def test_an_unchanged_second_cycle_extracts_nothing(any_store: AnyStore) -> None:
+    seed(any_store)
+    extracted(any_store)
+    nodes_before, _ = graph(any_store)
+    details = extracted(any_store)
     assert details["extracted"] == 0
     assert details["unchanged"] == len(TEXTS)
-    nodes_after, _ = graph(gm)
+    nodes_after, _ = graph(any_store)
     assert {k: v.mentions for k, v in nodes_after.items()} == {
         k: v.mentions for k, v in nodes_before.items()
     }
 
 
-def test_revision_is_extracted_and_tombstones_skipped(gm: Store) -> None:
-    ids = seed(gm)
-    extracted(gm)
-    revision, _ = gm.revise(ids[4], "Yuki Tanaka now owns the search indexer.")
-    gm.retire(ids[1])
-    details = extracted(gm)
+def test_revision_is_extracted_and_tombstones_skipped(any_store: AnyStore) -> None:
+    ids = seed(any_store)
+    extracted(any_store)
+    revision, _ = any_store.revise(ids[4], "Yuki Tanaka now owns the search indexer.")
+    any_store.retire(ids[1])
+    details = extracted(any_store)
     assert details["extracted"] == 1
     assert details["unchanged"] == len(TEXTS) - 2
-    assert revision.id in signatures(gm)
-    nodes, _ = graph(gm)
+    assert revision.id in signatures(any_store)
+    nodes, _ = graph(any_store)
     assert nodes["name:yuki tanaka"].mentions == 1
     assert nodes["name:chen wei"].mentions == 1  # the old text is not extracted again
-    assert extracted(gm)["extracted"] == 0
+    assert extracted(any_store)["extracted"] == 0
 
 
-def test_summary_of_a_cycle_is_extracted_by_that_cycle(gm: Store) -> None:
-    seed(gm)
-    extracted(gm)
-    gm.put(AGENT, "New fact about Amara Okafor and INC-4242")
-    details = extracted(gm)
+def test_summary_of_a_cycle_is_extracted_by_that_cycle(any_store: AnyStore) -> None:
+    seed(any_store)
+    extracted(any_store)
+    any_store.put(AGENT, "New fact about Amara Okafor and INC-4242")
+    details = extracted(any_store)
     assert details["extracted"] == 1
-    nodes, edges = graph(gm)
+    nodes, edges = graph(any_store)
     assert {"name:amara okafor", "ident:inc-4242"} <= set(nodes)
     assert "ident:inc-4242\x00name:amara okafor" in edges
 
 
-def test_deleting_a_fact_drops_its_signature(gm: Store) -> None:
-    ids = seed(gm)
-    [weak] = gm.put_many(
+def test_deleting_a_fact_drops_its_signature(any_store: AnyStore) -> None:
+    ids = seed(any_store)
+    [weak] = any_store.put_many(
         [NewFact(agent_id=AGENT, text="Fading note on Lars Nilsson", weight=0.005)]
     )
-    first = extracted(gm)  # prune runs before extract: the weak fact is never extracted
+    first = extracted(any_store)  # prune runs before extract: the weak fact is never extracted
     assert first["extracted"] == len(TEXTS)
-    assert gm.find(weak.id) is None
-    [record] = gm.records(AGENT)
+    assert any_store.find(weak.id) is None
+    [record] = any_store.records(AGENT)
     assert [f.id for f in record.pruned] == [weak.id]
-    assert weak.id not in signatures(gm)
+    assert weak.id not in signatures(any_store)
 
-    [kept] = gm.put_many([NewFact(agent_id=AGENT, text="Another note on Lars Nilsson")])
-    extracted(gm)
-    assert kept.id in signatures(gm)
-    gm.delete([kept.id])
-    assert signatures(gm) == set(ids)
+    [kept] = any_store.put_many([NewFact(agent_id=AGENT, text="Another note on Lars Nilsson")])
+    extracted(any_store)
+    assert kept.id in signatures(any_store)
+    any_store.delete([kept.id])
+    assert signatures(any_store) == set(ids)
     # the same fact imported again (same id, same text) is new to the watermark
-    gm.import_all([kept], [])
-    assert extracted(gm)["extracted"] == 1
-    assert kept.id in signatures(gm)
+    any_store.import_all([kept], [])
+    assert extracted(any_store)["extracted"] == 1
+    assert kept.id in signatures(any_store)
 
 
-def test_prune_in_a_cycle_drops_the_signature(gm: Store, clock: Clock) -> None:
-    ids = seed(gm)
-    extracted(gm)
-    assert signatures(gm) == set(ids)
+def test_prune_in_a_cycle_drops_the_signature(any_store: AnyStore, clock: Clock) -> None:
+    ids = seed(any_store)
+    extracted(any_store)
+    assert signatures(any_store) == set(ids)
     clock.advance(HALF_LIFE * 7)  # every fact decays below 0.01
-    details = extracted(gm)
+    details = extracted(any_store)
     assert details["extracted"] == 0
-    assert gm.list_facts(AGENT, "all") == []
-    assert signatures(gm) == set()
-    assert len(gm.records(AGENT)[0].pruned) == len(TEXTS)
+    assert any_store.list_facts(AGENT, "all") == []
+    assert signatures(any_store) == set()
+    assert len(any_store.records(AGENT)[0].pruned) == len(TEXTS)
 
 
-def test_watermark_is_per_agent(gm: Store) -> None:
-    seed(gm)
-    gm.put_many(NewFact(agent_id="agent-b", text=t) for t in TEXTS)
-    assert extracted(gm)["extracted"] == len(TEXTS)
-    assert extracted(gm, "agent-b")["extracted"] == len(TEXTS)
-    assert extracted(gm, "agent-b")["extracted"] == 0
+def test_watermark_is_per_agent(any_store: AnyStore) -> None:
+    seed(any_store)
+    any_store.put_many(NewFact(agent_id="agent-b", text=t) for t in TEXTS)
+    assert extracted(any_store)["extracted"] == len(TEXTS)
+    assert extracted(any_store, "agent-b")["extracted"] == len(TEXTS)
+    assert extracted(any_store, "agent-b")["extracted"] == 0
 
 
-def test_dry_run_extracts_nothing(gm: Store) -> None:
-    seed(gm)
-    record = Cycle(gm, AGENT, None, CycleOptions(dry_run=True)).run_sync()
+def test_dry_run_extracts_nothing(any_store: AnyStore) -> None:
+    seed(any_store)
+    record = Cycle(any_store, AGENT, None, CycleOptions(dry_run=True)).run_sync()
     assert record.outcome == "skipped"  # no summariser: nothing to propose
     assert record.stages[STAGES.index("extract")].summary == "dry run: not run"
-    assert signatures(gm) == set()
-    assert gm.graph_size(AGENT) == (0, 0)
+    assert signatures(any_store) == set()
+    assert any_store.graph_size(AGENT) == (0, 0)
 
 
 # ---------------------------------------------------------------- graph decay
 
 
-def test_graph_decay_halves_after_one_half_life(gm: Store, clock: Clock) -> None:
-    seed(gm)
-    extracted(gm)
-    n_nodes, n_edges = gm.graph_size(AGENT)
+def test_graph_decay_halves_after_one_half_life(any_store: AnyStore, clock: Clock) -> None:
+    seed(any_store)
+    extracted(any_store)
+    n_nodes, n_edges = any_store.graph_size(AGENT)
     assert n_nodes and n_edges
     clock.advance(HALF_LIFE)
-    outcome = gm.decay_graph(AGENT, HALF_LIFE)
+    outcome = any_store.decay_graph(AGENT, HALF_LIFE)
     assert (outcome.nodes, outcome.edges) == (n_nodes, n_edges)
     assert outcome.nodes_removed == outcome.edges_removed == 0
-    nodes, edges = graph(gm)
+    nodes, edges = graph(any_store)
     assert all(n.weight == pytest.approx(0.5) for n in nodes.values())
     assert all(e.weight == pytest.approx(0.5) for e in edges.values())
-    gm.decay_graph(AGENT, HALF_LIFE)  # again at the same instant: nothing changes
-    assert [n.weight for n in graph(gm)[0].values()] == [n.weight for n in nodes.values()]
+    any_store.decay_graph(AGENT, HALF_LIFE)  # again at the same instant: nothing changes
+    assert [n.weight for n in graph(any_store)[0].values()] == [n.weight for n in nodes.values()]
 
 
-def test_graph_decay_removes_entries_below_one_percent(gm: Store, clock: Clock) -> None:
-    seed(gm)
-    gm.put_many(NewFact(agent_id="agent-b", text=t) for t in TEXTS)
-    extracted(gm)
-    extracted(gm, "agent-b")
-    other = gm.graph_size("agent-b")
-    n_nodes, n_edges = gm.graph_size(AGENT)
+def test_graph_decay_removes_entries_below_one_percent(any_store: AnyStore, clock: Clock) -> None:
+    seed(any_store)
+    any_store.put_many(NewFact(agent_id="agent-b", text=t) for t in TEXTS)
+    extracted(any_store)
+    extracted(any_store, "agent-b")
+    other = any_store.graph_size("agent-b")
+    n_nodes, n_edges = any_store.graph_size(AGENT)
     clock.advance(HALF_LIFE * 6)  # 2^-6 = 0.0156: still kept
-    assert gm.decay_graph(AGENT, HALF_LIFE).nodes_removed == 0
-    assert gm.graph_size(AGENT) == (n_nodes, n_edges)
+    assert any_store.decay_graph(AGENT, HALF_LIFE).nodes_removed == 0
+    assert any_store.graph_size(AGENT) == (n_nodes, n_edges)
     clock.advance(HALF_LIFE)  # 2^-7 = 0.0078: removed
-    outcome = gm.decay_graph(AGENT, HALF_LIFE)
+    outcome = any_store.decay_graph(AGENT, HALF_LIFE)
     assert (outcome.nodes_removed, outcome.edges_removed) == (n_nodes, n_edges)
-    assert gm.graph_size(AGENT) == (0, 0)
-    assert gm.graph_size("agent-b") == other  # another agent's graph is untouched
+    assert any_store.graph_size(AGENT) == (0, 0)
+    assert any_store.graph_size("agent-b") == other  # another agent's graph is untouched
 
 
-def test_a_re_mentioned_node_is_refreshed(gm: Store, clock: Clock) -> None:
-    seed(gm)
-    extracted(gm)
+def test_a_re_mentioned_node_is_refreshed(any_store: AnyStore, clock: Clock) -> None:
+    seed(any_store)
+    extracted(any_store)
     clock.advance(HALF_LIFE * 3)
-    gm.put(AGENT, "Maria Lopez is back from leave.")
-    extracted(gm)  # extract refreshes the node, then graph decay runs in the same cycle
-    nodes, _ = graph(gm)
+    any_store.put(AGENT, "Maria Lopez is back from leave.")
+    extracted(any_store)  # extract refreshes the node, then graph decay runs in the same cycle
+    nodes, _ = graph(any_store)
     assert nodes["name:maria lopez"].weight == 1.0
     assert nodes["name:maria lopez"].mentions == 2
     assert nodes["name:dev patel"].weight == pytest.approx(0.125)
 
 
-def test_a_re_mentioned_edge_is_refreshed(gm: Store, clock: Clock) -> None:
-    seed(gm)
-    extracted(gm)
+def test_a_re_mentioned_edge_is_refreshed(any_store: AnyStore, clock: Clock) -> None:
+    seed(any_store)
+    extracted(any_store)
     clock.advance(HALF_LIFE * 3)
-    gm.put(AGENT, "Maria Lopez reopened SUP-1234.")
-    extracted(gm)
-    _, edges = graph(gm)
+    any_store.put(AGENT, "Maria Lopez reopened SUP-1234.")
+    extracted(any_store)
+    _, edges = graph(any_store)
     assert edges["ident:sup-1234\x00name:maria lopez"].weight == 1.0

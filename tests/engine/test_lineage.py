@@ -1,6 +1,8 @@
 """Lineage for explain: what a fact superseded, followed transitively through revisions
 and a summary's receipts, never through a retired fact, and stopping at a cycle of ids
-or at the caps without looping."""
+or at the caps without looping. Lineages of revisions and summaries run on both backends;
+the corrupt rows (loops, receipts naming a retired or missing fact) are written through
+LMDB's raw transaction, so those run on LMDB only."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from graymatter_tui.receipts import MAX_LINEAGE_DEPTH, lineage_fields, lineage_s
 from graymatter_tui.store import Store
 from tests.engine.helpers import AGENT
 from tests.engine.test_revert import applied, seed_weighted
+from tests.support.backends import AnyStore
 from tests.support.ollama_fake import FakeOllama
 
 STAMP = "2026-02-01T10:00:00.000000Z"
@@ -28,16 +31,16 @@ def hand_made(fact_id: str, superseded_by: str = "", text: str = "") -> Fact:
 
 
 def test_revisions_of_a_summary_lead_back_to_what_it_consumed(
-    gm: Store, ollama: FakeOllama
+    any_store: AnyStore, ollama: FakeOllama
 ) -> None:
-    facts = seed_weighted(gm)
+    facts = seed_weighted(any_store)
     consumed = [f.id for f in facts[:3]]
-    record = applied(gm, ollama, consumed)
-    first, _ = gm.revise(record.summary_id, "merged garden notes, corrected")
-    latest, _ = gm.revise(first.id, "merged garden notes, corrected twice")
-    gm.retire(facts[5].id)  # retired: superseded by "agent", in nobody's lineage
+    record = applied(any_store, ollama, consumed)
+    first, _ = any_store.revise(record.summary_id, "merged garden notes, corrected")
+    latest, _ = any_store.revise(first.id, "merged garden notes, corrected twice")
+    any_store.retire(facts[5].id)  # retired: superseded by "agent", in nobody's lineage
 
-    found = lineages(gm, AGENT, [latest.id])[latest.id]
+    found = lineages(any_store, AGENT, [latest.id])[latest.id]
 
     nearest_first = [(a.fact_id, a.replaced_by, a.depth) for a in found.ancestors]
     assert nearest_first[:2] == [(first.id, latest.id, 1), (record.summary_id, first.id, 2)]
@@ -50,7 +53,7 @@ def test_revisions_of_a_summary_lead_back_to_what_it_consumed(
     assert fields["lineage"][1]["cycle_id"] == record.cycle_id
     assert lineage_summary(fields) == "replaced 5 facts (3 deep)"
     # A fact that replaced nothing has an empty lineage.
-    plain = lineages(gm, AGENT, [facts[10].id])[facts[10].id]
+    plain = lineages(any_store, AGENT, [facts[10].id])[facts[10].id]
     assert plain.ancestors == [] and lineage_summary(lineage_fields(plain)) == "replaced nothing"
 
 
@@ -96,11 +99,11 @@ def test_receipts_that_close_a_cycle_through_a_live_fact_end_the_walk(gm: Store)
     assert found.cycle
 
 
-def test_a_long_revision_chain_is_capped_and_says_so(gm: Store) -> None:
-    fact = gm.put(AGENT, "version 0")
+def test_a_long_revision_chain_is_capped_and_says_so(any_store: AnyStore) -> None:
+    fact = any_store.put(AGENT, "version 0")
     for n in range(1, MAX_LINEAGE_DEPTH + 5):
-        fact, _ = gm.revise(fact.id, f"version {n}")
-    found = lineages(gm, AGENT, [fact.id])[fact.id]
+        fact, _ = any_store.revise(fact.id, f"version {n}")
+    found = lineages(any_store, AGENT, [fact.id])[fact.id]
     assert len(found.ancestors) == MAX_LINEAGE_DEPTH
     assert found.ancestors[-1].fact is not None
     assert found.ancestors[-1].fact.text == "version 4"

@@ -2,7 +2,9 @@
 
 The store is seeded in-process on a fixed clock and closed; every command then runs as
 `python -m graymatter_tui --dir DIR recall ...` with GRAYMATTER_NOW set one hour later, so
-a recorded access is recognisable by its timestamp.
+a recorded access is recognisable by its timestamp. Ranking, limits and recorded accesses
+run on both backends (`seeded_any`, `--store`); the weights and bad input, which the CLI
+reads before any store, stay on LMDB.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any
 import pytest
 
 from graymatter_tui.recall import RecallWeights, rank
-from graymatter_tui.store import Store
 from tests.recall.helpers import AGENT, FIXED
+from tests.support.backends import CliStore
 
 NOW_TEXT = "2026-03-01T13:00:00Z"  # one hour after the store was seeded
 NOW_STORED = "2026-03-01T13:00:00.000000Z"
@@ -29,16 +31,24 @@ ERROR_PREFIX = "graymatter-tui: error:"
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
+Where = Path | CliStore  # an LMDB data dir, or either backend's store
+
+
 def run(
-    data_dir: Path, *args: str, env: dict[str, str] | None = None
+    data_dir: Where, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m graymatter_tui --dir DATA_DIR ARGS` with a pinned clock and no leaked
-    GRAYMATTER_* settings."""
+    """`python -m graymatter_tui --dir DATA_DIR ARGS` (`--store LOCATION` for a CliStore)
+    with a pinned clock and no leaked GRAYMATTER_* settings."""
+    named = (
+        ["--store", data_dir.location]
+        if isinstance(data_dir, CliStore)
+        else ["--dir", str(data_dir)]
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GRAYMATTER_", "LMDB_"))}
     clean.update({"GRAYMATTER_NOW": NOW_TEXT, "PYTHONIOENCODING": "utf-8", "COLUMNS": "400"})
     clean.update(env or {})
     done = subprocess.run(
-        [sys.executable, "-m", "graymatter_tui", "--dir", str(data_dir), *args],
+        [sys.executable, "-m", "graymatter_tui", *named, *args],
         capture_output=True,
         env=clean,
         timeout=120,
@@ -49,14 +59,14 @@ def run(
     )
 
 
-def recall_json(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> list[Any]:
+def recall_json(data_dir: Where, *args: str, env: dict[str, str] | None = None) -> list[Any]:
     done = run(data_dir, "recall", *args, "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def access(data_dir: Path) -> dict[str, tuple[int, str]]:
+def access(data_dir: Where) -> dict[str, tuple[int, str]]:
     """id -> (access_count, accessed_at) of every fact, read with the real `list` command."""
     done = run(data_dir, "list", AGENT, "--state", "all", "--json")
     assert done.returncode == 0, done.stderr
@@ -73,16 +83,20 @@ def one_line_error(done: subprocess.CompletedProcess[str], code: int = 1) -> str
     return lines[0]
 
 
-def digest(data_dir: Path) -> str:
-    return hashlib.sha256((data_dir / "data.mdb").read_bytes()).hexdigest()
+def digest(data_dir: Where) -> str:
+    """The LMDB file's bytes; on PostgreSQL, the write generation and the feed's last
+    write (every write moves both)."""
+    if isinstance(data_dir, CliStore) and data_dir.backend == "postgres":
+        with data_dir.open() as store:
+            return f"{store.generation()}/{store.last_activity()}"
+    path = Path(data_dir.location) if isinstance(data_dir, CliStore) else data_dir
+    return hashlib.sha256((path / "data.mdb").read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def seeded(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A store holding five facts of AGENT (oldest first) and one of another agent."""
-    data_dir = tmp_path / "cli"
+def _seed(where: CliStore) -> dict[str, str]:
+    """Five facts of AGENT (oldest first) and one of another agent; their ids by name."""
     names = ["both", "router", "firmware", "printer", "weather"]
-    with Store.open(data_dir, clock_fn=lambda: FIXED) as store:
+    with where.open(clock_fn=lambda: FIXED) as store:
         facts = [
             store.put(AGENT, "router firmware upgrade scheduled"),
             store.put(AGENT, "router password rotated"),
@@ -91,11 +105,24 @@ def seeded(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
             store.put(AGENT, "weather sunny today"),
         ]
         store.put("other-agent", "router firmware upgrade scheduled")
-    yield data_dir, {name: f.id for name, f in zip(names, facts, strict=True)}
+    return {name: f.id for name, f in zip(names, facts, strict=True)}
 
 
-def test_json_shape_and_order(seeded: tuple[Path, dict[str, str]]) -> None:
-    data_dir, ids = seeded
+@pytest.fixture
+def seeded(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The seeded store, on LMDB."""
+    data_dir = tmp_path / "cli"
+    yield data_dir, _seed(CliStore.lmdb(data_dir))
+
+
+@pytest.fixture
+def seeded_any(cli_store: CliStore) -> tuple[CliStore, dict[str, str]]:
+    """The seeded store, on each backend."""
+    return cli_store, _seed(cli_store)
+
+
+def test_json_shape_and_order(seeded_any: tuple[CliStore, dict[str, str]]) -> None:
+    data_dir, ids = seeded_any
     hits = recall_json(data_dir, AGENT, "router firmware")
     assert isinstance(hits, list)
     for hit in hits:
@@ -110,14 +137,14 @@ def test_json_shape_and_order(seeded: tuple[Path, dict[str, str]]) -> None:
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     # Same order and (rounded) scores as the library with its default weights: the CLI's
     # default must be the library's.
-    with Store.open(data_dir, clock_fn=lambda: FIXED) as store:
+    with data_dir.open(clock_fn=lambda: FIXED) as store:
         expected = rank(store, AGENT, "router firmware", weights=RecallWeights())
     assert [h["id"] for h in hits] == [h.fact.id for h in expected]
     assert [h["score"] for h in hits] == [round(h.score, 6) for h in expected]
 
 
-def test_no_match(seeded: tuple[Path, dict[str, str]]) -> None:
-    data_dir, _ = seeded
+def test_no_match(seeded_any: tuple[CliStore, dict[str, str]]) -> None:
+    data_dir, _ = seeded_any
     assert recall_json(data_dir, AGENT, "kubernetes") == []
     assert recall_json(data_dir, AGENT, "the and of") == []
     assert recall_json(data_dir, "nobody", "router") == []
@@ -138,8 +165,8 @@ def test_human_output(seeded: tuple[Path, dict[str, str]]) -> None:
     assert text == "router firmware upgrade scheduled"
 
 
-def test_k_limits_results(seeded: tuple[Path, dict[str, str]]) -> None:
-    data_dir, ids = seeded
+def test_k_limits_results(seeded_any: tuple[CliStore, dict[str, str]]) -> None:
+    data_dir, ids = seeded_any
     everything = recall_json(data_dir, AGENT, "router firmware", "--preview")
     one = recall_json(data_dir, AGENT, "router firmware", "-k", "1", "--preview")
     two = recall_json(data_dir, AGENT, "router firmware", "-k", "2", "--preview")
@@ -148,9 +175,9 @@ def test_k_limits_results(seeded: tuple[Path, dict[str, str]]) -> None:
 
 
 def test_preview_does_not_record_access_but_recall_does(
-    seeded: tuple[Path, dict[str, str]],
+    seeded_any: tuple[CliStore, dict[str, str]],
 ) -> None:
-    data_dir, ids = seeded
+    data_dir, ids = seeded_any
     before = access(data_dir)
     assert all(count == 0 for count, _ in before.values())
     snapshot = digest(data_dir)

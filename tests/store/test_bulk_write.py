@@ -5,6 +5,8 @@ A bulk write reserves room for its rows before it starts (`Store.reserve` with
 redo all its work. These tests count the retries (`Store.retries`) on stores that start
 with a map far too small, for several shapes of data, and hold the estimate against the
 map space the rows really took.
+
+LMDB only: the map and its growth are LMDB's.
 """
 
 from __future__ import annotations

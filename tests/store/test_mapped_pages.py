@@ -1,5 +1,8 @@
 """Handing back the store's mapped pages after a long read loses nothing: the next read
-sees the same bytes, and writes go on as before."""
+sees the same bytes, and writes go on as before.
+
+LMDB only: the mapped pages are LMDB's.
+"""
 
 from __future__ import annotations
 

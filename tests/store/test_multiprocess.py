@@ -1,4 +1,8 @@
-"""Several processes on one store: concurrent writers, and a writer killed mid-transaction."""
+"""Several processes on one store: concurrent writers, and a writer killed mid-transaction.
+
+LMDB only: processes sharing one LMDB file (PostgreSQL's concurrent writers:
+tests/pg/test_pg_concurrency.py).
+"""
 
 from __future__ import annotations
 

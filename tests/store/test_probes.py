@@ -13,37 +13,38 @@ from graymatter_tui.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.exchange import export_bytes, import_file
 from graymatter_tui.store import MAX_PROBE_QUERY_BYTES, Store
 from graymatter_tui.store.probe_ops import MAX_PER_AGENT
+from tests.support.backends import AnyStore
 
 UNKNOWN = "01JC0000000000000000000001"
 
 
-def test_the_probe_query_limit_is_recalls(gm: Store) -> None:
+def test_the_probe_query_limit_is_recalls() -> None:
     assert MAX_PROBE_QUERY_BYTES == recall.MAX_QUERY_BYTES
 
 
-def test_add_list_remove_and_each_write_is_in_the_feed(gm: Store) -> None:
-    first, created = gm.add_probe("ops", "staging database restarts", 5)
+def test_add_list_remove_and_each_write_is_in_the_feed(any_store: AnyStore) -> None:
+    first, created = any_store.add_probe("ops", "staging database restarts", 5)
     assert created and first.k == 5 and first.agent_id == "ops"
-    second, _ = gm.add_probe("ops", "deploy runbook")
-    other, _ = gm.add_probe("dev", "build cache")
-    assert [p.id for p in gm.probes("ops")] == [first.id, second.id]
-    assert {p.id for p in gm.probes()} == {first.id, second.id, other.id}
-    assert gm.remove_probe(first.id) == first
-    assert [p.id for p in gm.probes("ops")] == [second.id]
-    actions = [(e.action, e.agent_id) for e in gm.activity()]
+    second, _ = any_store.add_probe("ops", "deploy runbook")
+    other, _ = any_store.add_probe("dev", "build cache")
+    assert [p.id for p in any_store.probes("ops")] == [first.id, second.id]
+    assert {p.id for p in any_store.probes()} == {first.id, second.id, other.id}
+    assert any_store.remove_probe(first.id) == first
+    assert [p.id for p in any_store.probes("ops")] == [second.id]
+    actions = [(e.action, e.agent_id) for e in any_store.activity()]
     assert actions[:4] == [("probe", "ops"), ("probe", "dev"), ("probe", "ops"), ("probe", "ops")]
-    assert "removed" in gm.activity()[0].text
+    assert "removed" in any_store.activity()[0].text
 
 
-def test_the_same_query_again_is_the_same_probe(gm: Store) -> None:
-    probe, _ = gm.add_probe("ops", "deploy runbook", 8)
-    generation = gm.generation()
-    again, created = gm.add_probe("ops", "deploy runbook", 8)
+def test_the_same_query_again_is_the_same_probe(any_store: AnyStore) -> None:
+    probe, _ = any_store.add_probe("ops", "deploy runbook", 8)
+    generation = any_store.generation()
+    again, created = any_store.add_probe("ops", "deploy runbook", 8)
     assert again == probe and not created
-    assert gm.generation() == generation  # nothing was written
-    wider, created = gm.add_probe("ops", "deploy runbook", 12)
+    assert any_store.generation() == generation  # nothing was written
+    wider, created = any_store.add_probe("ops", "deploy runbook", 12)
     assert not created and wider.id == probe.id and wider.k == 12
-    assert gm.probes("ops") == [wider]
+    assert any_store.probes("ops") == [wider]
 
 
 @pytest.mark.parametrize(
@@ -61,49 +62,49 @@ def test_the_same_query_again_is_the_same_probe(gm: Store) -> None:
     ],
 )
 def test_hostile_queries_are_refused_and_nothing_is_written(
-    gm: Store, query: str, message: str
+    any_store: AnyStore, query: str, message: str
 ) -> None:
-    generation = gm.generation()
+    generation = any_store.generation()
     with pytest.raises(InvalidInput, match=re.escape(message)):
-        gm.add_probe("ops", query)
-    assert gm.probes() == [] and gm.generation() == generation
+        any_store.add_probe("ops", query)
+    assert any_store.probes() == [] and any_store.generation() == generation
 
 
-def test_a_query_at_the_limit_is_kept(gm: Store) -> None:
+def test_a_query_at_the_limit_is_kept(any_store: AnyStore) -> None:
     query = ("cobalt " * 600)[:MAX_PROBE_QUERY_BYTES]
-    probe, _ = gm.add_probe("ops", query)
-    assert gm.probes("ops")[0].query == query == probe.query
+    probe, _ = any_store.add_probe("ops", query)
+    assert any_store.probes("ops")[0].query == query == probe.query
 
 
 @pytest.mark.parametrize("k", [0, -1, 51])
-def test_k_out_of_range_is_refused(gm: Store, k: int) -> None:
+def test_k_out_of_range_is_refused(any_store: AnyStore, k: int) -> None:
     with pytest.raises(InvalidInput, match="k must be between 1 and 50"):
-        gm.add_probe("ops", "deploy runbook", k)
+        any_store.add_probe("ops", "deploy runbook", k)
 
 
-def test_bad_agent_and_unknown_or_malformed_ids(gm: Store) -> None:
+def test_bad_agent_and_unknown_or_malformed_ids(any_store: AnyStore) -> None:
     with pytest.raises(InvalidInput, match="agent name contains a control"):
-        gm.add_probe("o\x07ps", "deploy runbook")
+        any_store.add_probe("o\x07ps", "deploy runbook")
     with pytest.raises(NotFound, match="no probe with id"):
-        gm.remove_probe(UNKNOWN)
+        any_store.remove_probe(UNKNOWN)
     with pytest.raises(InvalidInput, match="not a probe id"):
-        gm.remove_probe("../../etc")
+        any_store.remove_probe("../../etc")
 
 
-def test_an_agent_has_at_most_so_many_probes(gm: Store) -> None:
+def test_an_agent_has_at_most_so_many_probes(any_store: AnyStore) -> None:
     for n in range(MAX_PER_AGENT):
-        gm.add_probe("ops", f"query number{n}")
+        any_store.add_probe("ops", f"query number{n}")
     with pytest.raises(Conflict, match="remove one first"):
-        gm.add_probe("ops", "one more query")
-    gm.add_probe("dev", "another agent is not counted")
+        any_store.add_probe("ops", "one more query")
+    any_store.add_probe("dev", "another agent is not counted")
 
 
-def test_probes_round_trip_through_the_jsonl_export(gm: Store, tmp_path: Path) -> None:
-    gm.put("ops", "Staging database restarts nightly.")
-    probe, _ = gm.add_probe("ops", "staging restarts", 3)
-    data = export_bytes(gm, "jsonl")
+def test_probes_round_trip_through_the_jsonl_export(any_store: AnyStore, tmp_path: Path) -> None:
+    any_store.put("ops", "Staging database restarts nightly.")
+    probe, _ = any_store.add_probe("ops", "staging restarts", 3)
+    data = export_bytes(any_store, "jsonl")
     assert b'"type":"probe"' in data
-    assert b"probe" not in export_bytes(gm, "json")  # memories.json stays upstream-shaped
+    assert b"probe" not in export_bytes(any_store, "json")  # memories.json stays upstream-shaped
     with Store.open(tmp_path / "copy") as copy:
         result = import_file(copy, data)
         assert result.probes_added == 1
@@ -111,7 +112,7 @@ def test_probes_round_trip_through_the_jsonl_export(gm: Store, tmp_path: Path) -
         assert import_file(copy, data).probes_added == 0  # a second import changes nothing
 
 
-def test_a_bad_probe_line_refuses_the_whole_import(gm: Store) -> None:
+def test_a_bad_probe_line_refuses_the_whole_import(any_store: AnyStore) -> None:
     line = b'{"type":"probe","probe":{"id":"01JC0000000000000000000001","agent_id":"ops",'
     data = (
         b'{"type":"fact","fact":{"id":"01JC0000000000000000000002","agent_id":"ops",'
@@ -120,5 +121,5 @@ def test_a_bad_probe_line_refuses_the_whole_import(gm: Store) -> None:
         + b'"query":"\\u001b[2J","k":8}}\n'
     )
     with pytest.raises(InvalidInput, match="line 2: probe: query contains a control"):
-        import_file(gm, data)
-    assert gm.all_facts() == [] and gm.probes() == []
+        import_file(any_store, data)
+    assert any_store.all_facts() == [] and any_store.probes() == []

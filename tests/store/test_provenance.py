@@ -1,5 +1,6 @@
 """Every fact records who wrote it, and every write leaves one activity entry naming the
-source, the agent and the action, in the order the store committed them."""
+source, the agent and the action, in the order the store committed them. On both backends,
+but for the feed of several processes (LMDB's multi-process writers, run as subprocesses)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,27 @@ from graymatter_tui import provenance
 from graymatter_tui.model import CycleRecord
 from graymatter_tui.store import Store
 from graymatter_tui.store.values import ApplyRequest, NewFact
+from tests.support.backends import AnyStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_each_write_names_its_source_and_action(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
-        with provenance.writing_as("mcp:claude-code"):
-            first = store.put("ops", "The deploy runbook is in the wiki.")
-            revised, _ = store.revise(first.id, "The deploy runbook is in Notion.")
-        store.pin(revised.id)
-        store.unpin(revised.id)
-        gone = store.put("ops", "Temporary note.")
-        store.retire(gone.id)
-        replacement, tombs = store.supersede_text("ops", revised.text, "Runbook: Notion, page 4.")
-        with provenance.writing_as(provenance.DEMO):
-            store.put_many([NewFact("ops", "bulk one"), NewFact("ops", "bulk two")])
-        feed = store.activity()
-        assert store.require(first.id).source == "mcp:claude-code"
-        assert revised.source == "mcp:claude-code"
-        assert gone.source == provenance.LIBRARY and replacement.source == provenance.LIBRARY
+def test_each_write_names_its_source_and_action(any_store: AnyStore) -> None:
+    store = any_store
+    with provenance.writing_as("mcp:claude-code"):
+        first = store.put("ops", "The deploy runbook is in the wiki.")
+        revised, _ = store.revise(first.id, "The deploy runbook is in Notion.")
+    store.pin(revised.id)
+    store.unpin(revised.id)
+    gone = store.put("ops", "Temporary note.")
+    store.retire(gone.id)
+    replacement, tombs = store.supersede_text("ops", revised.text, "Runbook: Notion, page 4.")
+    with provenance.writing_as(provenance.DEMO):
+        store.put_many([NewFact("ops", "bulk one"), NewFact("ops", "bulk two")])
+    feed = store.activity()
+    assert store.require(first.id).source == "mcp:claude-code"
+    assert revised.source == "mcp:claude-code"
+    assert gone.source == provenance.LIBRARY and replacement.source == provenance.LIBRARY
     assert [(e.action, e.source) for e in reversed(feed)] == [
         ("add", "mcp:claude-code"),
         ("update", "mcp:claude-code"),
@@ -47,35 +49,42 @@ def test_each_write_names_its_source_and_action(tmp_path: Path) -> None:
     assert all(e.agent_id == "ops" for e in feed)
 
 
-def test_a_consolidation_summary_is_written_by_the_consolidation(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
-        a = store.put("ops", "Alpha was moved to rack 3.")
-        b = store.put("ops", "Alpha runs on rack 3.")
-        cycle = store.unused_id(store.now())
-        request = ApplyRequest(
-            cycle_id=cycle,
-            agent_id="ops",
-            summary="Alpha is on rack 3.",
-            consume=[a.id, b.id],
-            snapshot={a.id: a.text, b.id: b.text},
-        )
-        outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
-        assert outcome.summary is not None
-        assert outcome.summary.source == provenance.CONSOLIDATION
-        store.revert(cycle)
-        feed = store.activity(limit=2)
+def _merge_into_rack_3(store: AnyStore, shown: dict[str, str]) -> tuple[str, ApplyRequest]:
+    """A new cycle's id and its request consuming the facts `shown` (id -> the text the
+    summariser saw) into one summary."""
+    cycle = store.unused_id(store.now())
+    request = ApplyRequest(
+        cycle_id=cycle,
+        agent_id="ops",
+        summary="Alpha is on rack 3.",
+        consume=list(shown),
+        snapshot=shown,
+    )
+    return cycle, request
+
+
+def test_a_consolidation_summary_is_written_by_the_consolidation(any_store: AnyStore) -> None:
+    store = any_store
+    a = store.put("ops", "Alpha was moved to rack 3.")
+    b = store.put("ops", "Alpha runs on rack 3.")
+    cycle, request = _merge_into_rack_3(store, {a.id: a.text, b.id: b.text})
+    outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
+    assert outcome.summary is not None
+    assert outcome.summary.source == provenance.CONSOLIDATION
+    store.revert(cycle)
+    feed = store.activity(limit=2)
     assert [e.action for e in feed] == ["revert", "consolidation"]
     assert feed[1].cycle_id == cycle and feed[1].count == 2
 
 
-def test_reading_the_feed_after_a_write_number_gives_only_newer_writes(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
-        for n in range(5):
-            store.put("ops", f"fact number {n}")
-        mark = store.last_activity()
-        store.put("ops", "fact number 5")
-        newer = store.activity(after=mark)
-        page = store.activity(before=3)
+def test_reading_the_feed_after_a_write_number_gives_only_newer_writes(any_store: AnyStore) -> None:
+    store = any_store
+    for n in range(5):
+        store.put("ops", f"fact number {n}")
+    mark = store.last_activity()
+    store.put("ops", "fact number 5")
+    newer = store.activity(after=mark)
+    page = store.activity(before=3)
     assert [e.text for e in newer] == ["fact number 5"]
     assert [e.seq for e in page] == [2, 1]
 
@@ -125,19 +134,12 @@ def test_only_sources_this_program_writes_are_accepted_from_a_file() -> None:
         assert not provenance.is_valid(bad), bad
 
 
-def test_a_refused_apply_commits_nothing_and_moves_no_generation(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
-        fact = store.put("ops", "Alpha runs on rack 3.")
-        cycle = store.unused_id(store.now())
-        request = ApplyRequest(
-            cycle_id=cycle,
-            agent_id="ops",
-            summary="Alpha is on rack 3.",
-            consume=[fact.id],
-            snapshot={fact.id: "what the summariser saw, since changed"},
-        )
-        generation, feed = store.generation(), store.last_activity()
-        outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
-        assert not outcome.applied and "changed meanwhile" in outcome.reason
-        assert store.generation() == generation and store.last_activity() == feed
-        assert store.find_record(cycle) is None
+def test_a_refused_apply_commits_nothing_and_moves_no_generation(any_store: AnyStore) -> None:
+    store = any_store
+    fact = store.put("ops", "Alpha runs on rack 3.")
+    cycle, request = _merge_into_rack_3(store, {fact.id: "what the summariser saw, since changed"})
+    generation, feed = store.generation(), store.last_activity()
+    outcome = store.apply_consolidation(request, CycleRecord(cycle_id=cycle, agent_id="ops"))
+    assert not outcome.applied and "changed meanwhile" in outcome.reason
+    assert store.generation() == generation and store.last_activity() == feed
+    assert store.find_record(cycle) is None

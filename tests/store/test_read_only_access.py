@@ -3,6 +3,8 @@ store is read-only for this user and writes nothing. A read command never create
 
 Permission cases run the CLI as `nobody` (root ignores file modes); the read-only mount
 case runs as root inside a private mount namespace, where even root cannot write.
+
+LMDB only: file modes and mounts of a store directory.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ line (`tests/fixtures/make_store.py`), together with its own `export.jsonl` and
 `status.json`. Today's code must read the same facts, journal and counters out of it
 (fields added since may appear; none may vanish or change), find it healthy, and write
 to it. A change of the store's format therefore needs a migration that passes here.
+
+LMDB only: the released stores are LMDB files.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ schema 5 the embedding vectors, their queue and the probe queries.
 A store of an older schema (every committed release fixture: 0.1.0 and
 0.2.0 are schema 1, 0.3.0 is schema 2, 0.4.0 is schema 4) is upgraded in one write
 transaction the first time it is opened writable; a read-only open changes nothing and sees
-none of what is new."""
+none of what is new.
+
+LMDB only: LMDB's tables (PostgreSQL's SQL schema: tests/pg/).
+"""
 
 from __future__ import annotations
 

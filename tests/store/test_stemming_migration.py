@@ -2,7 +2,10 @@
 an older schema (the 0.3.0 release's fixture) is re-indexed on its first writable open,
 in the upgrade's one transaction, with progress reported; a read-only open leaves it
 unstemmed and still answers as before. A new store takes its language from
-GRAYMATTER_LANGUAGE (or GRAYMATTER_STEM_LANGUAGE) or --stem-language (default English)."""
+GRAYMATTER_LANGUAGE (or GRAYMATTER_STEM_LANGUAGE) or --stem-language (default English).
+
+LMDB only: an LMDB fixture's upgrade.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 A damaged file must give a clear StoreError and stay byte-for-byte as it was. Cases that
 could crash LMDB itself (SIGBUS on a truncated map) run in a subprocess, so a crash shows
 up as a negative return code instead of killing the test run.
+
+LMDB only: the files on disk are LMDB's.
 """
 
 from __future__ import annotations

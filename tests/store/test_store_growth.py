@@ -1,4 +1,7 @@
-"""Map growth: a store opened with a tiny map grows as it fills, and other processes adopt it."""
+"""Map growth: a store opened with a tiny map grows as it fills, and other processes adopt it.
+
+LMDB only: the map is LMDB's.
+"""
 
 from __future__ import annotations
 

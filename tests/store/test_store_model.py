@@ -1,4 +1,8 @@
-"""The Store against a plain in-memory model, driven by hypothesis' stateful testing."""
+"""The Store against a plain in-memory model, driven by hypothesis' stateful testing.
+
+LMDB only: hypothesis opens a store per example, a fresh PostgreSQL database each would
+cost minutes; every operation it drives runs on both backends in test_store_ops.py.
+"""
 
 from __future__ import annotations
 

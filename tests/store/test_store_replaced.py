@@ -1,5 +1,8 @@
 """A store whose files are deleted, moved away or replaced while it is open stops writing
-and says so, instead of "saving" into files no one will ever read again."""
+and says so, instead of "saving" into files no one will ever read again.
+
+LMDB only: the files of an LMDB store.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The store's public surface: `Store` implements `MemoryStore` method for method, names
 say whether a lookup may come back empty, only `Tx` touches LMDB's tables, and the
-`status --json` keys come from one typed struct."""
+`status --json` keys come from one typed struct.
+
+LMDB only: `Store` and `Tx` (PgTx's surface: tests/conformance/test_tx_surface.py).
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ Telling the two apart needs a check that every page the tables *and LMDB's free 
 refer to lies inside the file (`store/page_walk.py`). Walking the tables through LMDB is
 not enough: cutting only the last page of a healthy store leaves every table readable, yet
 the next write dies with SIGBUS on the free list's page.
+
+LMDB only: an LMDB file.
 """
 
 from __future__ import annotations

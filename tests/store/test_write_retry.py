@@ -6,6 +6,8 @@ For every write operation of the store, one store runs it with exactly one force
 runs it without; every table, byte for byte, and the return value must be identical, and
 no argument the caller passed may have changed. The operations are found by reading the
 source of `Store`, so a new write operation without a case here fails.
+
+LMDB only: LMDB's map-full retry.
 """
 
 from __future__ import annotations
