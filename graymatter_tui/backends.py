@@ -23,6 +23,10 @@ def open_location(
             location.path, read_only=read_only, progress=progress, stem_language=stem_language
         )
     # psycopg is imported only by a PostgreSQL store: the LMDB user installs nothing more.
-    from graymatter_tui.pg import PgStore
+    from graymatter_tui.pg import NoStoreYet, PgStore
 
-    return PgStore.open(location, read_only=read_only, stem_language=stem_language)
+    try:
+        return PgStore.open(location, read_only=read_only, stem_language=stem_language)
+    except NoStoreYet:
+        # As with a directory holding no store: a reader sees an empty one, nothing made.
+        return Store.empty_view(location.redacted)

@@ -255,6 +255,9 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 return checks  # what follows would only say the same thing again
     try:
         store = open_location(location, read_only=True)
+        if store.absent:  # a database without our tables (a directory fails above)
+            add("store", "fail", f"{store.location} holds no store yet; a write creates it")
+            return checks
         info = store.info()
         agents = store.agents()
         counters = store.counters()

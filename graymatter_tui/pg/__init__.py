@@ -2,6 +2,6 @@
 database a team shares. psycopg is imported lazily, only when a store is opened, so the
 package works without the `postgres` extra."""
 
-from graymatter_tui.pg.store import PgStore
+from graymatter_tui.pg.store import NoStoreYet, PgStore
 
-__all__ = ["PgStore"]
+__all__ = ["NoStoreYet", "PgStore"]

@@ -736,9 +736,13 @@ def _check_server(url: StoreUrl, version_num: int) -> None:
         )
 
 
+class NoStoreYet(StoreError):
+    """A database opened for reading holds no store: the reader shows an empty one."""
+
+
 def _check_readable(url: StoreUrl, version: int) -> None:
     if version == 0:
-        raise StoreError(
+        raise NoStoreYet(
             f"the database of {url.redacted} holds no graymatter-tui store yet, and it was "
             "opened for reading only; nothing was created"
         )

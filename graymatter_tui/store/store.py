@@ -10,12 +10,15 @@ for tests of its layout, and not part of that protocol.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
+
+import msgspec
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -93,9 +96,10 @@ class _OneReadTx:
 
 
 class Store:
-    def __init__(self, env: Environment) -> None:
+    def __init__(self, env: Environment, shown: str | None = None) -> None:
         self._env = env
         self.path = env.path
+        self._shown = shown  # how `location` names a store that is not at `path`
 
     # ---- opening and closing ----------------------------------------------------------
     @classmethod
@@ -172,7 +176,13 @@ class Store:
 
     @property
     def location(self) -> str:
-        return str(self.path)
+        return self._shown or str(self.path)
+
+    @classmethod
+    def empty_view(cls, shown: str, clock_fn: Callable[[], datetime] | None = None) -> Store:
+        """An empty read-only store named `shown`, creating nothing anywhere: what a
+        reader sees where there is no store yet (a database with no tables, say)."""
+        return cls(Environment.empty_view(Path(tempfile.gettempdir()), clock_fn), shown)
 
     @property
     def retries(self) -> int:
@@ -215,10 +225,7 @@ class Store:
 
     def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
         def run(tx: Tx) -> T:
-            view = Store.__new__(Store)
-            view._env = cast(Environment, _OneReadTx(self._env, tx))
-            view.path = self.path
-            return fn(view)
+            return fn(Store(cast(Environment, _OneReadTx(self._env, tx)), self._shown))
 
         return self._env.read(run)
 
@@ -353,7 +360,8 @@ class Store:
 
     def info(self) -> StoreInfo:
         # map_use inside the read: the transaction holds the resize lock shared.
-        return self._env.read(lambda tx: queries.info(tx, self.path, *self._env.map_use()))
+        found = self._env.read(lambda tx: queries.info(tx, self.path, *self._env.map_use()))
+        return msgspec.structs.replace(found, data_dir=self.location)
 
     def receipts(self, summary_id: str) -> list[str]:
         return self._env.read(lambda tx: tx.receipts(summary_id))

@@ -174,3 +174,20 @@ def test_mcp_print_config_prints_no_password(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "pw-Secret7" not in done.stdout + done.stderr
     assert "db.example" in done.stdout and "memory" in done.stdout
+
+
+def test_a_database_without_a_store_reads_empty_and_doctor_says_so(
+    run_cli: RunCli, pg_url: str
+) -> None:
+    """Reads show an empty store and create nothing; doctor fails on one line saying the
+    database holds no store yet; the first write creates it."""
+    shown = pg_url.split("://", 1)[1].split("@", 1)[1]
+    status = as_json(run_cli("status", "--json", "--store", pg_url))
+    assert status["live_facts"] == 0 and shown in status["data_dir"]
+    done = run_cli("doctor", "--store", pg_url)
+    assert done.returncode == 1
+    assert "holds no store yet; a write creates it" in done.stdout
+    failed = run_cli("doctor", "--json", "--store", pg_url)
+    assert failed.returncode == 1 and json.loads(failed.stdout)["ok"] is False
+    ok(run_cli("remember", "a", "the first fact", "--store", pg_url))
+    assert as_json(run_cli("doctor", "--json", "--store", pg_url))["ok"] is True

@@ -173,7 +173,7 @@ def test_a_source_with_no_store_is_refused_and_nothing_is_created(
 def test_an_empty_postgres_database_is_no_source(run_cli: Run, pg_url: str, tmp_path: Path) -> None:
     _refused(
         run_cli("migrate", "--from", pg_url, "--to", str(tmp_path / "t")),
-        "holds no graymatter-tui store yet",
+        "there is no store at postgresql://",
     )
     assert not (tmp_path / "t").exists()
 
