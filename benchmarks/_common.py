@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from graymatter_tui.store import NewFact
@@ -104,3 +105,16 @@ HEADER = (
     f"| {'operation':<50} | {'raw py-lmdb':>13} | {'graymatter':>13} | ratio  |\n"
     f"|{'-' * 52}|{'-' * 15}|{'-' * 15}|--------|"
 )
+
+
+@contextmanager
+def postgres_url(given: str | None, database: str = "bench") -> Iterator[str]:
+    """`given`, or the URL of a fresh database on a throwaway cluster (the tests' own:
+    tests/support/postgres.py), stopped and deleted at the end."""
+    if given:
+        yield given
+        return
+    from tests.support.postgres import throwaway_cluster
+
+    with throwaway_cluster() as cluster:
+        yield cluster.url(cluster.new_database(database))

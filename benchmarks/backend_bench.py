@@ -23,14 +23,13 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import NOW, median, percentile
+from benchmarks._common import NOW, median, percentile, postgres_url
 from benchmarks.recall_bench import build_items, build_queries
 from graymatter_tui.config import Settings
 from graymatter_tui.model import CycleRecord
@@ -137,17 +136,6 @@ def tui_paint(open_store: Callable[[], Any], settings: Any) -> dict[str, float]:
     return asyncio.run(run())
 
 
-@contextmanager
-def postgres_url(given: str | None) -> Iterator[str]:
-    if given:
-        yield given
-        return
-    from tests.support.postgres import throwaway_cluster
-
-    with throwaway_cluster() as cluster:
-        yield cluster.url(cluster.new_database("bench"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--facts", type=int, default=100_000)
@@ -164,7 +152,7 @@ def main() -> None:
         on_lmdb.update(
             tui_paint(lambda: Store.open(path, clock_fn=clock), Settings.from_env(data_dir=path))
         )
-    with postgres_url(args.pg_url) as url:
+    with postgres_url(args.pg_url, "bench") as url:
         with PgStore.open(url, clock_fn=clock) as pg_store:
             on_pg = measure(pg_store, args.facts, args.samples)
         on_pg.update(

@@ -19,13 +19,11 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import NOW, new_facts
+from benchmarks._common import NOW, new_facts, postgres_url
 from graymatter_tui.cli.cycles import doctor_checks
 from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
@@ -64,17 +62,6 @@ def doctor_ok(location: str) -> bool:
     return all(check["status"] != "fail" for check in doctor_checks(settings))
 
 
-@contextmanager
-def postgres_url(given: str | None) -> Iterator[str]:
-    if given:
-        yield given
-        return
-    from tests.support.postgres import throwaway_cluster
-
-    with throwaway_cluster() as cluster:
-        yield cluster.url(cluster.new_database("migrate_bench"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--facts", type=int, default=100_000)
@@ -82,7 +69,7 @@ def main() -> None:
     parser.add_argument("--pg-url", default=None)
     args = parser.parse_args()
     clock = lambda: NOW  # noqa: E731 - one fixed time: exports compare byte for byte
-    with tempfile.TemporaryDirectory() as tmp, postgres_url(args.pg_url) as url:
+    with tempfile.TemporaryDirectory() as tmp, postgres_url(args.pg_url, "migrate_bench") as url:
         root = Path(tmp)
         started = time.perf_counter()
         with Store.open(root / "source", clock_fn=clock) as source:

@@ -18,8 +18,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import median, percentile
+from benchmarks._common import median, percentile, postgres_url
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.pg import PgStore
 from tests.support.pg_worker import TEXTS, entries, go, lost_writes, spawn
@@ -168,24 +166,13 @@ def report(soak: Soak) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def postgres_url(given: str | None) -> Iterator[str]:
-    if given:
-        yield given
-        return
-    from tests.support.postgres import throwaway_cluster
-
-    with throwaway_cluster() as cluster:
-        yield cluster.url(cluster.new_database("soak"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("seconds", nargs="?", type=float, default=60.0)
     parser.add_argument("--writers", type=int, default=WRITERS)
     parser.add_argument("--pg-url", default=None)
     args = parser.parse_args()
-    with postgres_url(args.pg_url) as url, tempfile.TemporaryDirectory() as tmp:
+    with postgres_url(args.pg_url, "soak") as url, tempfile.TemporaryDirectory() as tmp:
         soak = run(url, args.seconds, Path(tmp), args.writers)
     print(report(soak))
     sys.exit(0 if soak.correct else 1)
