@@ -56,6 +56,13 @@ def fill(store: AnyStore, clock: ManualClock) -> None:
     store.extract_graph(AGENT, extract_entities)
 
 
+def filled_lmdb_snapshot(tmp_path: Path, clk: ManualClock) -> StoreSnapshot:
+    """The snapshot of an LMDB store holding `fill`'s content."""
+    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
+        fill(source, clk)
+        return source.snapshot()
+
+
 def _content(snap: StoreSnapshot) -> tuple[object, ...]:
     counters = {k: v for k, v in snap.counters.items() if k != "activity_seq"}
     return (snap.stem_language, snap.facts, snap.records, snap.probes, snap.rows, counters)
@@ -88,9 +95,7 @@ def test_a_snapshot_of_either_backend_loads_into_the_other_and_reads_back_the_sa
 def test_a_snapshot_loads_into_either_backend(
     any_store: AnyStore, clk: ManualClock, tmp_path: Path
 ) -> None:
-    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
-        fill(source, clk)
-        snap = source.snapshot()
+    snap = filled_lmdb_snapshot(tmp_path, clk)
     any_store.load_snapshot(snap, origin="lmdb:somewhere")
     assert _content(any_store.snapshot()) == _content(snap)
     assert all(check.ok for check in check_invariants(any_store))
@@ -102,9 +107,7 @@ def test_a_snapshot_loads_into_either_backend(
 def test_a_store_holding_anything_is_refused_and_unchanged(
     any_store: AnyStore, clk: ManualClock, tmp_path: Path
 ) -> None:
-    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
-        fill(source, clk)
-        snap = source.snapshot()
+    snap = filled_lmdb_snapshot(tmp_path, clk)
     any_store.add_alias("someone", "k8s", ["kubernetes"])  # no fact at all, still content
     before = any_store.snapshot()
     with pytest.raises(TargetNotEmpty, match="aliases rows"):
@@ -115,9 +118,7 @@ def test_a_store_holding_anything_is_refused_and_unchanged(
 def test_allowed_into_a_non_empty_store_shared_ids_are_still_refused(
     any_store: AnyStore, clk: ManualClock, tmp_path: Path
 ) -> None:
-    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
-        fill(source, clk)
-        snap = source.snapshot()
+    snap = filled_lmdb_snapshot(tmp_path, clk)
     any_store.load_snapshot(snap)
     before = any_store.snapshot()
     with pytest.raises(Conflict, match=r"already holds .* of the source's ids or keys"):
@@ -128,9 +129,7 @@ def test_allowed_into_a_non_empty_store_shared_ids_are_still_refused(
 def test_allowed_into_a_non_empty_store_the_counters_add_up(
     any_store: AnyStore, clk: ManualClock, tmp_path: Path
 ) -> None:
-    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
-        fill(source, clk)
-        snap = source.snapshot()
+    snap = filled_lmdb_snapshot(tmp_path, clk)
     any_store.put("other", "a fact of another agent")
     any_store.load_snapshot(snap, allow_non_empty=True)
     after = any_store.snapshot()
