@@ -21,11 +21,19 @@ import msgspec
 
 from graymatter_tui import clock, provenance
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import HELD_ACTIONS, RETIRED, CycleRecord, Fact, Outcome, Probe
+from graymatter_tui.model import (
+    HELD_ACTIONS,
+    RETIRED,
+    CycleRecord,
+    Fact,
+    Outcome,
+    Probe,
+    ProbeResult,
+)
 from graymatter_tui.progress import Report
 from graymatter_tui.store import validate_probe
 from graymatter_tui.summariser_names import SUMMARISERS
-from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_text
+from graymatter_tui.textsafe import canonical_id, validate_agent, validate_text
 
 JSONL_FORMAT = "graymatter-tui"
 MAX_REPORTED_ERRORS = 5
@@ -144,9 +152,9 @@ class _Checker:
         self._agents: set[str] = set()
 
     def checked(self, item: _Incoming) -> Fact:
-        fact_id = item.id
-        if not looks_like_id(fact_id):
-            raise _EntryError(f"'id' is not a ULID: {fact_id[:40]!r}")
+        fact_id = canonical_id(item.id)
+        if fact_id is None:
+            raise _EntryError(f"'id' is not a ULID: {item.id[:40]!r}")
         try:
             if item.agent_id not in self._agents:
                 self._agents.add(validate_agent(item.agent_id))
@@ -160,8 +168,10 @@ class _Checker:
         if item.access_count < 0:
             raise _EntryError(_WHAT["access_count"])
         superseded = item.superseded_by or ""
-        if superseded not in ("", RETIRED) and not looks_like_id(superseded):
-            raise _EntryError(_WHAT["superseded_by"])
+        if superseded not in ("", RETIRED):
+            superseded = canonical_id(superseded) or ""
+            if not superseded:
+                raise _EntryError(_WHAT["superseded_by"])
         if superseded == fact_id:
             raise _EntryError("a fact cannot supersede itself")
         pinned = item.pinned and not superseded  # a tombstone is never pinned
@@ -171,8 +181,10 @@ class _Checker:
             usable = isinstance(raw, str) and not raw.startswith("0001-01-01")
             pinned_at = _stamp(raw, "pinned_at") if usable else created
         cycle_id = item.cycle_id or ""
-        if cycle_id and not looks_like_id(cycle_id):
-            raise _EntryError(_WHAT["cycle_id"])
+        if cycle_id:
+            cycle_id = canonical_id(cycle_id) or ""
+            if not cycle_id:
+                raise _EntryError(_WHAT["cycle_id"])
         if item.source and not provenance.is_valid(item.source):
             raise _EntryError(_WHAT["source"])
         return Fact(
@@ -212,7 +224,7 @@ def parse_fact(obj: Any) -> Fact:
 
 
 def _checked_record(record: CycleRecord) -> CycleRecord:
-    if not looks_like_id(record.cycle_id):
+    if canonical_id(record.cycle_id) is None:
         raise _EntryError("cycle record has no valid 'cycle_id'")
     if record.outcome not in RECORD_OUTCOMES:
         raise _EntryError(f"cycle record has an unknown outcome {record.outcome[:20]!r}")
@@ -223,25 +235,99 @@ def _checked_record(record: CycleRecord) -> CycleRecord:
     except InvalidInput as exc:
         raise _EntryError(f"cycle record: {exc}") from None
     if record.kind == "review" and (
-        record.action not in HELD_ACTIONS or not looks_like_id(record.proposal_id)
+        record.action not in HELD_ACTIONS or canonical_id(record.proposal_id) is None
     ):
         raise _EntryError("review record has no valid 'action' and 'proposal_id'")
     for ref in (record.summary_id, record.reverted_by, record.reverted_cycle_id):
-        if ref and not looks_like_id(ref):
+        if ref and canonical_id(ref) is None:
             raise _EntryError(_WHAT["cycle_id"])
     if any(f.source and not provenance.is_valid(f.source) for f in record.pruned):
         raise _EntryError(f"cycle record: a pruned fact's {_WHAT['source']}")
-    return record
+    return _canonical_record(record)
+
+
+def _canonical(value: str) -> str:
+    """An id in its canonical (upper-case) form; anything else (``, `agent`, a summary
+    mark, a summariser's invented id kept with the reason it was ignored) as it is."""
+    return canonical_id(value) or value
+
+
+def _canonical_ids(values: list[str]) -> list[str]:
+    return [_canonical(v) for v in values]
+
+
+def _canonical_json(value: Any) -> Any:
+    """Plain JSON (a summariser's proposal, a stage's details) with every string that is
+    an id in canonical form."""
+    if isinstance(value, str):
+        return _canonical(value)
+    if isinstance(value, list):
+        return [_canonical_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _canonical_json(v) for k, v in value.items()}
+    return value
+
+
+def _canonical_fact(fact: Fact) -> Fact:
+    """A pruned copy in a journal record with its ids in canonical form."""
+    return msgspec.structs.replace(
+        fact,
+        id=_canonical(fact.id),
+        superseded_by=_canonical(fact.superseded_by),
+        cycle_id=_canonical(fact.cycle_id),
+    )
+
+
+def _canonical_probe_result(result: ProbeResult) -> ProbeResult:
+    return msgspec.structs.replace(
+        result,
+        probe_id=_canonical(result.probe_id),
+        before=_canonical_ids(result.before),
+        after=_canonical_ids(result.after),
+        lost=_canonical_ids(result.lost),
+        replaced=_canonical_ids(result.replaced),
+        displaced=_canonical_ids(result.displaced),
+        gained=_canonical_ids(result.gained),
+        moved=[msgspec.structs.replace(m, id=_canonical(m.id)) for m in result.moved],
+    )
+
+
+def _canonical_record(record: CycleRecord) -> CycleRecord:
+    """A journal record with every id it holds in canonical form, so the receipts it
+    carries name the facts the file's (canonicalised) fact lines hold. A record written
+    by this program holds them so already and comes out equal."""
+    return msgspec.structs.replace(
+        record,
+        cycle_id=_canonical(record.cycle_id),
+        batch=_canonical_ids(record.batch),
+        batch_facts=[msgspec.structs.replace(b, id=_canonical(b.id)) for b in record.batch_facts],
+        consumed=_canonical_ids(record.consumed),
+        ignored=[msgspec.structs.replace(i, id=_canonical(i.id)) for i in record.ignored],
+        summary_id=_canonical(record.summary_id),
+        pruned=[_canonical_fact(f) for f in record.pruned],
+        verdicts=[msgspec.structs.replace(v, id=_canonical(v.id)) for v in record.verdicts],
+        reverted_by=_canonical(record.reverted_by),
+        reverted_cycle_id=_canonical(record.reverted_cycle_id),
+        restored=_canonical_ids(record.restored),
+        retired_summary_id=_canonical(record.retired_summary_id),
+        proposal_id=_canonical(record.proposal_id),
+        probes=[_canonical_probe_result(p) for p in record.probes],
+        proposal=None if record.proposal is None else _canonical_json(record.proposal),
+        stages=[
+            msgspec.structs.replace(s, details=_canonical_json(s.details)) for s in record.stages
+        ],
+    )
 
 
 def _checked_probe(probe: Probe) -> Probe:
-    if not looks_like_id(probe.id):
+    probe_id = canonical_id(probe.id)
+    if probe_id is None:
         raise _EntryError("probe has no valid 'id'")
     try:
         validate_probe(probe.agent_id, probe.query, probe.k)
     except InvalidInput as exc:
         raise _EntryError(f"probe: {exc}") from None
-    return probe
+    return probe if probe_id == probe.id else msgspec.structs.replace(probe, id=probe_id)
 
 
 def _probe_from_object(obj: Any) -> Probe:

@@ -96,8 +96,21 @@ def validate_query(query: str, limit: int) -> str:
     return query
 
 
-_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+_ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+# Spelled out, not re.IGNORECASE: that would also take look-alikes such as the Kelvin sign.
+_ULID_ANY_CASE = re.compile(r"[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}")
 
 
 def looks_like_id(value: str) -> bool:
-    return bool(_ULID.match(value))
+    """True for an id in its canonical form (26 characters of upper-case Crockford
+    base32), as the store writes them. Ids a person or a file gives go through
+    `canonical_id` instead."""
+    return _ULID.fullmatch(value) is not None
+
+
+def canonical_id(value: str) -> str | None:
+    """A ULID given in any case, in its canonical upper-case form; None when `value` is
+    not a ULID. ULIDs are case-insensitive, so `01m8sf…` names the fact `01M8SF…`."""
+    if _ULID_ANY_CASE.fullmatch(value) is None:
+        return None
+    return value.upper()

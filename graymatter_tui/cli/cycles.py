@@ -16,18 +16,11 @@ from graymatter_tui.cli.output import emit_json, one_line, say, warn
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
-from graymatter_tui.errors import GraymatterError, InvalidInput
+from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import CycleRecord, cycle_to_dict
-from graymatter_tui.store import MemoryStore
-from graymatter_tui.textsafe import looks_like_id
+from graymatter_tui.store import MemoryStore, validate_cycle_id
 
 EXIT_NOT_APPLIED = 3
-
-
-def _cycle_id(value: str) -> str:
-    if not looks_like_id(value):
-        raise InvalidInput(f"not a cycle id: {value!r} (expected a 26-character ULID)")
-    return value
 
 
 def print_record(record: CycleRecord) -> None:
@@ -165,11 +158,11 @@ def journal(
     as_json: bool,
 ) -> None:
     """The cycle journal, newest first: `journal [AGENT]` or `journal show CYCLE`."""
-    store = open_reader(data_dir, as_json=as_json)
     if target == "show":
         if cycle_id is None:
             raise click.UsageError("journal show needs a CYCLE id")
-        record = store.require_record(_cycle_id(cycle_id))
+        wanted = validate_cycle_id(cycle_id)
+        record = open_reader(data_dir, as_json=as_json).require_record(wanted)
         if as_json:
             emit_json(cycle_to_dict(record))
         else:
@@ -177,7 +170,7 @@ def journal(
         return
     if cycle_id is not None:
         raise click.UsageError(f"unexpected argument {cycle_id!r}")
-    records = store.records(target, limit=limit)
+    records = open_reader(data_dir, as_json=as_json).records(target, limit=limit)
     if as_json:
         emit_json([cycle_to_dict(r) for r in records])
         return
@@ -201,7 +194,8 @@ def journal(
 @common_options
 def revert(cycle_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Undo an applied cycle: its facts live again, its summary retired."""
-    record = open_upgrading(settings_for(data_dir)).revert(_cycle_id(cycle_id))
+    cycle_id = validate_cycle_id(cycle_id)
+    record = open_upgrading(settings_for(data_dir)).revert(cycle_id)
     if as_json:
         emit_json(cycle_to_dict(record))
     else:

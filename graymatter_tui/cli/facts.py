@@ -81,7 +81,7 @@ def list_facts(
     if agent is not None:
         validate_agent(agent)
     if before is not None:
-        validate_fact_id(before)
+        before = validate_fact_id(before)
     store = open_reader(data_dir, as_json=as_json)
     facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
     if as_json:
@@ -99,7 +99,7 @@ def list_facts(
 @common_options
 def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """One fact with its receipt chain: what replaced it, what it consumed, its cycle."""
-    validate_fact_id(fact_id)
+    fact_id = validate_fact_id(fact_id)
     result = open_reader(data_dir, as_json=as_json).show(fact_id)
     if as_json:
         emit_json(
@@ -148,7 +148,8 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @common_options
 def pin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Pin a live fact: never decayed, consolidated or pruned."""
-    _print_fact(open_store(data_dir).pin(validate_fact_id(fact_id)), as_json, "pinned")
+    fact_id = validate_fact_id(fact_id)  # before the open: a bad id creates nothing
+    _print_fact(open_store(data_dir).pin(fact_id), as_json, "pinned")
 
 
 @click.command()
@@ -156,7 +157,8 @@ def pin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @common_options
 def unpin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Remove a fact's pin."""
-    _print_fact(open_store(data_dir).unpin(validate_fact_id(fact_id)), as_json, "unpinned")
+    fact_id = validate_fact_id(fact_id)  # before the open: a bad id creates nothing
+    _print_fact(open_store(data_dir).unpin(fact_id), as_json, "unpinned")
 
 
 @click.command()
@@ -165,7 +167,7 @@ def unpin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @common_options
 def revise(fact_id: str, text: str, data_dir: Path | None, as_json: bool) -> None:
     """Replace a fact's text: a new fact, and the old one tombstoned pointing at it."""
-    validate_fact_id(fact_id)
+    fact_id = validate_fact_id(fact_id)
     revision, _tomb = open_store(data_dir).revise(fact_id, _read_text(text))
     if as_json:
         emit_json(fact_to_dict(revision))
@@ -178,7 +180,8 @@ def revise(fact_id: str, text: str, data_dir: Path | None, as_json: bool) -> Non
 @common_options
 def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Tombstone a fact with no replacement (it stays auditable until pruned)."""
-    _print_fact(open_store(data_dir).retire(validate_fact_id(fact_id)), as_json, "retired")
+    fact_id = validate_fact_id(fact_id)  # before the open: a bad id creates nothing
+    _print_fact(open_store(data_dir).retire(fact_id), as_json, "retired")
 
 
 @click.command(name="recall")

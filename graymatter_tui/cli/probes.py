@@ -10,7 +10,7 @@ import click
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.model import Probe, probe_to_dict
-from graymatter_tui.store import MAX_PROBE_K
+from graymatter_tui.store import MAX_PROBE_K, validate_probe_id
 
 
 def probe_line(probe: Probe) -> str:
@@ -63,6 +63,7 @@ def list_probes(agent: str | None, data_dir: Path | None, as_json: bool) -> None
 @common_options
 def remove(probe_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Remove the probe with this ID."""
+    probe_id = validate_probe_id(probe_id)  # before the open: a bad id creates nothing
     removed = open_store(data_dir).remove_probe(probe_id)
     if as_json:
         emit_json(probe_to_dict(removed))

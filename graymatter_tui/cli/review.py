@@ -21,7 +21,12 @@ from graymatter_tui.model import (
     cycle_to_dict,
     proposal_to_dict,
 )
-from graymatter_tui.store import MemoryStore, ReviewDecision
+from graymatter_tui.store import (
+    MemoryStore,
+    ReviewDecision,
+    validate_proposal_id,
+    validate_reason,
+)
 
 EXIT_NOT_APPLIED = 3  # as `consolidate`: the decision was made but nothing was applied
 
@@ -97,6 +102,7 @@ def list_proposals(agent: str | None, status: str, data_dir: Path | None, as_jso
 @common_options
 def show_proposal(proposal_id: str, data_dir: Path | None, as_json: bool) -> None:
     """One held change as a diff (− what goes, + what it writes), with its decision."""
+    proposal_id = validate_proposal_id(proposal_id)
     store = open_reader(data_dir, as_json=as_json)
     proposal = store.require_proposal(proposal_id)
     if as_json:
@@ -134,6 +140,7 @@ def _report(decision: ReviewDecision, as_json: bool) -> None:
 def approve(proposal_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Apply a held change in one transaction. Exit 3 when it is discarded as stale (a
     fact it names changed since it was held)."""
+    proposal_id = validate_proposal_id(proposal_id)
     store: MemoryStore = open_store(data_dir)
     _report(store.approve_proposal(proposal_id), as_json)
 
@@ -144,5 +151,7 @@ def approve(proposal_id: str, data_dir: Path | None, as_json: bool) -> None:
 @common_options
 def reject(proposal_id: str, reason: str, data_dir: Path | None, as_json: bool) -> None:
     """Refuse a held change; nothing is applied."""
+    proposal_id = validate_proposal_id(proposal_id)
+    validate_reason(reason)
     store: MemoryStore = open_store(data_dir)
     _report(store.reject_proposal(proposal_id, reason), as_json)

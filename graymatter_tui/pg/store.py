@@ -588,11 +588,11 @@ class PgStore:
         return self._read(lambda tx: review_ops.require(_as_tx(tx), proposal_id))
 
     def approve_proposal(self, proposal_id: str) -> ReviewDecision:
-        review_ops.validate_proposal_id(proposal_id)
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
         return self._write(lambda tx: review_ops.approve(_as_tx(tx), proposal_id))
 
     def reject_proposal(self, proposal_id: str, reason: str = "") -> ReviewDecision:
-        review_ops.validate_proposal_id(proposal_id)
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
         review_ops.validate_reason(reason)
         return self._write(lambda tx: review_ops.reject(_as_tx(tx), proposal_id, reason))
 
@@ -621,7 +621,7 @@ class PgStore:
         return self._read(lambda tx: probe_ops.listing(_as_tx(tx), agent))
 
     def remove_probe(self, probe_id: str) -> Probe:
-        validate_probe_id(probe_id)
+        probe_id = validate_probe_id(probe_id)
         return self._write(lambda tx: probe_ops.remove(_as_tx(tx), probe_id))
 
     def trial_apply(

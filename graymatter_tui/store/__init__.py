@@ -4,6 +4,7 @@
 from graymatter_tui.store.access import directory_check, files_check
 from graymatter_tui.store.files import DATA_FILE, LOCK_FILE
 from graymatter_tui.store.protocol import KeywordIndex, MemoryStore, VectorBlockSource
+from graymatter_tui.store.review_ops import validate_proposal_id, validate_reason
 from graymatter_tui.store.schema import SCHEMA_VERSION
 from graymatter_tui.store.store import Store
 from graymatter_tui.store.values import (
@@ -34,6 +35,7 @@ from graymatter_tui.store.values import (
     TrialApply,
     VectorBlocks,
     WeightChange,
+    validate_cycle_id,
     validate_fact_id,
     validate_probe,
     validate_probe_id,
@@ -78,7 +80,10 @@ __all__ = [
     "best_per_fact",
     "directory_check",
     "files_check",
+    "validate_cycle_id",
     "validate_fact_id",
     "validate_probe",
     "validate_probe_id",
+    "validate_proposal_id",
+    "validate_reason",
 ]

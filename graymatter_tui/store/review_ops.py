@@ -29,7 +29,7 @@ from graymatter_tui.store import fact_ops
 from graymatter_tui.store.codec import decode_proposal, encode
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import ReviewDecision
-from graymatter_tui.textsafe import looks_like_id
+from graymatter_tui.textsafe import canonical_id
 
 MAX_REASON = 1000
 # meta key: proposals still pending, kept with every hold and decision, so the TUI's badge
@@ -39,10 +39,12 @@ _REASON_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def validate_proposal_id(value: str) -> str:
-    if not looks_like_id(value):
+    """A proposal id given in any case, in its canonical (upper-case) form."""
+    canonical = canonical_id(value)
+    if canonical is None:
         shown = value if len(value) <= 40 else value[:40] + "…"
         raise InvalidInput(f"not a proposal id: {shown!r} (expected a 26-character ULID)")
-    return value
+    return canonical
 
 
 def validate_reason(reason: str) -> str:
@@ -114,7 +116,7 @@ def find(tx: Tx, proposal_id: str) -> ReviewProposal | None:
 
 
 def require(tx: Tx, proposal_id: str) -> ReviewProposal:
-    validate_proposal_id(proposal_id)
+    proposal_id = validate_proposal_id(proposal_id)
     proposal = find(tx, proposal_id)
     if proposal is None:
         raise NotFound(f"no proposal with id {proposal_id}")

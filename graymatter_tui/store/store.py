@@ -480,11 +480,11 @@ class Store:
     def approve_proposal(self, proposal_id: str) -> values.ReviewDecision:
         """Apply a pending proposal in one transaction, or discard it as stale (the
         decision's `applied` is False and its reason says what changed)."""
-        review_ops.validate_proposal_id(proposal_id)
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
         return self._env.write(lambda tx: review_ops.approve(tx, proposal_id))
 
     def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision:
-        review_ops.validate_proposal_id(proposal_id)
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
         review_ops.validate_reason(reason)
         return self._env.write(lambda tx: review_ops.reject(tx, proposal_id, reason))
 
@@ -520,7 +520,7 @@ class Store:
 
     def remove_probe(self, probe_id: str) -> Probe:
         """Remove a probe; NotFound when there is none with this id."""
-        values.validate_probe_id(probe_id)
+        probe_id = values.validate_probe_id(probe_id)
         return self._env.write(lambda tx: probe_ops.remove(tx, probe_id))
 
     def trial_apply(

@@ -10,16 +10,27 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
-from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_query
+from graymatter_tui.textsafe import canonical_id, validate_agent, validate_query
 
 # Facts (and graph entries) that decay below this weight are pruned.
 PRUNE_BELOW = 0.01
 
 
 def validate_fact_id(value: str) -> str:
-    if not looks_like_id(value):
+    """A fact id given in any case, in its canonical (upper-case) form; InvalidInput for
+    anything that is not a ULID."""
+    canonical = canonical_id(value)
+    if canonical is None:
         raise InvalidInput(f"not a fact id: {value!r} (expected a 26-character ULID)")
-    return value
+    return canonical
+
+
+def validate_cycle_id(value: str) -> str:
+    """A journal record's id given in any case, in its canonical (upper-case) form."""
+    canonical = canonical_id(value)
+    if canonical is None:
+        raise InvalidInput(f"not a cycle id: {value!r} (expected a 26-character ULID)")
+    return canonical
 
 
 # ---- probes (ADR 0039) ------------------------------------------------------------------
@@ -38,9 +49,11 @@ def validate_probe(agent: str, query: str, k: int) -> None:
 
 
 def validate_probe_id(value: str) -> str:
-    if not looks_like_id(value):
+    """A probe id given in any case, in its canonical (upper-case) form."""
+    canonical = canonical_id(value)
+    if canonical is None:
         raise InvalidInput(f"not a probe id: {value[:40]!r} (expected a 26-character ULID)")
-    return value
+    return canonical
 
 
 def decay_weight(weight: float, hours_stale: float, half_life_hours: float) -> float:
