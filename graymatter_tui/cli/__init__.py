@@ -11,11 +11,13 @@ import click
 
 from graymatter_tui import __version__, provenance
 from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, migrate, probes, review
-from graymatter_tui.cli.common import STORE_KEY, dir_option, store_option
+from graymatter_tui.cli.common import BOTH_GIVEN, STORE_KEY, dir_option, store_option
 from graymatter_tui.cli.output import fail
+from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.summariser_names import SUMMARISERS
+from graymatter_tui.textsafe import validate_agent
 from graymatter_tui.tokens import LANGUAGE_VARIABLES, check_language
 
 
@@ -48,7 +50,9 @@ class _Group(click.Group):
 @store_option
 @click.option("--demo", is_flag=True, help="Create (or reuse) a demo store and open it.")
 @click.option("--read-only", is_flag=True, help="Open the TUI with every mutation disabled.")
-@click.option("--agent", default=None, help="Agent to show first.")
+@click.option(
+    "--agent", default=None, callback=checked_by(validate_agent), help="Agent to show first."
+)
 @click.option(
     "--llm",
     type=click.Choice(SUMMARISERS),
@@ -59,6 +63,7 @@ class _Group(click.Group):
     "--stem-language",
     default=None,
     metavar="LANGUAGE",
+    callback=checked_by(check_language),
     help="Stemming language of a store this run creates or upgrades (default: "
     "$GRAYMATTER_LANGUAGE, else english; 'none' turns stemming off). An existing store "
     "keeps its own.",
@@ -71,20 +76,25 @@ def cli(
     """graymatter-tui: browse, audit and consolidate AI-agent memory."""
     if stem_language is not None:
         # Read by every open that creates or upgrades a store, in this process and in
-        # any it starts (the MCP server's clients run their own).
-        language = check_language(stem_language)
+        # any it starts (the MCP server's clients run their own). Checked and folded
+        # by its callback.
         for name in LANGUAGE_VARIABLES:
-            os.environ[name] = language
+            os.environ[name] = stem_language
     ctx.ensure_object(dict)
     ctx.obj["data_dir"] = data_dir
     provenance.name_process(provenance.CLI)  # the TUI and the MCP server rename it
     if ctx.invoked_subcommand is None:
         from graymatter_tui.launch import launch_tui
 
+        store = ctx.meta.get(STORE_KEY)
+        if store is not None and data_dir is not None:
+            raise click.UsageError(BOTH_GIVEN, ctx=ctx)
+        if store is not None and tui_options["demo"]:
+            raise click.UsageError("--demo keeps its own store; give it no --store", ctx=ctx)
         # --demo, --read-only, --agent and --llm go to the TUI as they are.
         launch_tui(
             data_dir=data_dir,
-            store=ctx.meta.get(STORE_KEY),
+            store=store,
             opening=stderr_progress(False),
             **tui_options,
         )

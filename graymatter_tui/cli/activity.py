@@ -10,16 +10,29 @@ from pathlib import Path
 import click
 import msgspec
 
-from graymatter_tui.activity_feed import FeedFilter, read_page
+from graymatter_tui import provenance
+from graymatter_tui.activity_feed import ANY_MCP, FeedFilter, read_page
 from graymatter_tui.backends import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.params import checked_by
+from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import ActivityEntry
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.textsafe import validate_agent
 
 FOLLOW_SECONDS = 0.5  # the TUI's poll interval
 DEFAULT_LIMIT = 50
+
+
+def _source(value: str) -> str:
+    """A source a write can have, or `mcp` for every MCP client."""
+    if value == ANY_MCP or provenance.is_valid(value):
+        return value
+    known = ", ".join(sorted(provenance.KNOWN))
+    raise InvalidInput(
+        f"unknown source {one_line(value[:60])!r}; give one of {known}, mcp:<client> or mcp"
+    )
 
 
 def entry_line(entry: ActivityEntry) -> str:
@@ -70,6 +83,7 @@ def _follow(
 @click.option(
     "--source",
     default=None,
+    callback=checked_by(_source),
     help="Only writes of this source (cli, tui, demo, import, consolidation, api, "
     "mcp:<client>; 'mcp' for every MCP client).",
 )

@@ -10,6 +10,7 @@ import click
 from graymatter_tui import exchange
 from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import open_upgrading, stderr_progress
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import Conflict, InvalidInput
@@ -77,14 +78,14 @@ def status(data_dir: Path | None, as_json: bool) -> None:
     help="File to write (default, or '-': standard output). A FIFO or device is written "
     "through; a regular file is replaced atomically.",
 )
-@click.option("--agent", default=None, help="Only this agent's facts.")
+@click.option(
+    "--agent", default=None, callback=checked_by(validate_agent), help="Only this agent's facts."
+)
 @common_options
 def export(
     fmt: str, out: Path | None, agent: str | None, data_dir: Path | None, as_json: bool
 ) -> None:
     """Export every fact (tombstones included)."""
-    if agent is not None:
-        validate_agent(agent)
     if out is not None and str(out) == "-":
         out = None
     terminal = out is None and sys.stdout.isatty()

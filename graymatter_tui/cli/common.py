@@ -11,9 +11,12 @@ import click
 
 from graymatter_tui.backends import open_location
 from graymatter_tui.cli.output import note
+from graymatter_tui.cli.params import usage_error
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.config import Settings
+from graymatter_tui.errors import InvalidInput
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.store_url import parse_store_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,10 +27,15 @@ STORE_HELP = (
     "(default: $GRAYMATTER_STORE, else the data directory)."
 )
 STORE_KEY = "store"
+BOTH_GIVEN = "give --store or --dir, not both"
 
 
-def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+def _remember_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None:
+        try:
+            parse_store_url(value)  # its messages never hold the password
+        except InvalidInput as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
         ctx.meta[STORE_KEY] = value
 
 
@@ -69,7 +77,10 @@ def settings_for(data_dir: Path | None) -> Settings:
     wherever each stands."""
     ctx = click.get_current_context()
     directory = data_dir if data_dir is not None else (ctx.obj or {}).get("data_dir")
-    return Settings.from_env(data_dir=directory, store=ctx.meta.get(STORE_KEY))
+    store = ctx.meta.get(STORE_KEY)
+    if directory is not None and store is not None:
+        raise usage_error(BOTH_GIVEN)
+    return Settings.from_env(data_dir=directory, store=store)
 
 
 def open_store(data_dir: Path | None) -> MemoryStore:

@@ -8,13 +8,20 @@ import click
 
 from graymatter_tui.cli.common import common_options, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.textsafe import validate_agent
 
 
 @click.command()
-@click.option("--agent", "agent_option", default=None, help="Only this agent's facts.")
+@click.option(
+    "--agent",
+    "agent_option",
+    default=None,
+    callback=checked_by(validate_agent),
+    help="Only this agent's facts.",
+)
 @click.argument("agent", required=False)
 @common_options
 def embed(
@@ -24,7 +31,7 @@ def embed(
     GRAYMATTER_EMBED configures. A store that holds another model's vectors is switched
     to this one first (every live fact is embedded again)."""
     if agent_option is not None and agent is not None and agent_option != agent:
-        raise InvalidInput(f"two agents given: --agent {agent_option!r} and {agent!r}")
+        raise usage_error(f"two agents given: --agent {agent_option!r} and {agent!r}")
     agent = agent_option if agent_option is not None else agent
     from graymatter_tui.embedding.factory import from_settings
     from graymatter_tui.embedding.settings import EmbedSettings

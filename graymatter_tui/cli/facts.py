@@ -12,6 +12,7 @@ import click
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
+from graymatter_tui.cli.params import checked_by
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.presentation import fact_fields
@@ -67,7 +68,12 @@ def remember(agent: str, text: str, pin: bool, data_dir: Path | None, as_json: b
     help="Live facts, tombstones, or both.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N facts.")
-@click.option("--before", default=None, help="Keyset paging: facts older than this id.")
+@click.option(
+    "--before",
+    default=None,
+    callback=checked_by(validate_fact_id),
+    help="Keyset paging: facts older than this id.",
+)
 @common_options
 def list_facts(
     agent: str | None,
@@ -80,8 +86,6 @@ def list_facts(
     """List facts, newest first (all agents unless AGENT is given)."""
     if agent is not None:
         validate_agent(agent)
-    if before is not None:
-        before = validate_fact_id(before)
     store = open_reader(data_dir, as_json=as_json)
     facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
     if as_json:
@@ -184,6 +188,16 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     _print_fact(open_store(data_dir).retire(fact_id), as_json, "retired")
 
 
+def _weights_from_env() -> RecallWeights:
+    chosen = os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip()
+    if not chosen:
+        return RecallWeights.parse("1.0,0.1")
+    try:
+        return RecallWeights.parse(chosen)
+    except InvalidInput as exc:
+        raise InvalidInput(f"GRAYMATTER_RECALL_WEIGHTS: {exc}") from None
+
+
 @click.command(name="recall")
 @click.argument("agent")
 @click.argument("query")
@@ -191,6 +205,7 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @click.option(
     "--weights",
     default=None,
+    callback=checked_by(RecallWeights.parse),
     help="KEYWORD,RECENCY or VECTOR,KEYWORD,RECENCY fusion weights "
     "(default $GRAYMATTER_RECALL_WEIGHTS or 1.0,1.0,0.1).",
 )
@@ -205,15 +220,14 @@ def recall_cmd(
     agent: str,
     query: str,
     k: int,
-    weights: str | None,
+    weights: RecallWeights | None,
     preview: bool,
     explain: bool,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Ranked live facts of AGENT for QUERY (records the access unless --preview)."""
-    chosen = weights or os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip() or "1.0,0.1"
-    fusion = RecallWeights.parse(chosen)
+    fusion = weights or _weights_from_env()
     validate_agent(agent)
     check_query(query)
     store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)

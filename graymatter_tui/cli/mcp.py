@@ -8,16 +8,31 @@ import click
 
 from graymatter_tui.cli.common import dir_option, settings_for, store_option
 from graymatter_tui.cli.output import note
+from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import open_upgrading
+from graymatter_tui.errors import InvalidInput
 from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
+from graymatter_tui.mcp.http_guard import parse_bind
 from graymatter_tui.mcp.tools import REVIEW_MODES
 from graymatter_tui.textsafe import validate_agent
+
+
+def _bind_form(value: str) -> str:
+    """HOST:PORT as given, once its form is checked (where it may listen is checked with
+    --allow-remote in hand)."""
+    parse_bind(value, allow_remote=True)
+    return value
 
 
 @click.command(name="mcp")
 @dir_option()
 @store_option
-@click.option("--agent", default=None, help="Agent id for calls that give none.")
+@click.option(
+    "--agent",
+    default=None,
+    callback=checked_by(validate_agent),
+    help="Agent id for calls that give none.",
+)
 @click.option("--read-only", is_flag=True, help="Answer searches; refuse every write.")
 @click.option(
     "--review",
@@ -32,6 +47,7 @@ from graymatter_tui.textsafe import validate_agent
     "bind",
     metavar="HOST:PORT",
     default=None,
+    callback=checked_by(_bind_form),
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (bearer token).",
 )
 @click.option("--allow-remote", is_flag=True, help="Let --http listen on a non-loopback address.")
@@ -56,17 +72,10 @@ def mcp(
     the data dir's mcp-token file."""
     from graymatter_tui.embedding import background
     from graymatter_tui.embedding.query import from_env
-    from graymatter_tui.mcp.http_guard import (
-        TOKEN_FILE,
-        load_or_create_token,
-        parse_bind,
-        token_dir,
-    )
+    from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
 
-    if agent is not None:
-        validate_agent(agent)
     if client is not None:
         note(f"paste this into {WHERE[client]}")
         settings = settings_for(data_dir)
@@ -78,7 +87,10 @@ def mcp(
             )
         return
     review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
-    where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
+    try:
+        where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
+    except InvalidInput as exc:  # a non-loopback address without --allow-remote
+        raise usage_error(str(exc)) from None
     settings = settings_for(data_dir)
     store = open_upgrading(settings, read_only=read_only)
     mode = " (read-only)" if read_only else ""

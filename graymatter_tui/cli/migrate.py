@@ -10,6 +10,7 @@ import click
 from graymatter_tui.backends import open_location
 from graymatter_tui.cli.common import common_options, settings_for
 from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.migration import MigrationReport, migrate
@@ -106,9 +107,17 @@ def print_report(report: MigrationReport) -> None:
     "source_url",
     default=None,
     metavar="URL",
+    callback=checked_by(parse_store_url),
     help="The store to copy (default: the one --store/--dir or the environment name).",
 )
-@click.option("--to", "target_url", required=True, metavar="URL", help="The store to copy into.")
+@click.option(
+    "--to",
+    "target_url",
+    required=True,
+    metavar="URL",
+    callback=checked_by(parse_store_url),
+    help="The store to copy into.",
+)
 @click.option(
     "--allow-non-empty",
     is_flag=True,
@@ -116,8 +125,8 @@ def print_report(report: MigrationReport) -> None:
 )
 @common_options
 def migrate_cmd(
-    source_url: str | None,
-    target_url: str,
+    source_url: StoreUrl | None,
+    target_url: StoreUrl,
     allow_non_empty: bool,
     data_dir: Path | None,
     as_json: bool,
@@ -125,10 +134,8 @@ def migrate_cmd(
     """Copy a whole store to another (LMDB directory or postgresql:// URL, either way):
     facts, journal, counters, probes, checkpoints, aliases, the review queue and the
     graph, in one transaction; then verify the copy. The source is only read."""
-    source_at = (
-        parse_store_url(source_url) if source_url is not None else settings_for(data_dir).location
-    )
-    target_at = parse_store_url(target_url)
+    source_at = source_url if source_url is not None else settings_for(data_dir).location
+    target_at = target_url
     if _same_place(source_at, target_at):
         raise InvalidInput(f"--from and --to name the same store ({source_at.redacted})")
     source = _open_source(source_at)

@@ -176,6 +176,50 @@ def test_usage_errors_exit_2(
     assert done.stdout == ""
 
 
+# A flag's value refused while the command line is parsed: exit 2, click's usage lines and
+# one "Error:" line naming the flag, and no store created or opened. (Bad ARGUMENTS that
+# would be stored, such as an empty TEXT or AGENT, stay errors about data: exit 1.)
+BAD_FLAG_VALUES = [
+    ("recall --weights", ("recall", "a", "q", "--weights", "a,b"), "'--weights'"),
+    ("recall --weights zero", ("recall", "a", "q", "--weights", "0,0"), "'--weights'"),
+    ("list --before", ("list", "--before", "not-an-id"), "'--before'"),
+    ("export --agent", ("export", "--agent", "bad\x01agent"), "'--agent'"),
+    ("embed --agent", ("embed", "--agent", ""), "'--agent'"),
+    ("embed --agent and AGENT", ("embed", "--agent", "a", "b"), "two agents given"),
+    ("activity --source", ("activity", "--source", "clii"), "'--source': unknown source"),
+    ("--stem-language", ("--stem-language", "klingon", "status"), "'--stem-language'"),
+    ("--store scheme", ("list", "--store", "ftp://host/db"), "'--store'"),
+    ("--store empty", ("remember", "a", "x", "--store", " "), "'--store'"),
+    ("--dir with --store", ("--dir", "{tmp}/d", "list", "--store", "{tmp}/s"), "not both"),
+    ("--dir with --store, TUI", ("--dir", "{tmp}/d", "--store", "{tmp}/s"), "not both"),
+    ("--demo with --store", ("--demo", "--store", "{tmp}/s"), "--demo keeps its own store"),
+    ("TUI --agent", ("--agent", "a\u202eb"), "'--agent'"),
+    ("mcp --agent", ("mcp", "--agent", ""), "'--agent'"),
+    ("mcp --http", ("mcp", "--http", "8765"), "'--http'"),
+    ("mcp --http remote", ("mcp", "--http", "0.0.0.0:8765"), "--allow-remote"),
+    ("migrate --to", ("migrate", "--to", "mysql://ann@db/memory"), "'--to'"),
+    ("migrate --from", ("migrate", "--from", "lmdb:", "--to", "{tmp}/t"), "'--from'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"), [pytest.param(a, s, id=n) for n, a, s in BAD_FLAG_VALUES]
+)
+def test_a_bad_flag_value_is_a_usage_error_and_creates_nothing(
+    run_cli: RunCli, cli_dir: Path, tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    before = sorted(tmp_path.iterdir())
+    done = run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("Usage: graymatter-tui"), done.stderr
+    assert lines[-1].startswith("Error: ") and said in lines[-1], done.stderr
+    assert not any(c in done.stderr for c in TERMINAL_CONTROLS)
+    assert sorted(tmp_path.iterdir()) == before  # nothing created, GRAYMATTER_DIR included
+    assert not cli_dir.exists()
+
+
 # ---- NUL cannot pass through argv: the Store API refuses it ------------------------------
 
 

@@ -1,8 +1,9 @@
 """`--store URL` and GRAYMATTER_STORE, through the real CLI in a subprocess: a path,
 `lmdb:PATH` and `postgresql://` name the store; the flag beats the environment and may
-stand before or after the command name; `--store` with `--dir` is refused; every bad
-location is one line with exit 1 that never holds the password; `status`, `doctor` and
-`mcp --print-config` name a PostgreSQL store without its password."""
+stand before or after the command name; `--store` with `--dir` is a usage error; a
+malformed `--store` value is a usage error (exit 2), a store that cannot be reached or a
+malformed GRAYMATTER_STORE one line with exit 1, and neither ever holds the password;
+`status`, `doctor` and `mcp --print-config` name a PostgreSQL store without its password."""
 
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ def one_line_error(done: subprocess.CompletedProcess[str], *secrets: str) -> str
         for form in (secret, quote(secret, safe="")):
             assert form not in done.stderr and form not in done.stdout
     return lines[0]
+
+
+def usage_error(done: subprocess.CompletedProcess[str], *secrets: str) -> str:
+    """A usage error (exit 2): click's usage lines, then one `Error:` line, which is
+    returned; nothing on stdout, no traceback and none of `secrets` anywhere."""
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("Usage: graymatter-tui"), done.stderr
+    assert lines[-1].startswith("Error: "), done.stderr
+    for secret in secrets:
+        for form in (secret, quote(secret, safe="")):
+            assert form not in done.stderr and form not in done.stdout
+    return lines[-1]
 
 
 def texts(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -110,12 +126,12 @@ def test_store_with_dir_is_refused(
 ) -> None:
     url = pg_cluster.url("never_made")
     filled = [a.format(url=url, dir=tmp_path / "d") for a in args]
-    line = one_line_error(run_cli(*filled), pg_cluster.password)
-    assert "--store" in line and "--dir" in line
+    line = usage_error(run_cli(*filled), pg_cluster.password)
+    assert line == "Error: give --store or --dir, not both"
     assert not (tmp_path / "d").exists()
 
 
-# ---- bad locations: one line, exit 1, no password ---------------------------------------
+# ---- bad locations: a usage error when malformed, else one line with exit 1; no password --
 
 
 def test_bad_locations_are_one_line_without_the_password(
@@ -123,24 +139,31 @@ def test_bad_locations_are_one_line_without_the_password(
 ) -> None:
     secret = "hunter2-Zq9@x"
     port = _free_port()  # nothing listens there
-    cases = {
+    malformed = {
         "unknown scheme": (f"mysql://ann:{quote(secret)}@127.0.0.1/db", "unknown store URL scheme"),
         "bad port": (f"postgresql://ann:{quote(secret)}@127.0.0.1:99999/db", "port"),
+    }
+    unusable = {
         "wrong password": (pg_cluster.url("postgres", password=secret), "password"),
         "unreachable": (f"postgresql://ann:{quote(secret)}@127.0.0.1:{port}/db", str(port)),
     }
-    for name, (url, said) in cases.items():
+    for name, (url, said) in {**malformed, **unusable}.items():
         for args, env in (
             (("list", "--store", url), None),
             (("remember", "ops", "x", "--store", url), None),
             (("status",), {"GRAYMATTER_STORE": url}),
         ):
-            line = one_line_error(run_cli(*args, env=env), secret)
+            done = run_cli(*args, env=env)
+            if name in malformed and env is None:  # a bad flag value
+                line = usage_error(done, secret)
+                assert line.startswith("Error: Invalid value for '--store': "), line
+            else:
+                line = one_line_error(done, secret)
             assert said.lower() in line.lower(), (name, args, line)
 
 
 def test_an_empty_store_url_is_refused(run_cli: RunCli) -> None:
-    line = one_line_error(run_cli("list", "--store", "  "))
+    line = usage_error(run_cli("list", "--store", "  "))
     assert "empty" in line
 
 

@@ -82,7 +82,7 @@ def test_a_body_over_the_limit_is_413(http_server: HttpServer) -> None:
 
 def test_a_non_loopback_bind_is_refused_at_start(tmp_path: Path) -> None:
     done = run_mcp("--dir", str(tmp_path / "s"), "--http", "0.0.0.0:8765")
-    assert done.returncode == 1
+    assert done.returncode == 2  # a usage error: the flags as given are refused
     assert "not a loopback address" in done.stderr and "--allow-remote" in done.stderr
     assert not (tmp_path / "s").exists()  # refused before anything was created
 

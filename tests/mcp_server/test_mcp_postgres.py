@@ -70,9 +70,9 @@ async def test_http_server_keeps_its_token_per_database_and_never_prints_the_pas
         cwd=ROOT,
         env=server_env(),
     )
-    # --store and --dir together are refused, with one line and no password.
+    # --store and --dir together are a usage error, with no password.
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 1
+    assert process.returncode == 2
     assert "give --store or --dir, not both" in err.decode()
     assert password_of(pg_url) not in err.decode()
 

@@ -1,5 +1,5 @@
-"""Every refusal of `migrate` is one line on stderr, exit 1, no traceback, no password,
-and changes nothing on either side."""
+"""Every refusal of `migrate` is one line on stderr, exit 1 (a malformed --from or --to:
+a usage error, exit 2), no traceback, no password, and changes nothing on either side."""
 
 from __future__ import annotations
 
@@ -191,8 +191,15 @@ def test_an_empty_postgres_database_is_no_source(run_cli: Run, pg_url: str, tmp_
 def test_a_bad_url_is_refused(
     run_cli: Run, source: Path, tmp_path: Path, url: str, message: str
 ) -> None:
-    _refused(run_cli("migrate", "--from", str(source), "--to", url), message)
-    _refused(run_cli("migrate", "--from", url, "--to", str(tmp_path / "t")), message)
+    for args, flag in (
+        (("--from", str(source), "--to", url), "--to"),
+        (("--from", url, "--to", str(tmp_path / "t")), "--from"),
+    ):
+        done = run_cli("migrate", *args)
+        assert done.returncode == 2, (done.stdout, done.stderr)  # a bad flag value
+        assert "Traceback" not in done.stderr and done.stdout == ""
+        assert done.stderr.splitlines()[-1].startswith(f"Error: Invalid value for '{flag}': ")
+        assert message in done.stderr and "pw" not in done.stderr
     assert not (tmp_path / "t").exists()
 
 

@@ -245,13 +245,13 @@ def test_three_weights_name_vector_keyword_recency(seeded: tuple[Path, dict[str,
         ([AGENT, "router", "-k", "0"], 2, "'-k'"),
         ([AGENT, "router", "-k", "1001"], 2, "'-k'"),
         ([AGENT, "router", "-k", "many"], 2, "'-k'"),
-        ([AGENT, "router", "--weights", "banana"], 1, "banana"),
-        ([AGENT, "router", "--weights", "1,2,3,4"], 1, "VECTOR,KEYWORD,RECENCY"),
-        ([AGENT, "router", "--weights", "1"], 1, "KEYWORD,RECENCY"),
-        ([AGENT, "router", "--weights", "-1,1"], 1, "non-negative"),
-        ([AGENT, "router", "--weights", "0,0"], 1, "not both zero"),
-        ([AGENT, "router", "--weights", "0,0,0"], 1, "not all zero"),
-        ([AGENT, "router", "--weights", "1,-1,1"], 1, "non-negative"),
+        ([AGENT, "router", "--weights", "banana"], 2, "banana"),
+        ([AGENT, "router", "--weights", "1,2,3,4"], 2, "VECTOR,KEYWORD,RECENCY"),
+        ([AGENT, "router", "--weights", "1"], 2, "KEYWORD,RECENCY"),
+        ([AGENT, "router", "--weights", "-1,1"], 2, "non-negative"),
+        ([AGENT, "router", "--weights", "0,0"], 2, "not both zero"),
+        ([AGENT, "router", "--weights", "0,0,0"], 2, "not all zero"),
+        ([AGENT, "router", "--weights", "1,-1,1"], 2, "non-negative"),
         ([AGENT, "x" * 5000], 1, "4096 bytes"),
         ([AGENT, "é" * 2500], 1, "4096 bytes"),  # 2500 characters, 5000 bytes
     ],
@@ -291,9 +291,11 @@ def test_bad_input(
 def test_bad_weights_in_environment(seeded: tuple[Path, dict[str, str]]) -> None:
     data_dir, _ = seeded
     done = run(data_dir, "recall", AGENT, "router", env={"GRAYMATTER_RECALL_WEIGHTS": "banana"})
-    assert "banana" in one_line_error(done)
+    assert "GRAYMATTER_RECALL_WEIGHTS: recall weights must be" in one_line_error(done)
 
 
 def test_nan_weights_rejected(seeded: tuple[Path, dict[str, str]]) -> None:
     data_dir, _ = seeded
-    one_line_error(run(data_dir, "recall", AGENT, "router", "--weights", "nan,1", "--json"))
+    done = run(data_dir, "recall", AGENT, "router", "--weights", "nan,1", "--json")
+    assert done.returncode == 2, done.stderr  # a bad flag value: a usage error
+    assert "Error: Invalid value for '--weights': recall weights must be finite" in done.stderr

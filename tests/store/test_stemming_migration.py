@@ -173,7 +173,10 @@ def test_the_cli_chooses_the_language_of_a_new_store(tmp_path: Path) -> None:
     bad = subprocess.run(
         [*run, "--stem-language", "klingon", "status"], env=env, capture_output=True, text=True
     )
-    assert bad.returncode == 1 and "unknown stemming language 'klingon'" in bad.stderr
+    assert bad.returncode == 2  # a bad flag value is a usage error
+    assert "Invalid value for '--stem-language': unknown stemming language 'klingon'" in (
+        bad.stderr
+    )
     assert "Traceback" not in bad.stderr
 
 
