@@ -14,7 +14,13 @@ import msgspec
 
 from graymatter_tui import __version__, clock
 from graymatter_tui.errors import GraymatterError, InvalidInput
-from graymatter_tui.import_parse import JSONL_FORMAT, parse_fact, parse_import
+from graymatter_tui.import_parse import (
+    JSONL_FORMAT,
+    MARKDOWN_HEADING,
+    ParsedImport,
+    parse_fact,
+    parse_import,
+)
 from graymatter_tui.model import Fact, cycle_to_dict, fact_to_dict, probe_to_dict
 from graymatter_tui.output_file import write_output
 from graymatter_tui.progress import Report
@@ -23,12 +29,14 @@ from graymatter_tui.textsafe import neutralise
 
 __all__ = [
     "FORMATS",
+    "ParsedImport",
     "export_bytes",
     "export_file",
     "export_json",
     "export_jsonl",
     "export_markdown",
     "import_file",
+    "import_parsed",
     "parse_fact",
     "parse_import",
 ]
@@ -102,7 +110,7 @@ def export_markdown(
     store: MemoryStore, agent: str | None = None, progress: Report | None = None
 ) -> str:
     facts = _facts(store, agent)
-    lines = ["# graymatter-tui memory export", ""]
+    lines = [MARKDOWN_HEADING, ""]
     current = None
     for done, fact in enumerate(sorted(facts, key=lambda f: (f.agent_id, f.id)), start=1):
         if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
@@ -173,7 +181,20 @@ def import_file(
 ) -> ImportResult:
     """Parse and validate the whole file, then write it in one transaction, or nothing.
     See ADR 0013 for what happens to ids the store already holds."""
-    parsed = parse_import(data, progress)
+    return import_parsed(
+        store, parse_import(data, progress), on_conflict=on_conflict, progress=progress
+    )
+
+
+def import_parsed(
+    store: MemoryStore,
+    parsed: ParsedImport,
+    *,
+    on_conflict: OnConflict = "refuse",
+    progress: Report | None = None,
+) -> ImportResult:
+    """Write a file `parse_import` read, in one transaction, or nothing (a caller that
+    must not create a store for a file that cannot be imported parses it first)."""
     try:
         return store.import_all(
             parsed.facts,

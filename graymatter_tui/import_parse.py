@@ -36,6 +36,8 @@ from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import canonical_id, validate_agent, validate_text
 
 JSONL_FORMAT = "graymatter-tui"
+# The first line of `export --format markdown`: how an import knows it was handed one.
+MARKDOWN_HEADING = "# graymatter-tui memory export"
 MAX_REPORTED_ERRORS = 5
 RECORD_OUTCOMES = (*get_args(Outcome), "")
 RECORD_SUMMARISERS = (*SUMMARISERS, "")  # "": a record written before the field existed
@@ -357,10 +359,22 @@ def parse_import(data: bytes, progress: Report | None = None) -> ParsedImport:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"import file is not UTF-8 (byte {exc.start})") from None
+        raise InvalidInput(f"nothing imported: the file is not UTF-8 (byte {exc.start})") from None
+    if is_markdown_export(text):
+        raise InvalidInput(
+            "nothing imported: markdown is an export-only format; import a jsonl export "
+            "(export --format jsonl) or upstream's memories.json"
+        )
     if text.lstrip().startswith("["):
         return _parse_array(text, progress)
     return _parse_jsonl(text, progress)
+
+
+def is_markdown_export(text: str) -> bool:
+    """Whether `text` is an `export --format markdown` file: its first line, past any
+    byte-order mark and blank lines, is the export's heading (whatever the file's name)."""
+    first = text.lstrip("\ufeff \t\r\n").partition("\n")[0]
+    return first.rstrip() == MARKDOWN_HEADING
 
 
 def _fail(errors: list[str]) -> None:

@@ -8,14 +8,22 @@ from pathlib import Path
 import click
 
 from graymatter_tui import exchange
-from graymatter_tui.cli.common import common_options, open_reader, open_store, settings_for
+from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import open_upgrading, stderr_progress
 from graymatter_tui.demo import create_demo
-from graymatter_tui.errors import Conflict, InvalidInput
+from graymatter_tui.errors import Conflict, GraymatterError, InvalidInput
 from graymatter_tui.overview import size_text, status_payload
-from graymatter_tui.store import ON_CONFLICT, ImportConflicts, ImportIssue, OnConflict
+from graymatter_tui.store import (
+    DATA_FILE,
+    LOCK_FILE,
+    ON_CONFLICT,
+    ImportConflicts,
+    ImportIssue,
+    MemoryStore,
+    OnConflict,
+)
 from graymatter_tui.textsafe import validate_agent
 
 MAX_LISTED = 10
@@ -111,7 +119,8 @@ def export(
 )
 @common_options
 def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json: bool) -> None:
-    """Import our jsonl export or upstream's memories.json (all or nothing; IDs kept)."""
+    """Import our jsonl export or upstream's memories.json (all or nothing; IDs kept).
+    A file that cannot be imported creates no store."""
     if str(file) == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -119,15 +128,26 @@ def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json:
             data = file.read_bytes()
         except OSError as exc:
             raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
-    store = open_store(data_dir)
+    settings = settings_for(data_dir)
     with stderr_progress(as_json) as progress:
+        parsed = exchange.parse_import(data, progress)  # before the store is opened
+        directory = settings.location.path
+        new_store = directory is not None and not (directory / DATA_FILE).exists()
+        created = None if directory is None else _missing_directory(directory)
+        store = open_upgrading(settings)
         try:
-            result = exchange.import_file(store, data, on_conflict=on_conflict, progress=progress)
+            result = exchange.import_parsed(
+                store, parsed, on_conflict=on_conflict, progress=progress
+            )
         except ImportConflicts as exc:
             raise Conflict(
                 f"nothing imported: {exc}; --on-conflict keep-store keeps the store's rows "
                 "and imports the rest"
             ) from None
+        except BaseException:
+            if directory is not None and new_store:
+                _remove_new_store(store, directory, created)
+            raise
     if as_json:
         emit_json(
             {
@@ -156,6 +176,42 @@ def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json:
                 say(f"  {one_line(str(issue))}")
             if len(issues) > MAX_LISTED:
                 say(f"  … and {len(issues) - MAX_LISTED} more (--json lists them all)")
+
+
+def _missing_directory(path: Path) -> Path | None:
+    """The topmost of `path` and its parents that does not exist (opening a store at
+    `path` creates it and everything below); None when `path` exists."""
+    top = None
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            break
+        top = candidate
+    return top
+
+
+def _remove_new_store(store: MemoryStore, path: Path, top: Path | None) -> None:
+    """Take away the empty store a failed import created at `path`, and the directories
+    it made for it up to `top` (None: `path` was there), so a failed import leaves
+    nothing behind. A store some other process wrote to meanwhile is kept, and so is a
+    directory that holds anything else."""
+    try:
+        untouched = store.counters().cycles == 0 and not store.agents()
+    except GraymatterError:
+        untouched = False
+    store.close()
+    if not untouched:
+        return
+    try:
+        for name in (DATA_FILE, LOCK_FILE):
+            (path / name).unlink(missing_ok=True)
+        current = path
+        while top is not None:
+            current.rmdir()  # refused for a directory someone put something else in
+            if current == top:
+                return
+            current = current.parent
+    except OSError:
+        return  # what could not be removed stays; the import's own error is the news
 
 
 def _issue(issue: ImportIssue) -> dict[str, object]:

@@ -274,3 +274,67 @@ def test_keep_store_refuses_rows_that_rely_on_a_kept_conflict(
     line = refused(run_cli("import", str(path), "--on-conflict", "keep-store"))
     assert E in line and "line 3" in line
     assert digest(store_with_a_fact) == before
+
+
+# ---- a failed import creates nothing -----------------------------------------------------
+
+
+def _markdown_export(run_cli: RunCli, tmp_path: Path) -> bytes:
+    """A real `export --format markdown` of a store with a fact in it."""
+    source = {"GRAYMATTER_DIR": str(tmp_path / "source")}
+    assert run_cli("remember", "ops", "Backups run at 02:00.", env=source).returncode == 0
+    done = run_cli("export", "--format", "markdown", env=source)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.encode()
+
+
+FAILING_FILES: dict[str, tuple[Callable[[RunCli, Path], bytes], str]] = {
+    "a markdown export": (_markdown_export, "markdown is an export-only format"),
+    "a markdown export with a BOM and blank lines first": (
+        lambda run, tmp: b"\xef\xbb\xbf\n\n" + _markdown_export(run, tmp),
+        "markdown is an export-only format",
+    ),
+    "a malformed line": (lambda _r, _t: (jsonl(fact(A)) + "{not json\n").encode(), "line 3"),
+    "an unknown format": (
+        lambda _r, _t: b'{"type": "header", "format": "mem0"}\n',
+        "header names an unknown format",
+    ),
+    "not UTF-8": (lambda _r, _t: b"\xff\xfe{}", "not UTF-8"),
+    "an empty file": (lambda _r, _t: b"", "holds no facts"),
+    # Read without fault; refused only by the store's checks, after it was opened.
+    "a broken receipt": (
+        lambda _r, _t: jsonl(fact(A, superseded_by=B)).encode(),
+        "neither in the file nor in the store",
+    ),
+}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".md"])
+@pytest.mark.parametrize("case", sorted(FAILING_FILES))
+def test_a_failed_import_creates_no_store(
+    run_cli: RunCli, tmp_path: Path, case: str, suffix: str
+) -> None:
+    make, said = FAILING_FILES[case]
+    path = tmp_path / f"incoming{suffix}"  # what the file is called says nothing
+    path.write_bytes(make(run_cli, tmp_path))
+    target = tmp_path / "new" / "data"
+    line = refused(run_cli("import", str(path), env={"GRAYMATTER_DIR": str(target)}))
+    assert said in line, line
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_failed_import_into_an_existing_empty_directory_leaves_it_as_it_was(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    path = tmp_path / "bad.jsonl"
+    path.write_text(jsonl(fact(A, superseded_by=B)), "utf-8")
+    refused(run_cli("import", str(path), env={"GRAYMATTER_DIR": str(target)}))
+    assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
+    # and the same file, once fixed, imports there
+    path.write_text(jsonl(fact(A, superseded_by=B), fact(B)), "utf-8")
+    done = run_cli("import", str(path), env={"GRAYMATTER_DIR": str(target)})
+    assert done.returncode == 0, done.stderr
+    assert (target / "data.mdb").exists()
