@@ -456,10 +456,15 @@ class GraymatterApp(App[None]):
         def save_probe(query: str) -> None:
             if not self.may_mutate():
                 return
-            self.run_write(
-                f"probe saved for {agent}: {query}",
-                lambda: self.store.add_probe(agent, query),
-            )
+
+            def job() -> object:
+                # The preview has no k of its own: a probe already there keeps its k.
+                for probe in self.store.probes(agent):
+                    if probe.query == query:
+                        return probe
+                return self.store.save_probe(agent, query)
+
+            self.run_write(f"probe saved for {agent}: {query}", job)
 
         save = None if self.read_only or self.store.read_only_reason else save_probe
         self.push_screen(RecallScreen(self.store, agent, save, self.query_vectors), chosen)

@@ -10,7 +10,13 @@ import click
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.model import Probe, probe_to_dict
-from graymatter_tui.store import MAX_PROBE_K, validate_probe_id
+from graymatter_tui.store import MAX_PROBE_K, ProbeOutcome, validate_probe_id
+
+_SAID: dict[ProbeOutcome, str] = {
+    "added": "added ",
+    "updated": "updated ",
+    "unchanged": "already a probe: ",
+}
 
 
 def probe_line(probe: Probe) -> str:
@@ -35,12 +41,15 @@ def probe() -> None:
 )
 @common_options
 def add(agent: str, query: str, k: int, data_dir: Path | None, as_json: bool) -> None:
-    """Save QUERY as a probe of AGENT (the same query again is the same probe)."""
-    saved, created = open_store(data_dir).add_probe(agent, query, k)
+    """Save QUERY as a probe of AGENT (the same query again is the same probe; with
+    another --k, that probe is updated to it)."""
+    saved, outcome = open_store(data_dir).save_probe(agent, query, k)
     if as_json:
-        emit_json({**probe_to_dict(saved), "created": created})
+        emit_json(
+            {**probe_to_dict(saved), "created": outcome == "added", "updated": outcome == "updated"}
+        )
         return
-    say(("added " if created else "already a probe: ") + probe_line(saved))
+    say(_SAID[outcome] + probe_line(saved))
 
 
 @probe.command(name="list")

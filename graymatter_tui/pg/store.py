@@ -53,6 +53,7 @@ from graymatter_tui.store import (
     MemoryStore,
     NewFact,
     OnConflict,
+    ProbeOutcome,
     PruneOutcome,
     ReviewDecision,
     Selection,
@@ -614,6 +615,10 @@ class PgStore:
 
     # ---- probes (ADR 0039) ---------------------------------------------------------------
     def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
+        probe, outcome = self.save_probe(agent, query, k)
+        return probe, outcome == "added"
+
+    def save_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, ProbeOutcome]:
         validate_probe(agent, query, k)
         return self._write(lambda tx: probe_ops.add(_as_tx(tx), agent, query, k))
 

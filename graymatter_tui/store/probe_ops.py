@@ -4,7 +4,7 @@ apply (ADR 0039), as functions over Tx.
 A probe row is keyed `agent \\0 probe id` (ids are ULIDs, so an agent's probes list in the
 order they were saved) and holds its query, k and creation time as JSON. The same query
 saved twice for one agent is one probe: adding it again returns the probe already there
-(with the new k, when that differs), so a script may add its probes on every run.
+(updated to the new k, when that differs), so a script may add its probes on every run.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from graymatter_tui import clock
 from graymatter_tui.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.model import Probe
 from graymatter_tui.store.tx import Tx
+from graymatter_tui.store.values import ProbeOutcome
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
 # their number bounds how long a cycle holds the store's write lock.
@@ -42,8 +43,9 @@ def listing(tx: Tx, agent: str | None) -> list[Probe]:
     return [_probe(a, i, raw) for a, i, raw in tx.iter_probes(agent)]
 
 
-def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, bool]:
-    """(the probe, whether it is new). See the module docstring for a repeated query."""
+def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, ProbeOutcome]:
+    """(the probe as saved, what saving it did). See the module docstring for a repeated
+    query."""
     if not tx.terms(query):
         raise InvalidInput(
             "the query has no words recall can search for (only stop-words or punctuation)"
@@ -52,11 +54,11 @@ def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, bool]:
     for probe in existing:
         if probe.query == query:
             if probe.k == k:
-                return tx.unchanged((probe, False))
+                return tx.unchanged((probe, "unchanged"))
             changed = msgspec.structs.replace(probe, k=k)
             _put(tx, changed)
             tx.log("probe", agent, text=f"probe {probe.id} now checks the top {k}: {query}")
-            return changed, False
+            return changed, "updated"
     if len(existing) >= MAX_PER_AGENT:
         raise Conflict(
             f"agent already has {MAX_PER_AGENT} probes, the most a cycle checks; remove one first"
@@ -66,7 +68,7 @@ def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, bool]:
     )
     _put(tx, probe)
     tx.log("probe", agent, text=f"probe {probe.id} added (top {k}): {query}")
-    return probe, True
+    return probe, "added"
 
 
 def put(tx: Tx, probe: Probe) -> None:

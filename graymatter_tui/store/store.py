@@ -511,6 +511,12 @@ class Store:
     def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
         """Save a recall query every cycle of `agent` is checked against; the same query
         again is the same probe (its k updated). Returns (the probe, whether it is new)."""
+        probe, outcome = self.save_probe(agent, query, k)
+        return probe, outcome == "added"
+
+    def save_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, values.ProbeOutcome]:
+        """`add_probe`, saying what it did: added, updated (a new k for the same query)
+        or unchanged."""
         values.validate_probe(agent, query, k)
         return self._env.write(lambda tx: probe_ops.add(tx, agent, query, k))
 

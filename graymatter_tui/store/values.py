@@ -38,6 +38,8 @@ def validate_cycle_id(value: str) -> str:
 # limit is repeated here and a test keeps the two equal.
 MAX_PROBE_QUERY_BYTES = 4096
 MAX_PROBE_K = 50
+# What saving a probe did: a new probe, a new k for the one already there, or nothing.
+ProbeOutcome = Literal["added", "updated", "unchanged"]
 
 
 def validate_probe(agent: str, query: str, k: int) -> None:

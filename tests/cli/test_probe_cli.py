@@ -41,6 +41,24 @@ def test_add_list_remove(any_cli: Run) -> None:
     assert json.loads(any_cli("probe", "list", "ops", "--json").stdout) == []
 
 
+def test_adding_a_probe_again_with_another_k_says_it_updated_it(any_cli: Run) -> None:
+    query = "staging database restarts"
+    first = json.loads(any_cli("probe", "add", "ops", query, "--k", "5", "--json").stdout)
+    assert (first["created"], first["updated"]) == (True, False)
+    changed = any_cli("probe", "add", "ops", query, "--k", "9")
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == f"updated {first['id']}  ops  top 9  {query}"
+    again = json.loads(any_cli("probe", "add", "ops", query, "--k", "3", "--json").stdout)
+    assert again["id"] == first["id"] and again["k"] == 3
+    assert (again["created"], again["updated"]) == (False, True)
+    same = any_cli("probe", "add", "ops", query, "--k", "3")
+    assert same.stdout.strip() == f"already a probe: {first['id']}  ops  top 3  {query}"
+    unchanged = json.loads(any_cli("probe", "add", "ops", query, "--k", "3", "--json").stdout)
+    assert (unchanged["created"], unchanged["updated"]) == (False, False)
+    (listed,) = json.loads(any_cli("probe", "list", "ops", "--json").stdout)
+    assert listed["k"] == 3
+
+
 def test_bad_input_is_one_line_exit_1_and_nothing_is_saved(run_cli: Run) -> None:
     for args, message in (
         (("probe", "add", "ops", "x" * 4097), "limit is 4096 bytes"),

@@ -18,6 +18,7 @@ from tests.tui.helpers import (
     STAGING_B,
     make_app,
     modal_text,
+    notifications,
     running,
     screen_text,
     settle,
@@ -117,6 +118,23 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
     assert probe.query == "staging database" and probe.k == 8
     after = {f.id: (f.access_count, f.accessed_at) for f in demo_store.list_facts(OPS)}
     assert all(after[i] == before[i] for i in shown)
+
+
+async def test_saving_a_query_that_is_already_a_probe_keeps_its_k(demo_store: Store) -> None:
+    saved, _ = demo_store.add_probe(OPS, "staging database", 3)
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press(*"staging database", "enter")
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await wait_until(
+            pilot,
+            lambda: any("probe saved" in message for _, message in notifications(app)),
+            what="the save reported",
+        )
+    assert demo_store.probes(OPS) == [saved]  # the preview has no k: the probe's own stays
 
 
 async def test_the_preview_shows_a_summarys_lineage(demo_store: Store) -> None:
