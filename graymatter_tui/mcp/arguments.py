@@ -102,7 +102,15 @@ class Arguments:
         return list(value)
 
     def json_object(self, name: str) -> str | None:
-        """A JSON object encoded as a string (checkpoint state), returned as given."""
+        """A JSON object (checkpoint state) as JSON text: a string holding one, returned
+        as given, or the object itself (as recent clients send it), encoded."""
+        raw = self.raw.get(name)
+        if isinstance(raw, dict):
+            return _encoded_object(raw, name)
+        if raw is not None and not isinstance(raw, str):
+            raise ToolError(
+                f"{name} must be a JSON object or a string holding one, got {_json_type(raw)}"
+            )
         value = self.string(name, required=False)
         if value is None:
             return None
@@ -115,6 +123,24 @@ class Arguments:
         if not isinstance(decoded, dict):
             raise ToolError(f"{name} must be a JSON object, got {_json_type(decoded)}")
         return value
+
+
+def _encoded_object(value: dict[str, Any], name: str) -> str:
+    """An object argument as the JSON text a string argument would have held."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise ToolError(f"{name} is nested too deeply") from None
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"{name} holds an unpaired surrogate (U+{ord(text[exc.start]):04X}); it is not "
+            "valid Unicode text"
+        ) from None
+    if size > MAX_STATE_BYTES:
+        raise ToolError(f"{name} is over the limit of {MAX_STATE_BYTES // 1024} KiB")
+    return text
 
 
 def fact_text(value: str, name: str = "text") -> str:

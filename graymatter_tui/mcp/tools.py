@@ -45,6 +45,12 @@ _TOP_K = {
     "maximum": MAX_TOP_K,
 }
 _TEXTS = {"type": "array", "items": _STR}
+# Upstream's clients send checkpoint state as a string holding a JSON object; recent ones
+# send the object itself. Both are taken (and stored as the object's JSON text).
+_STATE = {
+    "anyOf": [{"type": "string"}, {"type": "object"}],
+    "description": "The working state: a JSON object, or a string holding one.",
+}
 # Present when a server run with --review held the write for a person (ADR 0027).
 _HELD = {"held": {"type": "boolean"}, "proposal_id": _STR}
 
@@ -139,7 +145,7 @@ CHECKPOINT_SAVE = ToolSpec(
     "this one stopped with checkpoint_resume. state is a JSON object encoded as a string. "
     "Returns the checkpoint's id and time. Fails when agent_id is missing or state is not "
     "a valid JSON object.",
-    _obj({"agent_id": _AGENT, "state": _STR}, ["agent_id"]),
+    _obj({"agent_id": _AGENT, "state": _STATE}, ["agent_id"]),
     _obj(
         {"agent_id": _STR, "checkpoint_id": _STR, "created_at": _STR},
         ["agent_id", "checkpoint_id", "created_at"],

@@ -37,6 +37,30 @@ async def test_save_then_resume_returns_the_latest_state(served: Served) -> None
     assert json.loads("\n".join(text.splitlines()[3:])) == state  # indented JSON
 
 
+async def test_state_sent_as_an_object_is_kept_as_its_json_text(served: Served) -> None:
+    a = served.agent
+    state = {"task": "überprüfen", "messages": [{"role": "user", "n": 1.5}], "done": False}
+    async with served.connect() as agent:
+        listed = {tool.name: tool for tool in await agent.list_tools()}
+        schema = listed["checkpoint_save"].input_schema["properties"]["state"]
+        assert {"type": "object"} in schema["anyOf"] and {"type": "string"} in schema["anyOf"]
+        assert "state is a JSON object encoded as a string" in listed["checkpoint_save"].description
+        _, saved = await agent.ok("checkpoint_save", agent_id=a, state=state)
+        _, resumed = await agent.ok("checkpoint_resume", agent_id=a)
+        assert resumed["id"] == saved["checkpoint_id"]
+        assert resumed["state"] == state and resumed["message_count"] == 1
+        with Store.open(served.store, read_only=True) as store:
+            kept = store.latest_checkpoint(a)
+        assert kept is not None and kept.state is not None
+        assert json.loads(kept.state) == state and "überprüfen" in kept.state  # JSON text
+        _, as_text = await agent.ok("checkpoint_save", agent_id=a, state=json.dumps({"x": 1}))
+        _, resumed = await agent.ok("checkpoint_resume", agent_id=a)
+        assert resumed["id"] == as_text["checkpoint_id"] and resumed["state"] == {"x": 1}
+    with Store.open(served.store, read_only=True) as store:
+        latest = store.latest_checkpoint(a)
+    assert latest is not None and latest.state == '{"x": 1}'  # a string is kept as given
+
+
 async def test_resume_with_nothing_saved(served: Served) -> None:
     a, other = served.agent, served.agent + "-other"
     async with served.connect() as agent:
@@ -56,8 +80,10 @@ async def test_bad_checkpoint_calls(served: Served) -> None:
             ({"state": "{}"}, "agent_id is required"),
             ({"agent_id": a, "state": "{not json"}, "state is not valid JSON"),
             ({"agent_id": a, "state": "[1, 2]"}, "must be a JSON object, got an array"),
-            ({"agent_id": a, "state": {"a": 1}}, "state must be a string"),
+            ({"agent_id": a, "state": [1, 2]}, "must be a JSON object or a string holding"),
+            ({"agent_id": a, "state": 7}, "or a string holding one, got a number"),
             ({"agent_id": a, "state": "x" * (300 * 1024)}, "over the limit"),
+            ({"agent_id": a, "state": {"notes": "x" * (300 * 1024)}}, "over the limit"),
         ]:
             assert expected in await agent.error("checkpoint_save", **arguments)
         error = await agent.error("checkpoint_resume", agent_id=a, on_missing="ignore")
