@@ -225,7 +225,15 @@ def test_every_write_command_says_the_store_is_read_only(
 ) -> None:
     seeded, run, _case = unwritable
     before = digest(seeded.path)
-    line = json.dumps({"id": "01KJMMA2G04J2TVMQ78GTHSH09", "agent_id": AGENT, "text": "x"})
+    # A file import accepts: a bad one is refused before the store is opened.
+    line = json.dumps(
+        {
+            "id": "01KJMMA2G04J2TVMQ78GTHSH09",
+            "agent_id": AGENT,
+            "text": "x",
+            "created_at": "2026-03-01T12:00:00Z",
+        }
+    )
     first = seeded.ids[0]
     writes: list[tuple[tuple[str, ...], str | None]] = [
         (("remember", AGENT, "a new fact"), None),
