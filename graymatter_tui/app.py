@@ -31,7 +31,7 @@ from graymatter_tui.screens.activity import ActivityPane
 from graymatter_tui.screens.base import CHECKING, Pane, Reach
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen
+from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen, NoStoreScreen
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.help import HelpScreen
 from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
@@ -128,10 +128,14 @@ class GraymatterApp(App[None]):
         agent: str | None = None,
         poll_seconds: float = POLL_SECONDS,
         clock_seconds: float = CLOCK_SECONDS,
+        create_store: Callable[[], MemoryStore] | None = None,
     ) -> None:
+        """`create_store`, given with the empty view of a place holding no store, makes
+        the store there: the app asks the person first (launch.creator)."""
         super().__init__()
         self.store = store
         self.read_only = read_only
+        self.create_store = create_store if store.absent else None
         provenance.name_process(provenance.TUI)  # what the store records as our writes
         # Set without watchers: nothing is mounted yet to follow them.
         self.set_reactive(GraymatterApp.settings, settings)
@@ -168,6 +172,68 @@ class GraymatterApp(App[None]):
         self.set_interval(self.poll_seconds, self._poll)
         self.set_interval(self.clock_seconds, self._tick_clock)
         self._focus_tab(self._active_tab())
+        if self.create_store is not None:
+            self.push_screen(NoStoreScreen(self.store.location), self._answered_no_store)
+        elif self.store.absent:
+            self.notify(
+                literal(f"No store at {self.store.location} yet; showing an empty one").plain,
+                title="Nothing was created",
+                markup=False,
+            )
+
+    # ---- a place with no store (launch.open_for_tui) ------------------------------------
+    def _answered_no_store(self, answer: str | None) -> None:
+        if answer == "quit":
+            self._exit_once_mounted()
+            return
+        self._focus_tab(self._active_tab())  # the dialog held the focus meant for the pane
+        if answer == "create":
+            self._create_the_store()
+        else:
+            self.notify(
+                literal(f"Read-only: nothing was created at {self.store.location}").plain,
+                markup=False,
+            )
+
+    def _exit_once_mounted(self) -> None:
+        """Quit, once the hidden panes (mounted just after the first frame) are in: an
+        answer given at once would otherwise close the app under their mount."""
+        if all(self._pane_or_none(tab) is not None for tab, _pane in self.PANES):
+            self.exit()
+        else:
+            self.set_timer(0.05, self._exit_once_mounted)
+
+    @work(thread=True, exclusive=True, group="create-store", exit_on_error=False)
+    def _create_the_store(self) -> None:
+        create = self.create_store
+        assert create is not None
+        try:
+            created = create()
+        except (GraymatterError, OSError) as exc:
+            message = str(exc) if isinstance(exc, GraymatterError) else str(exc.strerror or exc)
+            self.call_from_thread(
+                self.notify,
+                literal(message).plain,
+                title="No store was created",
+                severity="error",
+                markup=False,
+            )
+            return
+        self.call_from_thread(self._use_created_store, created)
+
+    def _use_created_store(self, created: MemoryStore) -> None:
+        """The empty view gives way to the store just created, now writable."""
+        view, self.store = self.store, created
+        self.create_store = None
+        view.close()
+        self.read_only = bool(created.read_only_reason)
+        for tab, _pane in self.PANES:
+            if (pane := self._pane_or_none(tab)) is not None:
+                pane.stale = True
+        self._start_embedder()
+        self._poll()
+        self._update_topbar()
+        self.notify(literal(f"Created a new store at {created.location}").plain, markup=False)
 
     def _start_embedder(self) -> None:
         try:

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from graymatter_tui.backends import open_location
-from graymatter_tui.config import Settings, SummariserName, default_demo_dir
+from graymatter_tui.config import Settings, SummariserName, default_data_dir, default_demo_dir
 from graymatter_tui.demo import create_demo
 from graymatter_tui.errors import InvalidInput, ReadOnlyStore
 from graymatter_tui.progress import Report
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.store_url import lmdb_url
+
+if TYPE_CHECKING:
+    from graymatter_tui.app import GraymatterApp
 
 
 def demo_dir() -> Path:
@@ -27,12 +34,17 @@ def open_for_tui(
     llm: str | None,
     progress: Report | None = None,
     store: str | None = None,
+    ask_before_creating: bool = False,
 ) -> tuple[MemoryStore, Settings, bool]:
     """The store, settings and read-only flag the TUI opens with.
 
     `--demo` fills the demo store first (and refuses a store it did not create).
     `--read-only` opens the files read-only; a store this user cannot write opens
-    read-only too, with the READ-ONLY badge, rather than not at all."""
+    read-only too, with the READ-ONLY badge, rather than not at all.
+    `ask_before_creating`: where a person named a place (--dir, --store, GRAYMATTER_DIR,
+    GRAYMATTER_STORE) that holds no store, nothing is created: an empty read-only view
+    is returned (its `absent` is true) for the TUI to ask what to do. The default data
+    dir is still created on a first run."""
     if demo and store is not None:
         raise InvalidInput("--demo keeps its own store; give it no --store")
     if demo and data_dir is None:
@@ -45,6 +57,11 @@ def open_for_tui(
         settings = settings.with_overrides(summariser=llm)
     if read_only and not demo:
         return open_location(location, read_only=True), settings, True
+    if ask_before_creating and not demo and location != lmdb_url(default_data_dir()):
+        view = open_location(location, read_only=True)
+        if view.absent:
+            return view, settings, True
+        view.close()
     try:
         opened = open_location(location, progress=progress)
     except ReadOnlyStore:
@@ -63,7 +80,17 @@ def open_for_tui(
     return opened, settings, read_only
 
 
-def launch_tui(
+def creator(
+    opened: MemoryStore, settings: Settings, *, asked_read_only: bool
+) -> Callable[[], MemoryStore] | None:
+    """What creates the store the TUI found missing, once the person says so (None: it
+    is there, or the person asked for read-only)."""
+    if not opened.absent or asked_read_only:
+        return None
+    return partial(open_location, settings.location)
+
+
+def tui_app(
     *,
     data_dir: Path | None,
     demo: bool,
@@ -72,21 +99,35 @@ def launch_tui(
     llm: str | None,
     opening: AbstractContextManager[Report | None] | None = None,
     store: str | None = None,
-) -> None:
-    """Open the store, then the TUI. `opening` gives the reporter of an upgrade's
-    re-index while the store opens (the CLI's bar on stderr, before the TUI draws)."""
+) -> GraymatterApp:
+    """Open the store, then build the TUI over it. `opening` gives the reporter of an
+    upgrade's re-index while the store opens (the CLI's bar on stderr, before the TUI
+    draws). A place the person named that holds no store is not created here: the app
+    asks first."""
     with opening or nullcontext() as progress:
-        opened, settings, read_only = open_for_tui(
+        opened, settings, opened_read_only = open_for_tui(
             data_dir=data_dir,
             demo=demo,
             read_only=read_only,
             llm=llm,
             progress=progress,
             store=store,
+            ask_before_creating=True,
         )
     from graymatter_tui.app import GraymatterApp
 
-    app = GraymatterApp(store=opened, settings=settings, read_only=read_only, agent=agent)
+    return GraymatterApp(
+        store=opened,
+        settings=settings,
+        read_only=opened_read_only,
+        agent=agent,
+        create_store=creator(opened, settings, asked_read_only=read_only),
+    )
+
+
+def launch_tui(**options: Any) -> None:
+    """`tui_app(**options)`, run until the person quits."""
+    app = tui_app(**options)
     app.run()
     if app.return_code:
         # An unhandled error in the app: Textual has restored the terminal and printed the

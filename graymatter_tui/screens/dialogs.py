@@ -1,6 +1,8 @@
-"""Small modal dialogs: confirm, text entry, choose from a list."""
+"""Small modal dialogs: confirm, text entry, choose from a list, a store that is not there."""
 
 from __future__ import annotations
+
+from typing import Literal, get_args
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -126,3 +128,54 @@ class ChooseScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+NoStoreAnswer = Literal["create", "read-only", "quit"]
+
+
+class NoStoreScreen(ModalScreen[NoStoreAnswer]):
+    """The place the person named holds no store: create one there, look at it empty and
+    read-only, or quit (to fix a mistyped path). Nothing is created before the answer."""
+
+    BINDINGS = [
+        Binding("c", "answer('create')", "Create it", id="no-store-create"),
+        Binding("r,escape", "answer('read-only')", "Read-only", id="no-store-read-only"),
+        Binding("q", "answer('quit')", "Quit", id="no-store-quit"),
+    ]
+
+    def __init__(self, location: str) -> None:
+        super().__init__()
+        self.location = location
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide", id="no-store"):
+            yield Static(
+                literal(f"There is no store at {self.location}"),
+                classes="dialog-title",
+                markup=False,
+            )
+            yield Static(
+                literal(
+                    "Nothing has been created there. Create a new, empty store there, "
+                    "look at it empty and read-only (nothing is created), or quit to "
+                    "check the path.",
+                    one_line=False,
+                ),
+                classes="dialog-detail",
+                markup=False,
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Create it (c)", id="create", variant="primary")
+                yield Button("Read-only, empty (r)", id="read-only")
+                yield Button("Quit (q)", id="quit")
+
+    def on_mount(self) -> None:
+        self.query_one("#quit", Button).focus()  # a blind enter creates nothing
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_answer(str(event.button.id))
+
+    def action_answer(self, answer: str) -> None:
+        if answer in get_args(NoStoreAnswer):
+            self.dismiss(answer)  # type: ignore[arg-type]

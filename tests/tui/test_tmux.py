@@ -257,3 +257,32 @@ def test_a_crash_restores_the_terminal_and_exits_1(tmp_path: Path) -> None:
         assert_terminal_restored(tmux)
     finally:
         tmux.kill()
+
+
+@pytest.mark.parametrize("answer", ["q", "r", "c"])
+def test_a_mistyped_dir_is_asked_about_before_anything_is_created(
+    tmp_path: Path, answer: str
+) -> None:
+    """`graymatter-tui --dir PATH` where PATH holds no store: the real command asks, and
+    only "create" (c) leaves a store there; quit (q) and read-only (r) leave nothing."""
+    missing = tmp_path / "stores" / "mistyped"
+    tmux = Tmux()
+    try:
+        tmux.start(80, 24)
+        tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt")
+        env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+        tmux.send(app_command(missing, env), "Enter")
+        screen = tmux.wait_for(lambda s: "There is no store at" in s, "the question")
+        assert "Create it (c)" in screen and "Quit (q)" in screen
+        assert not (tmp_path / "stores").exists()
+        tmux.send(answer)
+        if answer != "q":
+            said = "Created a new store" if answer == "c" else "nothing was created"
+            tmux.wait_for(lambda s: said in s, "the answer taken")
+            tmux.send("q")
+        assert exit_status(tmux) == 0
+    finally:
+        tmux.kill()
+    assert (missing / "data.mdb").exists() is (answer == "c")
+    if answer != "c":
+        assert not (tmp_path / "stores").exists() and not (tmp_path / "xdg").exists()

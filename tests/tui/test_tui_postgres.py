@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -133,3 +134,32 @@ async def test_a_cycle_stepped_through_in_the_tui_applies_on_postgres(
         assert demo_pg.require(fact_id).superseded_by == record.summary_id
     assert demo_pg.receipts(record.summary_id) == record.consumed
     assert all(check.ok for check in check_invariants(demo_pg))
+
+
+@pytest.mark.parametrize("answer", ["q", "c"])
+async def test_a_database_with_no_store_is_asked_about_before_any_table_is_made(
+    pg_url: str, answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graymatter_tui.launch import tui_app
+    from graymatter_tui.pg import NoStoreYet
+    from graymatter_tui.screens.dialogs import NoStoreScreen
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    app = tui_app(data_dir=None, store=pg_url, demo=False, read_only=False, agent=None, llm=None)
+    app.animation_level = "none"
+    async with running(app) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, NoStoreScreen)
+        with pytest.raises(NoStoreYet):  # nothing made in the database yet
+            PgStore.open(pg_url, read_only=True)
+        await pilot.press(answer)
+        if answer == "c":
+            await wait_until(pilot, lambda: not app.store.absent, what="the store created")
+        await settle(pilot)
+    if answer == "q":
+        with pytest.raises(NoStoreYet):
+            PgStore.open(pg_url, read_only=True)
+    else:
+        app.store.close()
+        with PgStore.open(pg_url, read_only=True) as store:
+            assert store.all_facts() == []
