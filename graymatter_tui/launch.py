@@ -7,7 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from graymatter_tui.backends import open_location
 from graymatter_tui.config import Settings, SummariserName, default_data_dir, default_demo_dir
@@ -125,9 +125,26 @@ def tui_app(
     )
 
 
-def launch_tui(**options: Any) -> None:
-    """`tui_app(**options)`, run until the person quits."""
-    app = tui_app(**options)
+def launch_tui(
+    *,
+    data_dir: Path | None,
+    demo: bool,
+    read_only: bool,
+    agent: str | None,
+    llm: str | None,
+    opening: AbstractContextManager[Report | None] | None = None,
+    store: str | None = None,
+) -> None:
+    """The TUI of `tui_app`, run until the person quits."""
+    app = tui_app(
+        data_dir=data_dir,
+        demo=demo,
+        read_only=read_only,
+        agent=agent,
+        llm=llm,
+        opening=opening,
+        store=store,
+    )
     app.run()
     if app.return_code:
         # An unhandled error in the app: Textual has restored the terminal and printed the
