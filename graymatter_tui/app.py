@@ -45,6 +45,7 @@ from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.workers import in_daemon_thread
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
@@ -399,6 +400,26 @@ class GraymatterApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not self.closing
+
+    # How long quitting waits for a pane's last write (another process may hold LMDB's
+    # writer lock); past it the app exits and the record says the cycle is unfinished.
+    closing_write_seconds = 5.0
+
+    async def action_quit(self) -> None:
+        """Leave, after the writes panes need to record what they began (an unfinished
+        cycle's end), each in a thread so a store that waits cannot hang the exit."""
+        self.closing = True
+        writes = [
+            write
+            for tab, _pane in self.PANES
+            if (pane := self._pane_or_none(tab)) is not None
+            and (write := pane.write_before_closing()) is not None
+        ]
+        for write in writes:
+            failure = await in_daemon_thread(write, self.closing_write_seconds)
+            if failure:
+                self.log.warning(f"not recorded before closing: {failure}")
+        self.exit()
 
     # ---- actions ---------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:

@@ -30,12 +30,17 @@ def _cycle_id(value: str) -> str:
     return value
 
 
+def outcome_label(record: CycleRecord) -> str:
+    """How a record ended, as the Journal tab says it: `applied ↺` once reverted, and
+    `unfinished` for a cycle still running or whose process ended before it did."""
+    return (record.outcome or "unfinished") + (" ↺" if record.reverted_by else "")
+
+
 def print_record(record: CycleRecord) -> None:
     """A cycle for a person: header, stages, then the diff."""
     say(
         one_line(
-            f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  "
-            f"{record.outcome or 'unfinished'}"
+            f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  {outcome_label(record)}"
         )
     )
     if record.reason:
@@ -134,7 +139,15 @@ def consolidate(
         summarisers.from_settings(settings),
         CycleOptions.from_settings(settings, dry_run=dry_run),
     )
-    record = cycle.run_sync()
+    try:
+        record = cycle.run_sync()
+    except KeyboardInterrupt:
+        # ctrl+c while the summariser thinks: decay has committed, so the cycle is
+        # journaled with where it stopped before the command ends as interrupted.
+        if cycle.started:
+            cycle.cancel("interrupted (ctrl+c)")
+            warn(f"cycle {cycle.record.cycle_id} interrupted; journaled as {cycle.record.outcome}")
+        raise
     if as_json:
         emit_json(cycle_to_dict(record))
     else:
@@ -191,7 +204,7 @@ def journal(
         )
         line = (
             f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
-            f"{r.kind:<11} {r.summariser:<9} {r.outcome:<9} {detail}"
+            f"{r.kind:<11} {r.summariser:<9} {outcome_label(r):<10} {detail}"
         )
         say(one_line(line))
 

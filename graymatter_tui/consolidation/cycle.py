@@ -34,7 +34,7 @@ from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
 from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
 from graymatter_tui.probe_check import ProbeCheck, check_probes
-from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, MemoryStore
+from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, DecayOutcome, MemoryStore
 from graymatter_tui.textsafe import validate_agent
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
@@ -125,6 +125,7 @@ class Cycle:
         self.probe_check = ProbeCheck()  # the probes' results at review (ADR 0039)
         self.decided = False  # an outcome other than "applied" was reached; apply is skipped
         self.done = False
+        self.error = ""  # why the last store stage raised, if it did (the stage may be retried)
 
     # ---- navigation ------------------------------------------------------------------
     @property
@@ -155,8 +156,13 @@ class Cycle:
         return result
 
     def _close(self) -> None:
-        if not self.record.outcome:
-            self.record.outcome = "dry_run" if self.options.dry_run else "skipped"
+        if self.options.dry_run and self.record.outcome in ("", "skipped"):
+            # A dry run changes nothing, so it is never "skipped": it says what would have
+            # happened. A summariser that failed or a plan discarded stays so (exit 3).
+            why = self.record.reason or "the plan was not applied"
+            self.record.outcome, self.record.reason = "dry_run", f"dry run: {why}"
+        elif not self.record.outcome:
+            self.record.outcome = "skipped"
         self.record.finished_at = clock.format_time(self.store.now())
         self.record.stages = [
             *self.record.stages[:-1],
@@ -168,8 +174,13 @@ class Cycle:
                 },
             ),
         ]
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
+
+    def _save(self) -> None:
+        """Journal the record; a dry run writes nothing, so it keeps no record either."""
+        if not self.options.dry_run:
+            self.store.save_record(self.record)
 
     # ---- running -----------------------------------------------------------------------
     def advance(self) -> StageResult:
@@ -179,7 +190,14 @@ class Cycle:
             raise Conflict("the cycle has finished")
         if stage == "propose":
             raise Conflict("the next stage calls the summariser; use propose()")
-        return self._store_stages()[stage]()
+        try:
+            result = self._store_stages()[stage]()
+        except Exception as exc:
+            # Kept so that a cycle left after a failing stage is journaled as failed.
+            self.error = f"{STAGE_TITLES[stage].lower()} failed: {exc}"
+            raise
+        self.error = ""
+        return result
 
     def _store_stages(self) -> dict[str, Callable[[], StageResult]]:
         """The stages `advance` runs, by name: every stage but `propose`."""
@@ -220,7 +238,7 @@ class Cycle:
             ]
         self.position = len(STAGES)
         self.record.finished_at = clock.format_time(self.store.now())
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
 
     def repropose(self) -> None:
@@ -240,32 +258,68 @@ class Cycle:
         self.record.ignored, self.record.verdicts, self.record.contradictions = [], [], []
         self.record.summary_text = self.record.raw_response = ""
 
+    @property
+    def started(self) -> bool:
+        """A stage has run: the cycle may have written (decay) and is journaled."""
+        return bool(self.record.stages)
+
     def cancel(self, reason: str = "cancelled by the user") -> None:
-        """Abandon the cycle before it ends; stages already committed stay committed."""
+        """Abandon the cycle before it ends; stages already committed stay committed, and
+        the record says how it ended in the outcomes the CLI uses: a cycle whose
+        summariser failed stays `failed`, a proposal left at review without a decision
+        is `discarded`, anything else is `skipped`; the reason says where it was left."""
         if self.done:
             return
         stage = self.next_stage
-        self.record.outcome = "skipped"
-        self.record.reason = f"{reason} before {stage}"
+        if self.decided:
+            if self.record.outcome in ("failed", "discarded"):
+                self.record.reason = f"{self.record.reason} (then {reason} before {stage})"
+        elif self.error:
+            self.record.outcome = "failed"
+            self.record.reason = f"{self.error} (then {reason})"
+        elif self.at_review:
+            self.record.outcome = "discarded"
+            self.record.reason = f"not applied: {reason} at review"
+        else:
+            self.record.outcome = "skipped"
+            self.record.reason = f"{reason} before {stage}"
+        self.decided = True
         self.record.finished_at = clock.format_time(self.store.now())
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
 
     # ---- stages ------------------------------------------------------------------------
     def _stage_decay(self) -> StageResult:
+        """Decay, journaling the cycle in the same transaction: from here on the cycle
+        has changed the store, so its record exists however the cycle ends (ADR 0050)."""
+
+        def journaled(outcome: DecayOutcome) -> CycleRecord:
+            return msgspec.structs.replace(
+                self.record, stages=[*self.record.stages, self._decay_result(outcome)]
+            )
+
         outcome = self.store.decay(
-            self.agent, self.options.half_life_hours, dry_run=self.options.dry_run
+            self.agent,
+            self.options.half_life_hours,
+            dry_run=self.options.dry_run,
+            journal=journaled,
         )
+        result = self._decay_result(outcome)
+        return self._finish_stage(result.stage, result.summary, **result.details)
+
+    def _decay_result(self, outcome: DecayOutcome) -> StageResult:
         verb = "would lower" if self.options.dry_run else "lowered"
-        return self._finish_stage(
-            "decay",
-            f"{verb} the weight of {outcome.changed} of {outcome.examined} facts",
-            examined=outcome.examined,
-            changed=outcome.changed,
-            largest_drops=[
-                {"id": c.id, "before": round(c.before, 6), "after": round(c.after, 6)}
-                for c in outcome.largest_drops
-            ],
+        return StageResult(
+            stage="decay",
+            summary=f"{verb} the weight of {outcome.changed} of {outcome.examined} facts",
+            details={
+                "examined": outcome.examined,
+                "changed": outcome.changed,
+                "largest_drops": [
+                    {"id": c.id, "before": round(c.before, 6), "after": round(c.after, 6)}
+                    for c in outcome.largest_drops
+                ],
+            },
         )
 
     def _stage_select(self) -> StageResult:

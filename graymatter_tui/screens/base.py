@@ -105,6 +105,11 @@ class Pane(Widget):
     def tick_clock(self) -> None:
         """Redraw relative ages against now, without a store read (panes that show ages)."""
 
+    def write_before_closing(self) -> Callable[[], object] | None:
+        """A store write the app must run before it exits (off the UI thread), so that
+        nothing this pane began is left unrecorded; None when there is none."""
+        return None
+
     @property
     def showing(self) -> bool:
         """On the active tab: a hidden tab's TabPane has its display off."""

@@ -91,7 +91,13 @@ class TombstonesPane(Vertical, Pane):
 
     def _show(self, ids: Sequence[str], keep_id: str | None) -> None:
         store = self.host.store
-        rows = TombstoneRows(ids, store.find_many, store.now(), self.host.settings.half_life_hours)
+        rows = TombstoneRows(
+            ids,
+            store.find_many,
+            store.now(),
+            self.host.settings.half_life_hours,
+            store.find_record,
+        )
         cursor = rows.index_of(keep_id) if keep_id else None
         self.tomb_list.set_source(rows, cursor=cursor or 0)
         total = f"{len(ids)}" if self._complete else f"{len(ids)}+"

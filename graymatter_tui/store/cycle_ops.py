@@ -26,6 +26,7 @@ from graymatter_tui.store.values import (
     ApplyOutcome,
     ApplyRequest,
     DecayOutcome,
+    JournalDecay,
     PruneOutcome,
     Selection,
     TrialApply,
@@ -35,10 +36,12 @@ from graymatter_tui.store.values import (
 T = TypeVar("T")
 
 
-def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
+def decay(
+    tx: Tx, agent: str, half_life_hours: float, journal: JournalDecay | None = None
+) -> DecayOutcome:
     """Decay every unpinned fact of `agent` (tombstones too). Only the vitals rows are
     rewritten; in a read transaction (a dry run) nothing is, and the outcome says what
-    would change."""
+    would change. `journal` builds the cycle's record from the outcome, saved here."""
     now_ms = tx.now.timestamp() * 1000
     rate = math.log(2) / (half_life_hours * 3_600_000)
     prefix_len = len(agent.encode()) + 1
@@ -71,7 +74,10 @@ def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
         WeightChange(key[prefix_len:].decode(), before, after)
         for _drop, key, before, after in sorted(drops, reverse=True)
     ]
-    return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
+    outcome = DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
+    if journal is not None and tx.write:
+        save_record(tx, journal(outcome))
+    return outcome
 
 
 def weights(tx: Tx, agent: str, state: FactState = "live") -> dict[str, float]:
