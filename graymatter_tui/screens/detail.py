@@ -123,11 +123,12 @@ class FactDetailScreen(ModalScreen[None]):
             title.update("Receipt chain (retired by an approved review)")
         elif options:
             title.update(f"Receipt chain ({len(result.consumed)} consumed)")
-            chain.add_options(options)
-            chain.focus()
         else:
             title.update("No receipt chain: nothing replaced this fact and it consumed nothing.")
             chain.display = False
+        if options:
+            chain.add_options(options)
+            chain.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:

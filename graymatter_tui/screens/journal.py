@@ -144,7 +144,8 @@ def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     if r.kind == "revert":
         return Text("revert", style=_style(styles, "revert"))
     # A person's decision on an agent's change must not read as a consolidation's outcome.
-    said = f"review {r.outcome}" if r.kind == "review" else r.outcome
+    # A cycle with no outcome yet is still running, or its process ended before it did.
+    said = f"review {r.outcome}" if r.kind == "review" else (r.outcome or "unfinished")
     return Text(said + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
 
 
