@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
 
 from graymatter_tui.cli.common import dir_option, settings_for, store_option
-from graymatter_tui.cli.output import note
+from graymatter_tui.cli.output import fail, note
 from graymatter_tui.cli.progress import open_upgrading
-from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
+from graymatter_tui.config import Settings
+from graymatter_tui.mcp.client_config import (
+    CLIENTS,
+    WHERE,
+    NotExpressible,
+    Remote,
+    Serving,
+    entry,
+    snippet,
+)
 from graymatter_tui.mcp.tools import REVIEW_MODES
 from graymatter_tui.textsafe import validate_agent
 
@@ -40,7 +50,8 @@ from graymatter_tui.textsafe import validate_agent
     "client",
     type=click.Choice(CLIENTS),
     default=None,
-    help="Print the snippet that wires this server into CLIENT, and exit.",
+    help="Print the snippet that wires this server, with every flag given, into CLIENT, "
+    "and exit (with --http: the URL, and the token from $GRAYMATTER_MCP_TOKEN).",
 )
 def mcp(
     data_dir: Path | None,
@@ -61,25 +72,20 @@ def mcp(
         load_or_create_token,
         parse_bind,
         token_dir,
+        url_of,
     )
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
 
     if agent is not None:
         validate_agent(agent)
-    if client is not None:
-        note(f"paste this into {WHERE[client]}")
-        settings = settings_for(data_dir)
-        click.echo(snippet(client, settings.location, agent), nl=False)
-        if settings.location.path is None:
-            note(
-                "the snippet names the database without its password: give it in "
-                "~/.pgpass or PGPASSWORD in the client's environment"
-            )
-        return
     review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     settings = settings_for(data_dir)
+    if client is not None:
+        serving = Serving(settings.location, agent, read_only, review, where, allow_remote)
+        _print_config(client, serving, settings)
+        return
     store = open_upgrading(settings, read_only=read_only)
     mode = " (read-only)" if read_only else ""
     if review != "none" and not read_only:
@@ -101,9 +107,38 @@ def mcp(
         token_home = token_dir(settings.location, settings.data_dir)
         token = load_or_create_token(token_home)
         host, port = where
-        shown = f"[{host}]" if ":" in host else host
         note(
-            f"serving {store.location} over MCP at http://{shown}:{port}/mcp{mode}; "
+            f"serving {store.location} over MCP at {url_of(host, port)}{mode}; "
             f"the bearer token is in {token_home / TOKEN_FILE}"
         )
         serve_http(session, host, port, token)
+
+
+def _print_config(client: str, serving: Serving, settings: Settings) -> None:
+    """The snippet on stdout; on stderr, where it goes and (with --http) how to start the
+    server and hand the client its token. Nothing is created."""
+    from graymatter_tui.mcp.http_guard import TOKEN_FILE, token_home
+
+    try:
+        wired = entry(serving)
+        text = snippet(client, wired)
+    except NotExpressible as exc:
+        fail(str(exc), 2)
+    note(f"paste this into {WHERE[client]}")
+    click.echo(text, nl=False)
+    if isinstance(wired, Remote):
+        note(f"start the server the client connects to: {shlex.join(wired.server.argv)}")
+        token = token_home(settings.location, settings.data_dir) / TOKEN_FILE
+        made = "" if token.exists() else " (the server makes that file when it first starts)"
+        note(
+            f"the client sends the bearer token from ${wired.token_variable}; set it in "
+            f'the environment the client starts from: export {wired.token_variable}="$(cat '
+            f'{shlex.quote(str(token))})"{made}'
+        )
+    if serving.location.path is None:
+        remote = isinstance(wired, Remote)
+        note(
+            f"{'that command' if remote else 'the snippet'} names the database without its "
+            "password: give it in ~/.pgpass or PGPASSWORD in the "
+            f"{'server' if remote else 'client'}'s environment"
+        )

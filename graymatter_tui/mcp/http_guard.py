@@ -49,6 +49,24 @@ def parse_bind(value: str, *, allow_remote: bool) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def address_text(host: str, port: int) -> str:
+    """HOST:PORT as a person types it and a URL holds it ([v6]:PORT)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def url_of(host: str, port: int) -> str:
+    """Where a client reaches the server listening on HOST:PORT."""
+    return f"http://{address_text(host, port)}/mcp"
+
+
+def is_wildcard(host: str) -> bool:
+    """0.0.0.0 or ::, every address of the machine: no client can connect to it by that name."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -58,14 +76,22 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def token_dir(location: StoreUrl, data_dir: Path) -> Path:
-    """Where the token of the server over `location` lives: an LMDB store's own directory;
-    for a database, this machine's data dir, one directory per database (named by a digest
-    of the URL without its password, so no secret reaches a file name)."""
+def token_home(location: StoreUrl, data_dir: Path) -> Path:
+    """Where the token of the server over `location` lives (nothing is created): an LMDB
+    store's own directory; for a database, this machine's data dir, one directory per
+    database (named by a digest of the URL without its password, so no secret reaches a
+    file name)."""
     if location.path is not None:
         return location.path
     digest = hashlib.sha256(location.redacted.encode()).hexdigest()[:16]
-    directory = data_dir / "mcp-tokens" / digest
+    return data_dir / "mcp-tokens" / digest
+
+
+def token_dir(location: StoreUrl, data_dir: Path) -> Path:
+    """`token_home`, made (0700) for a database's server if it is not there yet."""
+    directory = token_home(location, data_dir)
+    if location.path is not None:
+        return directory
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
