@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
+import socket
+import sys
 from pathlib import Path
 
 import click
@@ -64,54 +68,29 @@ def mcp(
 ) -> None:
     """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
     protocol), or with --http on HTTP, where every request needs the bearer token kept in
-    the data dir's mcp-token file."""
-    from graymatter_tui.embedding import background
-    from graymatter_tui.embedding.query import from_env
-    from graymatter_tui.mcp.http_guard import (
-        TOKEN_FILE,
-        load_or_create_token,
-        parse_bind,
-        token_dir,
-        url_of,
-    )
-    from graymatter_tui.mcp.memory_tools import Session
-    from graymatter_tui.mcp.server import serve_http, serve_stdio
+    the data dir's mcp-token file. ctrl+c or SIGTERM stops the server (exit 0)."""
+    from graymatter_tui.mcp.http_guard import listen, parse_bind
 
     if agent is not None:
         validate_agent(agent)
     review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
     where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
-    settings = settings_for(data_dir)
     if client is not None:
+        settings = settings_for(data_dir)
         serving = Serving(settings.location, agent, read_only, review, where, allow_remote)
         _print_config(client, serving, settings)
         return
-    store = open_upgrading(settings, read_only=read_only)
-    mode = " (read-only)" if read_only else ""
-    if review != "none" and not read_only:
-        mode = f" (holding {review} writes for review)"
-    with store, background.running(store) as embedder:
-        if embedder is not None:
-            note(f"embedding new facts in the background with {embedder.model}")
-        session = Session(
-            store,
-            read_only=read_only,
-            default_agent=agent,
-            review=review,
-            vectors=from_env(store, cache=True),  # a server answers many queries
-        )
+    # Bound before anything is created or announced: a port in use is one line, exit 1.
+    listening = listen(*where) if where is not None else None
+    try:
+        stopped_by = _serve(data_dir, agent, read_only, review, where, listening)
+    finally:
+        for sock in listening or []:
+            sock.close()
+    if stopped_by is not None:
+        note(f"stopped on {stopped_by.name}")
         if where is None:
-            note(f"serving {store.location} over MCP on stdio{mode}")
-            serve_stdio(session)
-            return
-        token_home = token_dir(settings.location, settings.data_dir)
-        token = load_or_create_token(token_home)
-        host, port = where
-        note(
-            f"serving {store.location} over MCP at {url_of(host, port)}{mode}; "
-            f"the bearer token is in {token_home / TOKEN_FILE}"
-        )
-        serve_http(session, host, port, token)
+            _exit_now()
 
 
 def _print_config(client: str, serving: Serving, settings: Settings) -> None:
@@ -142,3 +121,54 @@ def _print_config(client: str, serving: Serving, settings: Settings) -> None:
             "password: give it in ~/.pgpass or PGPASSWORD in the "
             f"{'server' if remote else 'client'}'s environment"
         )
+
+
+def _serve(
+    data_dir: Path | None,
+    agent: str | None,
+    read_only: bool,
+    review: str,
+    where: tuple[str, int] | None,
+    listening: list[socket.socket] | None,
+) -> signal.Signals | None:
+    from graymatter_tui.embedding import background
+    from graymatter_tui.embedding.query import from_env
+    from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir, url_of
+    from graymatter_tui.mcp.memory_tools import Session
+    from graymatter_tui.mcp.server import serve_http, serve_stdio
+
+    settings = settings_for(data_dir)
+    store = open_upgrading(settings, read_only=read_only)
+    mode = " (read-only)" if read_only else ""
+    if review != "none" and not read_only:
+        mode = f" (holding {review} writes for review)"
+    with store, background.running(store) as embedder:
+        if embedder is not None:
+            note(f"embedding new facts in the background with {embedder.model}")
+        session = Session(
+            store,
+            read_only=read_only,
+            default_agent=agent,
+            review=review,
+            vectors=from_env(store, cache=True),  # a server answers many queries
+        )
+        if where is None or listening is None:
+            note(f"serving {store.location} over MCP on stdio{mode}")
+            return serve_stdio(session)
+        token_home = token_dir(settings.location, settings.data_dir)
+        token = load_or_create_token(token_home)
+        host, port = where
+        note(
+            f"serving {store.location} over MCP at {url_of(host, port)}{mode}; "
+            f"the bearer token is in {token_home / TOKEN_FILE}"
+        )
+        return serve_http(session, listening, host, token)
+
+
+def _exit_now() -> None:
+    """End the process now that serving stopped and everything is written and closed.
+    stdin is read in a worker thread that stays blocked in read() until the client's next
+    line or end of input, and Python's exit would wait for it: a stop must not need one."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
