@@ -160,19 +160,6 @@ async def test_a_cycle_left_part_way_is_journaled_in_the_cli_words(
     assert any_store.counters().cycles == 1  # counted once, at decay
 
 
-def test_a_store_stage_that_raised_is_journaled_as_failed_when_left(
-    any_store: AnyStore,
-) -> None:
-    _aged(any_store)
-    cycle = _cycle(any_store, None)
-    cycle.advance()  # decay: journaled
-    cycle.error = "select failed: disk full"  # as `advance` keeps it when a stage raises
-    cycle.cancel("left when the TUI was closed")
-    record = any_store.require_record(cycle.record.cycle_id)
-    assert record.outcome == "failed"
-    assert record.reason == "select failed: disk full (then left when the TUI was closed)"
-
-
 # ---- a dry run writes nothing --------------------------------------------------------------
 @pytest.mark.parametrize("with_summariser", [False, True], ids=["no-summariser", "summariser"])
 def test_a_dry_run_keeps_no_record_and_is_not_counted(

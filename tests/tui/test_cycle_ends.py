@@ -166,3 +166,29 @@ async def test_tombstones_and_detail_name_the_revert_that_retired_a_summary(
         assert "No receipt chain" not in text
         chain = screen_text(app)
         assert chain.count("restored  ↺") == len(applied.consumed)
+
+
+async def test_a_stage_that_fails_leaves_the_cycle_failed_when_the_tui_closes(
+    demo_store: Store,
+) -> None:
+    """The apply's transaction fails for real (the map cannot grow: LMDB's test seam makes
+    every attempt fill it); nothing is applied, and leaving records the failure."""
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await press_each(pilot, "3", "n", "n", "n", "n")  # to review
+        cycle = _the_cycle(app)
+        demo_store.simulate_map_full = 1000
+        try:
+            await press_each(pilot, "a")
+        finally:
+            demo_store.simulate_map_full = 0
+        assert not cycle.done
+        assert cycle.error.startswith("apply failed: ")
+        assert any(s == "error" for s, _m in notifications(app))
+        await pilot.press("q")
+        await settle(pilot)
+    record = demo_store.require_record(cycle.record.cycle_id)
+    assert record.outcome == "failed"
+    assert record.reason.startswith("apply failed: store write failed")
+    assert record.reason.endswith("(then left when the TUI was closed)")
+    assert record.summary_id == ""  # nothing was applied
