@@ -37,6 +37,7 @@ def _field_table(fact: Fact) -> Text:
 
 class FactDetailScreen(ModalScreen[None]):
     COMPONENT_CLASSES = {REPLACED_BY, CONSUMED}
+    HELP_KEYS = (Binding("enter", "", "Open the fact of the receipt chain"),)
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="detail-back"),
     ]

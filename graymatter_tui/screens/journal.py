@@ -59,6 +59,7 @@ class CycleDiffScreen(ModalScreen[None]):
     list scrolls in a band of its own, so on a short terminal the diff keeps its room."""
 
     COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
+    HELP_KEYS = (Binding("tab", "", "Switch between the stages and the diff"),)
     BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
 
     def __init__(self, record: CycleRecord) -> None:

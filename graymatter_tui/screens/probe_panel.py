@@ -17,6 +17,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from graymatter_tui.model import SUMMARY_MARK, Probe, ProbeResult
+from graymatter_tui.screens.actions import Action
 from graymatter_tui.widgets.literal import literal
 
 NOT_CHECKED = "not checked"
@@ -25,7 +26,18 @@ NOT_CHECKED = "not checked"
 class ProbePanel(Vertical):
     # On the panel, not the pane: the Consolidate footer is full at 80 columns, and this
     # key means something only while a probe is highlighted here (tab reaches the list).
-    BINDINGS = [Binding("d", "remove_probe", "Remove probe", id="probe-remove")]
+    # The pane lists it among its parts, so it is in the help and the palette.
+    HELP_KEYS = (Binding("tab", "", "Move between the diff and the probe list"),)
+    BINDINGS = [
+        Action(
+            "d",
+            "remove_probe",
+            "Remove probe",
+            id="probe-remove",
+            title="Remove probe",
+            tooltip="Remove the probe highlighted under the Consolidate diff",
+        )
+    ]
 
     class Remove(Message):
         """The person asked to remove this probe (the pane writes it)."""
@@ -104,8 +116,10 @@ class ProbePanel(Vertical):
 
     def action_remove_probe(self) -> None:
         probe = self.highlighted
-        if probe is not None:
-            self.post_message(self.Remove(probe))
+        if probe is None:
+            self.app.notify("No probe to remove: this agent has none.", severity="warning")
+            return
+        self.post_message(self.Remove(probe))
 
     def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
         self._detail()

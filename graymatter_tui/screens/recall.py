@@ -21,6 +21,7 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.provenance import UNRECORDED
 from graymatter_tui.recall import Hit, lineages, rank
 from graymatter_tui.receipts import lineage_fields, lineage_summary
+from graymatter_tui.screens.actions import Action
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
@@ -60,9 +61,21 @@ COLUMNS = [
 class RecallScreen(ModalScreen[str | None]):
     """Type a query; enter ranks it; selecting a result opens its detail."""
 
+    HELP_KEYS = (
+        Binding("enter", "", "Rank the query (in the query line)"),
+        Binding("down", "", "Move to the results"),
+        Binding("enter", "", "Open the highlighted fact (in the results)"),
+    )
     BINDINGS = [
         Binding("escape", "close", "Back", id="recall-back"),
-        Binding("ctrl+s", "save_probe", "Save as probe", id="recall-save-probe"),
+        Action(
+            "ctrl+s",
+            "save_probe",
+            "Save as probe",
+            id="recall-save-probe",
+            title="Save query as probe",
+            tooltip="Check every consolidation cycle of the agent against this query",
+        ),
     ]
 
     def __init__(
