@@ -224,6 +224,11 @@ class JournalTable(DataTable[Text]):
         Binding("end", "scroll_bottom", "Last", show=False),
     ]
 
+    def on_resize(self) -> None:
+        """Fewer rows (a toast or the error bar took some): the cursor's stays in view."""
+        if self.row_count:
+            self.move_cursor(row=self.cursor_row, animate=False)
+
 
 class JournalPane(Vertical, Pane):
     TITLE = "Journal"
