@@ -58,6 +58,7 @@ from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.top_bar import TopBar
 from graymatter_tui.widgets.virtual_list import VirtualList
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
@@ -171,7 +172,7 @@ class GraymatterApp(App[None]):
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static("", id="topbar", markup=False)
+        yield TopBar(id="topbar")
         with TabbedContent(initial=self.PANES[0][0], id="tabs"):
             for number, (tab, pane_class) in enumerate(self.PANES, 1):
                 with TabPane(f"{number} {pane_class.TITLE}", id=tab):
@@ -298,12 +299,9 @@ class GraymatterApp(App[None]):
         # The badge comes first so a long path can never push it out of sight.
         badge = store_badges(self.store, self.read_only)
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
-        self.query_one("#topbar", Static).update(
-            literal(
-                f"{badge} graymatter-tui · agent {self.agent} ({live} live) · {self.store.location}"
-            )
-        )
-        self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
+        topbar = self.query_one("#topbar", TopBar)
+        topbar.show(badge, self.agent, live, self.store.location)
+        topbar.set_class(self.read_only, "read-only")
 
     def show_error(self, message: str) -> None:
         self.last_error = message
