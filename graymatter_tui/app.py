@@ -78,9 +78,9 @@ LISTS: tuple[type[Widget], ...] = (VirtualList, JournalTable)
 # The screens a key or a pane opens over the tabs, each a help section after the panes'.
 # In the palette, a screen's actions are offered while it is open.
 SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
-    ("Recall preview (R)", (RecallScreen,)),
+    ("Recall preview", (RecallScreen,)),
     ("Fact detail", (FactDetailScreen,)),
-    ("Cycle replay (Journal, enter)", (CycleDiffScreen,)),
+    ("Cycle replay", (CycleDiffScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
     ("This help", (HelpScreen,)),
 )
