@@ -64,6 +64,7 @@ def reach_text(reach: Reach) -> str:
 class ConsolidatePane(Vertical, Pane, can_focus=True):
     TITLE = "Consolidate"
     COMPONENT_CLASSES = {*stages.COMPONENT_CLASSES, SUMMARISER, APPLIED, NOT_APPLIED, NOTE}
+    PARTS = (ProbePanel,)
     BINDINGS = [
         Action(
             "n",

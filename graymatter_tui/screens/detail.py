@@ -39,6 +39,7 @@ def _field_table(fact: Fact, retirement: Retirement | None) -> Text:
 
 class FactDetailScreen(ModalScreen[None]):
     COMPONENT_CLASSES = {REPLACED_BY, CONSUMED}
+    HELP_KEYS = (Binding("enter", "", "Open the fact of the receipt chain"),)
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="detail-back"),
     ]

@@ -59,6 +59,7 @@ class CycleDiffScreen(ModalScreen[None]):
     list scrolls in a band of its own, so on a short terminal the diff keeps its room."""
 
     COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
+    HELP_KEYS = (Binding("tab", "", "Switch between the stages and the diff"),)
     BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
 
     def __init__(self, record: CycleRecord) -> None:
@@ -223,6 +224,11 @@ class JournalTable(DataTable[Text]):
         Binding("home", "scroll_top", "First", show=False),
         Binding("end", "scroll_bottom", "Last", show=False),
     ]
+
+    def on_resize(self) -> None:
+        """Fewer rows (a toast or the error bar took some): the cursor's stays in view."""
+        if self.row_count:
+            self.move_cursor(row=self.cursor_row, animate=False)
 
 
 class JournalPane(Vertical, Pane):

@@ -72,17 +72,26 @@ def tombstone_header(width: int) -> str:
 # numbers, so the titles stay over their columns.
 PIN_CELLS = 3  # " ★ "
 NUMBER_CELLS = 5  # " 0.99" after the bar
-AGE_CELLS = 5  # "  17d"
+AGE_CELLS = 6  # "   17d", or "age ↑" over it with a space before
 USES_CELLS = 5  # "   12"
 GAP = "  "
+# The column each sort orders by, and its direction: newest first is the youngest age
+# first (ascending), heaviest first the largest weight first (descending).
+SORT_MARKS = {"recency": ("age", "↑"), "weight": ("weight", "↓")}
 
 
-def fact_header() -> str:
-    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text."""
+def fact_header(sort: str = "recency") -> str:
+    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text;
+    the column the list is sorted by carries the sort's direction (`weight ↓`)."""
+    sorted_by, arrow = SORT_MARKS.get(sort, ("", ""))
+
+    def title(name: str) -> str:
+        return f"{name} {arrow}" if name == sorted_by else name
+
     return (
         "pin".ljust(PIN_CELLS)
-        + "weight".rjust(BAR_CELLS + NUMBER_CELLS)
-        + "age".rjust(AGE_CELLS)
+        + title("weight").rjust(BAR_CELLS + NUMBER_CELLS)
+        + title("age").rjust(AGE_CELLS)
         + "uses".rjust(USES_CELLS)
         + GAP
         + "text"
