@@ -24,6 +24,7 @@ from graymatter_tui.receipts import lineage_fields, lineage_summary
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 K = 8
 # Width the columns other than the fact's text take, with DataTable's cell padding.
@@ -140,7 +141,7 @@ class RecallScreen(ModalScreen[str | None]):
         # Without embeddings the vector column would be dashes only: it is left out.
         columns = [c for c in COLUMNS if self.vectors is not None or c.label != "vec"]
         self.query_one("#recall-info", Static).update(
-            f"{len(self.hits)} results · "
+            f"{counted(len(self.hits), 'result')} · "
             + ("vec vector rank · " if self.vectors is not None else "")
             + "kw keyword rank · new recency rank · fused score"
             if self.hits
