@@ -62,11 +62,13 @@ class StatusPane(VerticalScroll, Pane):
             f"({counted(p['facts_consumed'], 'fact')} consumed) · {p['reverts']} reverted",
         )
         out.add_row("size", size_text(p, grows_note=True))
-        out.add_row(
-            "schema",
+        # No store yet: no schema, engine or generation of its own to show.
+        schema = (
             f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
-            f"stemming {p['stem_language']}",
+            if p["store_exists"]
+            else "none yet · "
         )
+        out.add_row("schema", f"{schema}stemming {p['stem_language']}")
         embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
         out.add_row("embedding", embedding)
         s = self.host.settings

@@ -1,14 +1,17 @@
 """Counts read as a person says them: "1 tombstone", "2 tombstones", never "1 tombstones"
 or "fact(s)", in what the real CLI prints for a store holding one, then two, of each
-thing (on both backends); and `doctor`'s columns stay aligned whatever its check names."""
+thing (on both backends); `doctor`'s columns stay aligned whatever its check names; and
+`status` shows LMDB's map only for an LMDB store that exists."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +203,40 @@ def test_doctor_keeps_its_columns_aligned(any_cli: RunCli, cli_store: CliStore) 
         assert line[4:].startswith(check["name"]), line
         starts.add(line.index(check["detail"][:20], 4 + len(check["name"])))
     assert starts == {4 + max(map(len, names)) + 2}, lines
+
+
+# ---- status: LMDB's map only where there is an LMDB store ------------------------------------
+def _size_line(status: str) -> str:
+    [line] = [line for line in status.splitlines() if line.startswith("size ")]
+    return line
+
+
+def test_status_shows_a_map_only_for_an_lmdb_store_that_exists(
+    any_cli: RunCli, cli_store: CliStore
+) -> None:
+    # No store yet (a directory without one, a database without our tables): nothing
+    # created, and no map, file or database size of a store that is not there.
+    done = any_cli("status")
+    line = _size_line(ok(done))
+    assert "map" not in line and "MB" not in line and "no store" in line, line
+    payload: dict[str, Any] = json.loads(ok(any_cli("status", "--json")))
+    assert payload["store_exists"] is False
+    assert (payload["file_bytes"], payload["map_size"], payload["map_used"]) == (0, 0, 0)
+    if cli_store.backend == "lmdb":
+        assert not Path(cli_store.location).exists()
+
+    any_cli("remember", "agent", "a fact")
+    line = _size_line(ok(any_cli("status")))
+    payload = json.loads(ok(any_cli("status", "--json")))
+    assert payload["store_exists"] is True
+    keys = ["data_dir", "schema_version", "engine", "live_facts", "tombstones", "pinned"]
+    keys += ["consolidations", "facts_consumed", "reverts", "cycles", "generation"]
+    keys += ["file_bytes", "map_size", "map_used", "agents", "stem_language", "embed_model"]
+    keys += ["embed_dim", "embed_backlog", "pending_reviews", "probes"]
+    assert list(payload)[: len(keys)] == keys  # the keys of 0.6.0 stay, in their order
+    if cli_store.backend == "lmdb":
+        assert re.search(r"MB on disk · map \d+\.\d of \d+ MB used$", line), line
+        assert payload["map_size"] > 0
+    else:
+        assert re.search(r"\d+\.\d MB in the database$", line), line
+        assert "map" not in line and payload["map_size"] == 0

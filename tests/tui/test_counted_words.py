@@ -1,6 +1,6 @@
 """The TUI counts as a person says it: "1 tombstone", "2 tombstones", on every pane of a
-store holding one, then two, of each thing; and the empty Review tab names the real
-`mcp --review` values."""
+store holding one, then two, of each thing; the empty Review tab names the real
+`mcp --review` values; and Status shows LMDB's map only for an LMDB store that exists."""
 
 from __future__ import annotations
 
@@ -12,15 +12,20 @@ import click
 import pytest
 from textual.widgets import TabbedContent
 
-from graymatter_tui.app import TABS
+from graymatter_tui.app import TABS, GraymatterApp
+from graymatter_tui.backends import open_location
 from graymatter_tui.cli.mcp import mcp
+from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.model import CycleRecord
+from graymatter_tui.pg import PgStore
 from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.store import ApplyRequest, NewFact, Store
+from graymatter_tui.store import ApplyRequest, MemoryStore, NewFact, Store
+from graymatter_tui.store_url import parse_store_url
 from tests.support.counted_words import words_ok
 from tests.tui.helpers import (
     detail_fields,
+    fixed_clock,
     make_app,
     open_store,
     running,
@@ -32,6 +37,14 @@ from tests.tui.helpers import (
 
 AGENT = "ops"
 ALPHA = "The alpha cluster runs on rack {}."
+
+
+def app_on_server(store: MemoryStore, url: str) -> GraymatterApp:
+    """The app over the store of a PostgreSQL URL (or the empty view where it has none)."""
+    settings = Settings.from_env(store=url).with_overrides(summariser="local")
+    app = GraymatterApp(store=store, settings=settings, read_only=True, agent=AGENT)
+    app.animation_level = "none"
+    return app
 
 
 def key_of(tab: str) -> str:
@@ -141,3 +154,67 @@ async def test_the_empty_review_tab_names_the_real_review_flags(store: Store) ->
     holding = [c for c in review.type.choices if c not in ("off", "none")]
     assert sorted(named) == sorted(holding) == ["all", "curation"], shown
     assert "--review hold" not in shown
+
+
+# ---- Status: LMDB's map only for an LMDB store that exists ---------------------------------
+def size_row(text: str) -> str:
+    [row] = [line for line in text.splitlines() if line.strip().startswith("size ")]
+    return row
+
+
+async def test_status_of_no_store_shows_no_map_and_creates_nothing(tmp_path: Path) -> None:
+    where = tmp_path / "none"
+    absent = Store.open(where, read_only=True)
+    try:
+        app = make_app(absent, read_only=True)
+        async with running(app) as pilot:
+            await pilot.press(key_of("status"))
+            await settle(pilot)
+            status = static_text(app, "#status-body")
+    finally:
+        absent.close()
+    row = size_row(status)
+    assert "map" not in row and "MB" not in row and "no store" in row, row
+    assert "lmdb" not in status and "generation" not in status, status
+    assert not where.exists()
+
+
+async def test_status_of_an_lmdb_store_shows_its_map(store: Store) -> None:
+    store.put(AGENT, "A fact.")
+    app = make_app(store, agent=AGENT)
+    async with running(app) as pilot:
+        await pilot.press(key_of("status"))
+        await settle(pilot)
+        row = size_row(static_text(app, "#status-body"))
+    assert re.search(r"MB on disk · map \d+\.\d of \d+ MB used \(\d+%; grows automatically\)", row)
+
+
+async def test_status_of_postgresql_shows_no_map(pg_url: str) -> None:
+    # A database without the store's tables: no store, nothing created.
+    absent = open_location(parse_store_url(pg_url), read_only=True)
+    assert absent.absent
+    try:
+        app = app_on_server(absent, pg_url)
+        async with running(app) as pilot:
+            await pilot.press(key_of("status"))
+            await settle(pilot)
+            status = static_text(app, "#status-body")
+    finally:
+        absent.close()
+    row = size_row(status)
+    assert "map" not in row and "no store" in row, row
+    assert "lmdb" not in status, status
+
+    store = PgStore.open(pg_url, clock_fn=fixed_clock)
+    try:
+        store.put(AGENT, "A fact.")
+        app = app_on_server(store, pg_url)
+        async with running(app) as pilot:
+            await pilot.press(key_of("status"))
+            await settle(pilot)
+            status = static_text(app, "#status-body")
+    finally:
+        store.close()
+    row = size_row(status)
+    assert re.search(r"\d+\.\d MB in the database", row) and "map" not in row, row
+    assert "postgresql" in status
