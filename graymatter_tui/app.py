@@ -60,6 +60,7 @@ from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.top_bar import TopBar
 from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.words import counted
 from graymatter_tui.workers import in_daemon_thread
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
@@ -478,7 +479,10 @@ class GraymatterApp(App[None]):
             self.show_error(str(exc))
             return
         choices = [
-            (a.agent_id, f"{a.agent_id}  ({a.live_facts} live, {a.tombstones} tombstones)")
+            (
+                a.agent_id,
+                f"{a.agent_id}  ({a.live_facts} live, {counted(a.tombstones, 'tombstone')})",
+            )
             for a in agents
         ]
         if not choices:

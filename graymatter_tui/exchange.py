@@ -21,6 +21,7 @@ from graymatter_tui.progress import Report
 from graymatter_tui.retirement import retirement_key, retirement_of
 from graymatter_tui.store import ImportConflicts, ImportResult, MemoryStore, OnConflict
 from graymatter_tui.textsafe import neutralise
+from graymatter_tui.words import counted
 
 __all__ = [
     "FORMATS",
@@ -130,7 +131,7 @@ def export_markdown(
         lines.append("")
         lines.append(fact.text)
         lines.append("")
-        meta = f"_weight: {fact.weight:.3f} · accessed: {fact.access_count} times_"
+        meta = f"_weight: {fact.weight:.3f} · accessed: {counted(fact.access_count, 'time')}_"
         if flags:
             meta += f" · _{', '.join(flags)}_"
         lines += [meta, ""]

@@ -8,6 +8,7 @@ from graymatter_tui import provenance
 from graymatter_tui.model import Fact
 from graymatter_tui.retirement import Retirement
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.words import counted
 
 
 def fact_state(fact: Fact, retirement: Retirement | None = None) -> str:
@@ -30,7 +31,7 @@ def fact_fields(fact: Fact, retirement: Retirement | None = None) -> list[tuple[
         ("state", fact_state(fact, retirement)),
         ("weight", f"{fact.weight:.4f}"),
         ("created", fact.created_at),
-        ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
+        ("accessed", f"{fact.accessed_at} ({counted(fact.access_count, 'time')})"),
         ("pinned at", fact.pinned_at or "—"),
         ("cycle", fact.cycle_id or "—"),
         ("source", provenance.describe(fact.source)),

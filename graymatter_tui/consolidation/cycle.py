@@ -36,6 +36,7 @@ from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
 from graymatter_tui.probe_check import ProbeCheck, check_probes
 from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, DecayOutcome, MemoryStore
 from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.words import counted
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
 # How a stage's summary begins when the stage did not do its job. A journal record keeps
@@ -311,7 +312,9 @@ class Cycle:
         verb = "would lower" if self.options.dry_run else "lowered"
         return StageResult(
             stage="decay",
-            summary=f"{verb} the weight of {outcome.changed} of {outcome.examined} facts",
+            summary=(
+                f"{verb} the weight of {outcome.changed} of {counted(outcome.examined, 'fact')}"
+            ),
             details={
                 "examined": outcome.examined,
                 "changed": outcome.changed,
@@ -337,7 +340,10 @@ class Cycle:
             self._decide("skipped", "no summariser configured: decay and prune only")
             return self._finish_stage("select", "no summariser: nothing to summarise", **details)
         if live <= self.options.threshold:
-            reason = f"{live} live facts, not more than the threshold of {self.options.threshold}"
+            reason = (
+                f"{counted(live, 'live fact')}, not more than the threshold of "
+                f"{self.options.threshold}"
+            )
             self._decide("skipped", reason)
             return self._finish_stage("select", reason, **details)
         size = len(selection.batch)
@@ -350,7 +356,7 @@ class Cycle:
             return self._finish_stage("select", "no unpinned facts to consolidate", **details)
         self.record.batch = [item.id for item in self.batch]
         self.record.batch_facts = list(self.batch)
-        why = f"the weakest {size} of {len(unpinned)} unpinned live facts" + (
+        why = f"the weakest {size} of {counted(len(unpinned), 'unpinned live fact')}" + (
             f" (capped at {self.options.max_batch})" if size == self.options.max_batch else ""
         )
         return self._finish_stage("select", why, batch=len(self.batch), **details)
@@ -380,7 +386,7 @@ class Cycle:
             self._decide("discarded", reply.invalid)
             return self._finish_stage("propose", f"{UNUSABLE}{reply.invalid}", **details)
         return self._finish_stage(
-            "propose", f"answer received ({len(reply.raw)} characters)", **details
+            "propose", f"answer received ({counted(len(reply.raw), 'character')})", **details
         )
 
     def _stage_review(self) -> StageResult:
@@ -412,9 +418,9 @@ class Cycle:
         if not plan.applicable:
             self._decide("discarded", plan.discard_reason)
             return self._finish_stage("review", f"{DISCARDED}{plan.discard_reason}", **details)
-        summary = f"would consume {len(plan.consume)} of {len(self.batch)} batch facts"
+        summary = f"would consume {len(plan.consume)} of {counted(len(self.batch), 'batch fact')}"
         if plan.ignored:
-            summary += f", {len(plan.ignored)} ids ignored"
+            summary += f", {counted(len(plan.ignored), 'id')} ignored"
         if kept:
             summary += f", {kept} kept by the coverage guard"
         # Before apply, every probe of the agent is ranked on the store as the apply would
@@ -427,7 +433,7 @@ class Cycle:
         if self.probe_check.note:
             details["probes_note"] = self.probe_check.note
         if self.probe_check.lost:
-            summary += f"; probes would lose {self.probe_check.lost} facts"
+            summary += f"; probes would lose {counted(self.probe_check.lost, 'fact')}"
         return self._finish_stage("review", summary, **details)
 
     def _apply_request(self) -> ApplyRequest:
@@ -456,7 +462,8 @@ class Cycle:
         self.decided = True
         return self._finish_stage(
             "apply",
-            f"summary {outcome.summary.id} written; {len(outcome.consumed)} facts tombstoned",
+            f"summary {outcome.summary.id} written; "
+            f"{counted(len(outcome.consumed), 'fact')} tombstoned",
             summary_id=outcome.summary.id,
             consumed=len(outcome.consumed),
         )
@@ -466,14 +473,16 @@ class Cycle:
             candidates = self.store.selection(self.agent, self.options.half_life_hours).candidates
             doomed = [fact_id for weight, fact_id in candidates if weight < PRUNE_BELOW]
             return self._finish_stage(
-                "prune", f"dry run: would remove {len(doomed)} facts", would_prune=len(doomed)
+                "prune",
+                f"dry run: would remove {counted(len(doomed), 'fact')}",
+                would_prune=len(doomed),
             )
         pending = msgspec.structs.replace(self.record, outcome=self.record.outcome or "skipped")
         outcome = self.store.prune(self.agent, pending)
         self.record = outcome.record
         return self._finish_stage(
             "prune",
-            f"removed {len(outcome.pruned)} facts below weight {PRUNE_BELOW} "
+            f"removed {counted(len(outcome.pruned), 'fact')} below weight {PRUNE_BELOW} "
             "(copied to the journal)",
             pruned=len(outcome.pruned),
         )
@@ -484,7 +493,7 @@ class Cycle:
         outcome = self.store.extract_graph(self.agent, extract_entities)
         return self._finish_stage(
             "extract",
-            f"extracted {outcome.extracted} new or changed facts "
+            f"extracted {counted(outcome.extracted, 'new or changed fact')} "
             f"({outcome.skipped_unchanged} unchanged skipped)",
             extracted=outcome.extracted,
             unchanged=outcome.skipped_unchanged,
@@ -498,7 +507,7 @@ class Cycle:
         outcome = self.store.decay_graph(self.agent, self.options.half_life_hours)
         return self._finish_stage(
             "graph_decay",
-            f"{outcome.nodes} nodes and {outcome.edges} edges decayed; "
+            f"{counted(outcome.nodes, 'node')} and {counted(outcome.edges, 'edge')} decayed; "
             f"{outcome.nodes_removed + outcome.edges_removed} removed",
             nodes=outcome.nodes,
             edges=outcome.edges,

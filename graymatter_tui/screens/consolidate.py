@@ -42,6 +42,7 @@ from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.stages import StageStyles, add_result, mark_cell, mark_of, stage_grid
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.words import counted
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [(name.value, f"{name} — {kind.label}") for name, kind in KINDS.items()]
@@ -487,8 +488,9 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
 
         self.app.push_screen(
             ConfirmScreen(
-                f"Apply although {len(losing)} probes would lose "
-                f"{cycle.record.probes_lost} facts they find now?",
+                f"Apply although {counted(len(losing), 'probe')} would lose "
+                f"{counted(cycle.record.probes_lost, 'fact')} "
+                f"{'it finds' if len(losing) == 1 else 'they find'} now?",
                 detail,
                 yes="Apply",
             ),

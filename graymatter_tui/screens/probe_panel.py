@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from graymatter_tui.model import SUMMARY_MARK, Probe, ProbeResult
 from graymatter_tui.screens.actions import Action
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 NOT_CHECKED = "not checked"
 COLUMN_GAP = "  "  # between the columns of a probe's line
@@ -85,7 +86,7 @@ class ProbePanel(Vertical):
         if results:
             title.append(" · checked against the store as this apply would leave it", style="dim")
             if lost:
-                title.append(f" · would lose {lost} facts", style=styles["lost"])
+                title.append(f" · would lose {counted(lost, 'fact')}", style=styles["lost"])
         title.append("   tab, then d removes a probe", style="dim")
         self.query_one("#probe-title", Static).update(title)
         options = self.query_one(OptionList)

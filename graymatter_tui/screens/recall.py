@@ -27,6 +27,7 @@ from graymatter_tui.screens.actions import Action
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 K = 8
 CELL_PADDING = 2  # DataTable's, one cell each side of every column
@@ -181,7 +182,7 @@ class RecallScreen(ModalScreen[str | None]):
             return
         self.hits = ranked
         self.query_one("#recall-info", Static).update(
-            f"{len(self.hits)} results · "
+            f"{counted(len(self.hits), 'result')} · "
             + ("vec vector rank · " if self.vectors is not None else "")
             + "kw keyword rank · new recency rank · fused score"
             if self.hits

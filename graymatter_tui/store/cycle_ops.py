@@ -32,6 +32,7 @@ from graymatter_tui.store.values import (
     TrialApply,
     WeightChange,
 )
+from graymatter_tui.words import counted
 
 T = TypeVar("T")
 
@@ -203,8 +204,7 @@ def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
     saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
     save_record(tx, saved)
     if doomed:
-        noun = "fact" if len(doomed) == 1 else "facts"
-        text = f"pruned {len(doomed)} {noun} below weight {PRUNE_BELOW}"
+        text = f"pruned {counted(len(doomed), 'fact')} below weight {PRUNE_BELOW}"
         tx.log("prune", agent, text=text, cycle_id=record.cycle_id, count=len(doomed))
     return PruneOutcome(pruned=doomed, record=saved)
 

@@ -13,6 +13,7 @@ from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.retirement import Retirement
 from graymatter_tui.textsafe import looks_like_id, validate_agent, validate_query
+from graymatter_tui.words import counted
 
 # Facts (and graph entries) that decay below this weight are pruned.
 PRUNE_BELOW = 0.01
@@ -213,8 +214,8 @@ class ImportConflicts(Conflict):
         self.conflicts = conflicts
         shown = "; ".join(map(str, conflicts[:MAX_NAMED]))
         more = f"; and {len(conflicts) - MAX_NAMED} more" if len(conflicts) > MAX_NAMED else ""
-        noun = "row differs" if len(conflicts) == 1 else "rows differ"
-        super().__init__(f"{len(conflicts)} {noun} from the store's: {shown}{more}")
+        differ = counted(len(conflicts), "row differs", "rows differ")
+        super().__init__(f"{differ} from the store's: {shown}{more}")
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,8 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
         assert fields["weight"] == f"{fact.weight:.4f}"
         assert fields["created"] == fact.created_at
         assert fact.accessed_at in fields["accessed"]
-        assert f"({fact.access_count} times)" in fields["accessed"]
+        times = "time" if fact.access_count == 1 else "times"
+        assert f"({fact.access_count} {times})" in fields["accessed"]
         assert fields["pinned at"] == "—"
         assert fields["cycle"] == "—"
         assert static_text(app, "#detail-text") == fact.text
