@@ -63,7 +63,9 @@ async def test_review_shows_each_probe_and_a_flagged_cycle_asks_before_apply(
         assert "would lose 2 facts" in modal_text(app)
         await pilot.press("n")  # not applied
         await settle(pilot)
-        assert demo_store.records() == [] and all(demo_store.require(i).is_live for i in staging)
+        # Not applied: the cycle (journaled since decay) is still open, its facts live.
+        assert [r.outcome for r in demo_store.records()] == [""]
+        assert all(demo_store.require(i).is_live for i in staging)
 
         await pilot.press("a")
         await settle(pilot)
