@@ -16,6 +16,7 @@ from textual.css.query import NoMatches
 from textual.lazy import Lazy
 from textual.reactive import var
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
 from graymatter_tui import provenance
@@ -26,15 +27,29 @@ from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.messages import StoreChanged
 from graymatter_tui.presentation import store_badges
-from graymatter_tui.screens.actions import Action, described, help_rows, palette_help, palette_title
+from graymatter_tui.screens.actions import (
+    Action,
+    described,
+    help_rows,
+    own_bindings,
+    own_keys,
+    palette_help,
+    palette_title,
+)
 from graymatter_tui.screens.activity import ActivityPane
 from graymatter_tui.screens.base import CHECKING, Pane, Reach
 from graymatter_tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.screens.dialogs import ChooseScreen, LineEntryScreen, NoStoreScreen
+from graymatter_tui.screens.dialogs import (
+    ChooseScreen,
+    ConfirmScreen,
+    LineEntryScreen,
+    NoStoreScreen,
+    TextEntryScreen,
+)
 from graymatter_tui.screens.facts import FactsPane
 from graymatter_tui.screens.help import HelpScreen
-from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
+from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
 from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.screens.review import ReviewPane
@@ -44,7 +59,10 @@ from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.key_bar import KeyBar
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.widgets.top_bar import TopBar
 from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.words import counted
+from graymatter_tui.workers import in_daemon_thread
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
@@ -58,6 +76,17 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("review", ReviewPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
+# The lists' movement keys, the same in every list: one help section, no palette commands.
+LISTS: tuple[type[Widget], ...] = (VirtualList, JournalTable)
+# The screens a key or a pane opens over the tabs, each a help section after the panes'.
+# In the palette, a screen's actions are offered while it is open.
+SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
+    ("Recall preview", (RecallScreen,)),
+    ("Fact detail", (FactDetailScreen,)),
+    ("Cycle replay", (CycleDiffScreen,)),
+    ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
+    ("This help", (HelpScreen,)),
+)
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")
 POLL_SECONDS = 0.5
 CLOCK_SECONDS = 30.0  # relative ages ("5m") are redrawn this often, with no store read
@@ -150,7 +179,7 @@ class GraymatterApp(App[None]):
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static("", id="topbar", markup=False)
+        yield TopBar(id="topbar")
         with TabbedContent(initial=self.PANES[0][0], id="tabs"):
             for number, (tab, pane_class) in enumerate(self.PANES, 1):
                 with TabPane(f"{number} {pane_class.TITLE}", id=tab):
@@ -339,12 +368,9 @@ class GraymatterApp(App[None]):
         # The badge comes first so a long path can never push it out of sight.
         badge = store_badges(self.store, self.read_only)
         live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
-        self.query_one("#topbar", Static).update(
-            literal(
-                f"{badge} graymatter-tui · agent {self.agent} ({live} live) · {self.store.location}"
-            )
-        )
-        self.query_one("#topbar", Static).set_class(self.read_only, "read-only")
+        topbar = self.query_one("#topbar", TopBar)
+        topbar.show(badge, self.agent, live, self.store.location)
+        topbar.set_class(self.read_only, "read-only")
 
     def show_error(self, message: str) -> None:
         self.last_error = message
@@ -466,6 +492,26 @@ class GraymatterApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not self.closing
 
+    # How long quitting waits for a pane's last write (another process may hold LMDB's
+    # writer lock); past it the app exits and the record says the cycle is unfinished.
+    closing_write_seconds = 5.0
+
+    async def action_quit(self) -> None:
+        """Leave, after the writes panes need to record what they began (an unfinished
+        cycle's end), each in a thread so a store that waits cannot hang the exit."""
+        self.closing = True
+        writes = [
+            write
+            for tab, _pane in self.PANES
+            if (pane := self._pane_or_none(tab)) is not None
+            and (write := pane.write_before_closing()) is not None
+        ]
+        for write in writes:
+            failure = await in_daemon_thread(write, self.closing_write_seconds)
+            if failure:
+                self.log.warning(f"not recorded before closing: {failure}")
+        self.exit()
+
     # ---- actions ---------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -483,10 +529,11 @@ class GraymatterApp(App[None]):
     def action_help(self) -> None:
         sections = [
             ("Everywhere", help_rows(self.BINDINGS)),
-            ("Lists", help_rows(VirtualList.BINDINGS)),
+            ("Lists", help_rows(key for kind in LISTS for key in own_keys(kind))),
+            *((pane.TITLE, help_rows(pane.help_keys())) for _tab, pane in self.PANES),
             *(
-                (pane.TITLE, help_rows([*pane.HELP_KEYS, *pane.pane_bindings()]))
-                for _tab, pane in self.PANES
+                (title, help_rows(key for screen in screens for key in own_keys(screen)))
+                for title, screens in SCREENS
             ),
             ("Palette", [PALETTE_HINT]),
         ]
@@ -499,7 +546,10 @@ class GraymatterApp(App[None]):
             self.show_error(str(exc))
             return
         choices = [
-            (a.agent_id, f"{a.agent_id}  ({a.live_facts} live, {a.tombstones} tombstones)")
+            (
+                a.agent_id,
+                f"{a.agent_id}  ({a.live_facts} live, {counted(a.tombstones, 'tombstone')})",
+            )
             for a in agents
         ]
         if not choices:
@@ -551,9 +601,17 @@ class GraymatterApp(App[None]):
         self.push_screen(LineEntryScreen("Export everything (jsonl) to file", default), chosen)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Textual's own commands, then every described binding of the app and the panes
-        (screens/actions.py): the palette has no list of its own."""
+        """Textual's own commands, the actions of the screen the palette was opened on
+        (the recall preview's, a dialog's), then every described binding of the app, the
+        panes and their parts (screens/actions.py): the palette has no list of its own."""
         yield from super().get_system_commands(screen)
+        if screen is not self.screen_stack[0]:
+            for action in described(own_bindings(type(screen))):
+                yield SystemCommand(
+                    palette_title(action),
+                    palette_help(action),
+                    partial(self.run_action, action.action, screen),
+                )
         for action in described([*self.BINDINGS, *self.PALETTE_ONLY]):
             yield SystemCommand(
                 palette_title(action), palette_help(action), partial(self.run_action, action.action)
@@ -565,10 +623,32 @@ class GraymatterApp(App[None]):
                     palette_help(action),
                     partial(self._run_pane_action, tab, action.action),
                 )
+            for part in pane.PARTS:
+                for action in described(own_bindings(part)):
+                    yield SystemCommand(
+                        palette_title(action),
+                        palette_help(action),
+                        partial(self._run_pane_action, tab, action.action, part),
+                    )
 
-    async def _run_pane_action(self, tab: str, action: str) -> None:
-        """A pane's action from the palette: show its tab, then act as its key would."""
+    async def _run_pane_action(
+        self, tab: str, action: str, part: type[Widget] | None = None
+    ) -> None:
+        """A pane's action from the palette: show its tab, then act as its key would (on
+        the pane, or on its part that has the key)."""
         self.action_tab(tab)
         pane = self._pane_or_none(tab)
-        if pane is not None:
-            await self.run_action(action, pane)
+        if pane is None:
+            return
+        try:
+            pane.catch_up()  # the action acts on what the pane shows now
+        except GraymatterError as exc:
+            self.show_error(str(exc))
+            return
+        target: Widget = pane
+        if part is not None:
+            try:
+                target = pane.query_one(part)
+            except NoMatches:
+                return
+        await self.run_action(action, target)

@@ -24,8 +24,10 @@ from graymatter_tui.import_parse import (
 from graymatter_tui.model import Fact, cycle_to_dict, fact_to_dict, probe_to_dict
 from graymatter_tui.output_file import write_output
 from graymatter_tui.progress import Report
+from graymatter_tui.retirement import retirement_key, retirement_of
 from graymatter_tui.store import ImportConflicts, ImportResult, MemoryStore, OnConflict
 from graymatter_tui.textsafe import neutralise
+from graymatter_tui.words import counted
 
 __all__ = [
     "FORMATS",
@@ -66,11 +68,15 @@ def export_jsonl(
         }
     )
     facts = _facts(store, agent)
+    records = store.records(agent)
+    journal = {r.cycle_id: r for r in records}
     for done, fact in enumerate(facts, start=1):
-        yield _encode({"type": "fact", "fact": fact_to_dict(fact)})
+        # `retired_by` names the revert or review that retired a fact (import ignores it:
+        # the journal records below say the same).
+        shown = {**fact_to_dict(fact), **retirement_key(retirement_of(fact, journal.get))}
+        yield _encode({"type": "fact", "fact": shown})
         if progress is not None and (done % _REPORT_EVERY == 0 or done == len(facts)):
             progress("exporting", done, len(facts))
-    records = store.records(agent)
     for record in reversed(records):
         yield _encode({"type": "cycle", "record": cycle_to_dict(record)})
     for probe in store.probes(agent):
@@ -110,6 +116,7 @@ def export_markdown(
     store: MemoryStore, agent: str | None = None, progress: Report | None = None
 ) -> str:
     facts = _facts(store, agent)
+    journal = {r.cycle_id: r for r in store.records(agent)}
     lines = [MARKDOWN_HEADING, ""]
     current = None
     for done, fact in enumerate(sorted(facts, key=lambda f: (f.agent_id, f.id)), start=1):
@@ -121,7 +128,10 @@ def export_markdown(
         flags = []
         if fact.pinned:
             flags.append("pinned")
-        if fact.is_retired:
+        retirement = retirement_of(fact, journal.get)
+        if retirement is not None:
+            flags.append(retirement.describe())
+        elif fact.is_retired:
             flags.append("retired")
         elif fact.is_tombstone:
             flags.append(f"superseded by {fact.superseded_by}")
@@ -129,7 +139,7 @@ def export_markdown(
         lines.append("")
         lines.append(fact.text)
         lines.append("")
-        meta = f"_weight: {fact.weight:.3f} · accessed: {fact.access_count} times_"
+        meta = f"_weight: {fact.weight:.3f} · accessed: {counted(fact.access_count, 'time')}_"
         if flags:
             meta += f" · _{', '.join(flags)}_"
         lines += [meta, ""]

@@ -34,6 +34,7 @@ from graymatter_tui.progress import Report
 from graymatter_tui.store import validate_probe
 from graymatter_tui.summariser_names import SUMMARISERS
 from graymatter_tui.textsafe import canonical_id, validate_agent, validate_text
+from graymatter_tui.words import counted
 
 JSONL_FORMAT = "graymatter-tui"
 # The first line of `export --format markdown`: how an import knows it was handed one.
@@ -381,8 +382,8 @@ def _fail(errors: list[str]) -> None:
     total = len(errors)
     shown = "; ".join(errors[:MAX_REPORTED_ERRORS])
     more = f"; and {total - MAX_REPORTED_ERRORS} more" if total > MAX_REPORTED_ERRORS else ""
-    noun = "entry" if total == 1 else "entries"
-    raise InvalidInput(f"nothing imported: {total} bad {noun}: {shown}{more}")
+    bad = counted(total, "bad entry", "bad entries")
+    raise InvalidInput(f"nothing imported: {bad}: {shown}{more}")
 
 
 def _check_duplicates(parsed: ParsedImport, errors: list[str]) -> None:

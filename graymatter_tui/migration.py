@@ -17,6 +17,7 @@ from graymatter_tui.errors import InvalidInput, StoreError
 from graymatter_tui.model import Fact
 from graymatter_tui.progress import Report
 from graymatter_tui.store import MemoryStore, StoreSnapshot, TargetNotEmpty
+from graymatter_tui.words import counted
 
 # What the verification compares, as the report names it.
 VERIFIED = (
@@ -169,11 +170,11 @@ def _nothing_like(snap: StoreSnapshot) -> StoreSnapshot:
 
 def _described(snap: StoreSnapshot) -> str:
     parts = [
-        f"{len(items)} {noun}"
+        counted(len(items), noun)
         for items, noun in (
-            (snap.facts, "facts"),
-            (snap.records, "journal records"),
-            (snap.probes, "probes"),
+            (snap.facts, "fact"),
+            (snap.records, "journal record"),
+            (snap.probes, "probe"),
         )
         if items
     ]
@@ -242,6 +243,7 @@ def _check_target_invariants(source: MemoryStore, target: MemoryStore) -> list[s
     new = [v for v in found if v not in known]
     if new:
         raise MigrationUnverified(
-            f"the copy breaks {len(new)} invariant(s) the source keeps: {'; '.join(new[:3])}"
+            f"the copy breaks {counted(len(new), 'invariant')} the source keeps: "
+            f"{'; '.join(new[:3])}"
         )
     return found

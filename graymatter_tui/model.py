@@ -266,6 +266,9 @@ REVIEW_KEYS = ("proposal_id", "action", "target", "asked_by", "decided_by")
 def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(record)
     out["pruned"] = [fact_to_dict(f) for f in record.pruned]
+    # Added beside `reverted_by` (the revert's record id) so a script need not know that
+    # an empty string means "not reverted".
+    out["reverted"] = bool(record.reverted_by)
     if record.kind != "revert":
         for key in REVERT_KEYS:
             out.pop(key, None)

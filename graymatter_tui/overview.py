@@ -42,6 +42,9 @@ class StatusPayload(TypedDict):
     # Agents' changes held for a person (the review queue) and saved recall probes.
     pending_reviews: int
     probes: int
+    # False where there is no store yet (a directory or a database without one): read
+    # commands show it empty, and it has no file, map or database size of its own.
+    store_exists: bool
 
 
 def status_payload(store: MemoryStore) -> StatusPayload:
@@ -49,6 +52,7 @@ def status_payload(store: MemoryStore) -> StatusPayload:
     counters = store.counters()
     info = store.info()
     embed_model, embed_dim = store.embed_model()
+    exists = not store.absent
     return {
         "data_dir": info.data_dir,
         "schema_version": info.schema_version,
@@ -61,9 +65,10 @@ def status_payload(store: MemoryStore) -> StatusPayload:
         "reverts": counters.reverts,
         "cycles": counters.cycles,
         "generation": info.generation,
-        "file_bytes": info.file_bytes,
-        "map_size": info.map_size,
-        "map_used": info.map_used,
+        # An absent store is shown through a scratch map of its own: none of its figures.
+        "file_bytes": info.file_bytes if exists else 0,
+        "map_size": info.map_size if exists else 0,
+        "map_used": info.map_used if exists else 0,
         "agents": [
             {
                 "agent_id": a.agent_id,
@@ -80,6 +85,7 @@ def status_payload(store: MemoryStore) -> StatusPayload:
         "embed_backlog": store.embed_backlog(),
         "pending_reviews": store.pending_count(),
         "probes": len(store.probes()),
+        "store_exists": exists,
     }
 
 
@@ -91,7 +97,10 @@ def weight_histogram(weights: list[float], buckets: int = 10) -> list[int]:
 
 
 def size_text(payload: StatusPayload, *, grows_note: bool = False) -> str:
-    """The status line about size: an LMDB store's file and map; a database's size."""
+    """The status line about size: an LMDB store's file and map; a database's size; or,
+    where there is no store yet, that there is none (LMDB's map is then a scratch one)."""
+    if not payload["store_exists"]:
+        return "nothing yet: there is no store here (the first write creates it)"
     on_disk = f"{payload['file_bytes'] / 1e6:.1f} MB"
     if not payload["map_size"]:  # a server holds the store: no map to show
         return f"{on_disk} in the database"

@@ -6,26 +6,32 @@ from __future__ import annotations
 
 from graymatter_tui import provenance
 from graymatter_tui.model import Fact
+from graymatter_tui.retirement import Retirement
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.words import counted
 
 
-def fact_state(fact: Fact) -> str:
+def fact_state(fact: Fact, retirement: Retirement | None = None) -> str:
+    """Live, replaced, or retired, and by what: a revert or an approved review names its
+    journal record (`retirement`), anything else was retired by an agent or by hand."""
     if fact.is_live:
         return "live, pinned" if fact.pinned else "live"
+    if retirement is not None:
+        return f"tombstone ({retirement.describe()}, no replacement)"
     if fact.is_retired:
         return "tombstone (retired by agent, no replacement)"
     return f"tombstone (superseded by {fact.superseded_by})"
 
 
-def fact_fields(fact: Fact) -> list[tuple[str, str]]:
+def fact_fields(fact: Fact, retirement: Retirement | None = None) -> list[tuple[str, str]]:
     """(label, value) rows for every field of a fact."""
     return [
         ("id", fact.id),
         ("agent", fact.agent_id),
-        ("state", fact_state(fact)),
+        ("state", fact_state(fact, retirement)),
         ("weight", f"{fact.weight:.4f}"),
         ("created", fact.created_at),
-        ("accessed", f"{fact.accessed_at} ({fact.access_count} times)"),
+        ("accessed", f"{fact.accessed_at} ({counted(fact.access_count, 'time')})"),
         ("pinned at", fact.pinned_at or "—"),
         ("cycle", fact.cycle_id or "—"),
         ("source", provenance.describe(fact.source)),

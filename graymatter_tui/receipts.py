@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graymatter_tui.model import Fact
+from graymatter_tui.words import counted
 
 ProblemKind = Literal["absent", "other-agent", "loop"]
 
@@ -189,8 +190,7 @@ def lineage_summary(fields: Mapping[str, Any]) -> str:
     if not ancestors and not fields["lineage_cycle"]:
         return "replaced nothing"
     depth = max((a["depth"] for a in ancestors), default=0)
-    noun = "fact" if len(ancestors) == 1 else "facts"
-    parts = [f"replaced {len(ancestors)} {noun} ({depth} deep)"]
+    parts = [f"replaced {counted(len(ancestors), 'fact')} ({depth} deep)"]
     if fields["lineage_capped"]:
         parts.append(
             f"capped at {MAX_LINEAGE_FACTS} facts, {MAX_LINEAGE_DEPTH} deep: there is more"

@@ -25,6 +25,7 @@ from graymatter_tui.store import (
     OnConflict,
 )
 from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.words import counted
 
 MAX_LISTED = 10
 
@@ -39,23 +40,25 @@ def status(data_dir: Path | None, as_json: bool) -> None:
         return
     say(f"store      {one_line(payload['data_dir'])}")
     say(
-        f"facts      {payload['live_facts']} live · {payload['tombstones']} tombstones · "
-        f"{payload['pinned']} pinned"
+        f"facts      {payload['live_facts']} live · {counted(payload['tombstones'], 'tombstone')} "
+        f"· {payload['pinned']} pinned"
     )
     say(
         f"cycles     {payload['cycles']} run · {payload['consolidations']} applied "
-        f"({payload['facts_consumed']} facts consumed) · {payload['reverts']} reverted"
+        f"({counted(payload['facts_consumed'], 'fact')} consumed) · {payload['reverts']} reverted"
     )
     say(f"size       {size_text(payload)}")
-    say(f"recall     stemming {payload['stem_language']} · {payload['probes']} probes")
-    say(f"review     {payload['pending_reviews']} agent changes waiting for a decision")
+    say(f"recall     stemming {payload['stem_language']} · {counted(payload['probes'], 'probe')}")
+    waiting = counted(payload["pending_reviews"], "agent change")
+    say(f"review     {waiting} waiting for a decision")
     if payload["embed_model"] is None:
         say("embedding  none recorded")
     else:
-        dims = f"{payload['embed_dim']} dims" if payload["embed_dim"] else "dimension not known yet"
+        dim = payload["embed_dim"]
+        dims = counted(dim, "dim") if dim else "dimension not known yet"
         say(
             f"embedding  {one_line(payload['embed_model'])} · {dims} · "
-            f"{payload['embed_backlog']} facts waiting"
+            f"{counted(payload['embed_backlog'], 'fact')} waiting"
         )
     if payload["agents"]:
         say("")
@@ -104,7 +107,7 @@ def export(
         if as_json:
             emit_json({"out": str(out), "format": fmt, "bytes": size})
         else:
-            say(f"exported to {one_line(str(out))} ({fmt}, {size} bytes)")
+            say(f"exported to {one_line(str(out))} ({fmt}, {counted(size, 'byte')})")
 
 
 @click.command(name="import")
@@ -162,9 +165,10 @@ def import_(file: Path, on_conflict: OnConflict, data_dir: Path | None, as_json:
         )
         return
     say(
-        f"imported {result.facts_added} facts ({result.facts_skipped} already present) and "
-        f"{result.records_added} journal records ({result.records_skipped} already present)"
-        + (f"; {result.probes_added} probes" if result.probes_added else "")
+        f"imported {counted(result.facts_added, 'fact')} ({result.facts_skipped} already "
+        f"present) and {counted(result.records_added, 'journal record')} "
+        f"({result.records_skipped} already present)"
+        + (f"; {counted(result.probes_added, 'probe')}" if result.probes_added else "")
     )
     for label, issues in (
         ("kept the store's row (conflict)", result.conflicts),
@@ -243,6 +247,6 @@ def demo(into_existing: bool, data_dir: Path | None, as_json: bool) -> None:
     if as_json:
         emit_json({"data_dir": store.location, "facts_added": added})
     elif added:
-        say(f"demo store ready in {one_line(store.location)}: {added} facts")
+        say(f"demo store ready in {one_line(store.location)}: {counted(added, 'fact')}")
     else:
         say(f"demo data already present in {one_line(store.location)}")

@@ -19,22 +19,29 @@ from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import CycleRecord, cycle_to_dict
 from graymatter_tui.store import MemoryStore, validate_cycle_id
+from graymatter_tui.words import counted
 
 EXIT_NOT_APPLIED = 3
+
+
+def outcome_label(record: CycleRecord) -> str:
+    """How a record ended, as the Journal tab says it: `applied ↺` once reverted, and
+    `unfinished` for a cycle still running or whose process ended before it did."""
+    return (record.outcome or "unfinished") + (" ↺" if record.reverted_by else "")
 
 
 def print_record(record: CycleRecord) -> None:
     """A cycle for a person: header, stages, then the diff."""
     say(
         one_line(
-            f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  "
-            f"{record.outcome or 'unfinished'}"
+            f"cycle {record.cycle_id}  {record.agent_id}  {record.kind}  {outcome_label(record)}"
         )
     )
     if record.reason:
         say(f"  reason: {one_line(record.reason)}")
     if record.kind == "revert":
-        say(f"  reverted cycle {record.reverted_cycle_id}: restored {len(record.restored)} facts,")
+        restored = counted(len(record.restored), "fact")
+        say(f"  reverted cycle {record.reverted_cycle_id}: restored {restored},")
         say(f"  retired summary {record.retired_summary_id}")
         return
     if record.kind == "review":
@@ -59,7 +66,7 @@ def print_record(record: CycleRecord) -> None:
                 say(f"    {one_line(row.note)}")
         say(f"  {diff.counts_line}")
     if record.pruned:
-        say(f"  pruned {len(record.pruned)} facts (copies kept in this record)")
+        say(f"  pruned {counted(len(record.pruned), 'fact')} (copies kept in this record)")
     _print_probes(record)
 
 
@@ -92,7 +99,8 @@ def _print_review(record: CycleRecord) -> None:
         say(f"  text:   {one_line(record.summary_text)}")
     if record.outcome == "applied":
         wrote = f", wrote {record.summary_id}" if record.summary_id else ""
-        say(f"  matched {len(record.batch)}, made {len(record.consumed)} tombstones{wrote}")
+        made = counted(len(record.consumed), "tombstone")
+        say(f"  matched {len(record.batch)}, made {made}{wrote}")
     if record.reverted_by:
         say(f"  reverted later by {record.reverted_by}")
 
@@ -127,7 +135,15 @@ def consolidate(
         summarisers.from_settings(settings),
         CycleOptions.from_settings(settings, dry_run=dry_run),
     )
-    record = cycle.run_sync()
+    try:
+        record = cycle.run_sync()
+    except KeyboardInterrupt:
+        # ctrl+c while the summariser thinks: decay has committed, so the cycle is
+        # journaled with where it stopped before the command ends as interrupted.
+        if cycle.started:
+            cycle.cancel("interrupted (ctrl+c)")
+            warn(f"cycle {cycle.record.cycle_id} interrupted; journaled as {cycle.record.outcome}")
+        raise
     if as_json:
         emit_json(cycle_to_dict(record))
     else:
@@ -135,9 +151,11 @@ def consolidate(
     if record.probes_lost:
         losing = sum(1 for p in record.probes if p.lost)
         done = "was applied" if record.outcome == "applied" else "was checked"
+        lose, they = ("loses", "it") if losing == 1 else ("lose", "they")
         warn(
-            f"this cycle {done} although {losing} of its agent's probes lose "
-            f"{record.probes_lost} facts they used to find (see 'probes' in its record)"
+            f"this cycle {done} although {counted(losing, 'probe')} of its agent {lose} "
+            f"{counted(record.probes_lost, 'fact')} {they} used to find (see 'probes' in "
+            "its record)"
         )
     if cycle.probe_check.note:
         warn(cycle.probe_check.note)
@@ -184,7 +202,7 @@ def journal(
         )
         line = (
             f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
-            f"{r.kind:<11} {r.summariser:<9} {r.outcome:<9} {detail}"
+            f"{r.kind:<11} {r.summariser:<9} {outcome_label(r):<10} {detail}"
         )
         say(one_line(line))
 
@@ -200,7 +218,7 @@ def revert(cycle_id: str, data_dir: Path | None, as_json: bool) -> None:
         emit_json(cycle_to_dict(record))
     else:
         say(
-            f"reverted cycle {cycle_id}: {len(record.restored)} facts live again, "
+            f"reverted cycle {cycle_id}: {counted(len(record.restored), 'fact')} live again, "
             f"summary {record.retired_summary_id} retired (record {record.cycle_id})"
         )
 
@@ -264,8 +282,8 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
         "store",
         "ok",
         f"schema {info.schema_version}, {info.engine}, stemming {info.stem_language}; "
-        f"{sum(a.live_facts for a in agents)} live "
-        f"facts across {len(agents)} agents; consolidations {counters.consolidations} (facts "
+        f"{counted(sum(a.live_facts for a in agents), 'live fact')} across "
+        f"{counted(len(agents), 'agent')}; consolidations {counters.consolidations} (facts "
         f"consolidated {counters.facts_consolidated}), reverts {counters.reverts}",
     )
     # LMDB's files are walked in a child process (a corrupt file may crash the reader); a
@@ -307,15 +325,16 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
 def review_queue_check(store: MemoryStore) -> tuple[str, str, str]:
     """The top bar's count of changes waiting (a counter kept by each decision) must be
     the number of proposals actually pending, or the TUI would announce the wrong work."""
-    counted = store.pending_count()
+    said = store.pending_count()
     pending = len(store.proposals(status="pending"))
-    if counted != pending:
+    if said != pending:
         return (
             "review queue",
             "fail",
-            f"the pending counter says {counted} but {pending} proposals are pending",
+            f"the pending counter says {said} but "
+            f"{counted(pending, 'proposal is', 'proposals are')} pending",
         )
-    return ("review queue", "ok", f"{pending} agent changes waiting for a decision")
+    return ("review queue", "ok", f"{counted(pending, 'agent change')} waiting for a decision")
 
 
 def embedding_note(store: MemoryStore, live: int) -> str:
@@ -334,8 +353,8 @@ def embedding_note(store: MemoryStore, live: int) -> str:
         return "none: this store has never embedded (GRAYMATTER_EMBED is off)"
     share = 100.0 if live == 0 else 100 * state.vectors / live
     note = (
-        f"{state.vectors} of {live} live facts have a vector of {state.model} "
-        f"({share:.0f}%); {state.backlog} waiting"
+        f"{state.vectors} of {counted(live, 'live fact has', 'live facts have')} a vector of "
+        f"{state.model} ({share:.0f}%); {state.backlog} waiting"
     )
     if configured.enabled and configured.model != state.model:
         note += f"; {configured.model} is configured: the next embedder run re-embeds all"
@@ -352,9 +371,9 @@ def doctor_summary(checks: list[dict[str, Any]]) -> str:
     failed = [c["name"] for c in checks if c["status"] == "fail"]
     warned = [c["name"] for c in checks if c["status"] == "warn"]
     if failed:
-        return f"{len(failed)} check(s) failed: {', '.join(failed)}."
+        return f"{counted(len(failed), 'check')} failed: {', '.join(failed)}."
     if warned:
-        return f"Not everything is good: {len(warned)} warning(s): {', '.join(warned)}."
+        return f"Not everything is good: {counted(len(warned), 'warning')}: {', '.join(warned)}."
     return "Everything looks good."
 
 
@@ -372,8 +391,10 @@ def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
         emit_json({"data_dir": _shown(settings), "ok": ok, "checks": checks})
     else:
         marks = {"ok": "✓", "warn": "!", "fail": "✗"}
-        for c in checks:
-            say(f"  {marks[c['status']]} {c['name']:<11} {one_line(c['detail'])}")
+        names = [one_line(c["name"]) for c in checks]
+        width = max(map(len, names), default=0)
+        for c, name in zip(checks, names, strict=True):
+            say(f"  {marks[c['status']]} {name:<{width}}  {one_line(c['detail'])}")
         say("")
         say(doctor_summary(checks))
     if not ok:

@@ -12,6 +12,7 @@ from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.words import counted
 
 
 @click.command()
@@ -65,8 +66,9 @@ def embed(
         return
     scope = f" of {one_line(agent)}" if agent else ""
     say(
-        f"embedded {result.stored} facts{scope} with {one_line(model or '?')} "
+        f"embedded {counted(result.stored, 'fact')}{scope} with {one_line(model or '?')} "
         f"(dimension {dimension or '?'}); {result.backlog} waiting"
     )
     if result.requeued:
-        say(f"the store switched to this model: {result.requeued} facts were queued again")
+        queued = counted(result.requeued, "fact was", "facts were")
+        say(f"the store switched to this model: {queued} queued again")

@@ -14,11 +14,13 @@ from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import FACT_STATES, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.presentation import fact_fields
 from graymatter_tui.recall import RecallWeights, check_query, rank, recall
+from graymatter_tui.retirement import retirement_key, retirement_of
 from graymatter_tui.store import validate_fact_id
 from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.words import counted
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
@@ -88,12 +90,13 @@ def list_facts(
         validate_agent(agent)
     store = open_reader(data_dir, as_json=as_json)
     facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
+    retired = {f.id: r for f in facts if (r := retirement_of(f, store.find_record))}
     if as_json:
-        emit_json([fact_to_dict(f) for f in facts])
+        emit_json([{**fact_to_dict(f), **retirement_key(retired.get(f.id))} for f in facts])
         return
     now = store.now()
     for fact in facts:
-        say(fact_line(fact, now, with_agent=agent is None))
+        say(fact_line(fact, now, with_agent=agent is None, retirement=retired.get(fact.id)))
     if not facts:
         say("no facts")
 
@@ -105,18 +108,21 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
     """One fact with its receipt chain: what replaced it, what it consumed, its cycle."""
     fact_id = validate_fact_id(fact_id)
     result = open_reader(data_dir, as_json=as_json).show(fact_id)
+    retirement = result.retirement
     if as_json:
         emit_json(
             {
-                "fact": fact_to_dict(result.fact),
+                "fact": {**fact_to_dict(result.fact), **retirement_key(retirement)},
                 "replaced_by": fact_to_dict(result.replaced_by) if result.replaced_by else None,
                 "consumed": [fact_to_dict(f) for f in result.consumed],
                 "cycle": cycle_to_dict(result.cycle) if result.cycle else None,
+                "retirement": cycle_to_dict(retirement.record) if retirement else None,
+                "restored": [fact_to_dict(f) for f in result.restored],
             }
         )
         return
     fact = result.fact
-    rows = fact_fields(fact)
+    rows = fact_fields(fact, retirement)
     for key, value in rows:
         say(f"{key:>9}: {one_line(value)}")
     say("")
@@ -130,21 +136,39 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
         say(f"replaced by {fact.superseded_by} (pruned since; its copy is in the journal)")
     if result.consumed:
         say("")
-        say(f"consumed {len(result.consumed)} fact(s):")
+        say(f"consumed {counted(len(result.consumed), 'fact')}:")
         for item in result.consumed:
             say(f"  − {item.id}  " + one_line(item.text))
+    if retirement is not None and retirement.by_revert and retirement.restored:
+        say("")
+        say(
+            f"consumed {counted(len(retirement.restored), 'fact')}, restored by revert "
+            f"{retirement.record.cycle_id}:"
+        )
+        found = {f.id: f for f in result.restored}
+        for fact_id in retirement.restored:
+            back = found.get(fact_id)
+            text = one_line(back.text) if back else "(pruned since; its copy is in the journal)"
+            say(f"  ↺ {fact_id}  {text}")
     if result.cycle is not None:
         say("")
-        cycle = result.cycle
-        if cycle.kind == "review":  # an agent's change a person approved: the receipt
-            say(
-                one_line(
-                    f"review {cycle.cycle_id}: {cycle.action} asked by {cycle.asked_by} as "
-                    f"proposal {cycle.proposal_id}, {cycle.outcome} by {cycle.decided_by}"
-                )
-            )
-        else:
-            say(one_line(f"cycle {cycle.cycle_id}: {cycle.outcome} ({cycle.summariser or 'none'})"))
+        say(record_line(result.cycle))
+
+
+def record_line(cycle: CycleRecord) -> str:
+    """The journal record a fact names, in one line: a cycle's outcome, or the review
+    that approved an agent's change; a reverted one says by which revert."""
+    if cycle.kind == "review":  # an agent's change a person approved: the receipt
+        line = (
+            f"review {cycle.cycle_id}: {cycle.action} asked by {cycle.asked_by} as "
+            f"proposal {cycle.proposal_id}, {cycle.outcome} by {cycle.decided_by}"
+        )
+    else:
+        outcome = cycle.outcome or "unfinished"
+        line = f"cycle {cycle.cycle_id}: {outcome} ({cycle.summariser or 'none'})"
+    if cycle.reverted_by:
+        line += f", reverted by {cycle.reverted_by}"
+    return one_line(line)
 
 
 @click.command()

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
+import socket
+import sys
 from pathlib import Path
 
 import click
 
 from graymatter_tui.cli.common import dir_option, settings_for, store_option
-from graymatter_tui.cli.output import note
+from graymatter_tui.cli.output import fail, note
 from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import open_upgrading
+from graymatter_tui.config import Settings
 from graymatter_tui.errors import InvalidInput
-from graymatter_tui.mcp.client_config import CLIENTS, WHERE, snippet
+from graymatter_tui.mcp.client_config import (
+    CLIENTS,
+    WHERE,
+    NotExpressible,
+    Remote,
+    Serving,
+    entry,
+    snippet,
+)
 from graymatter_tui.mcp.http_guard import parse_bind
 from graymatter_tui.mcp.tools import REVIEW_MODES
 from graymatter_tui.textsafe import validate_agent
@@ -56,7 +70,8 @@ def _bind_form(value: str) -> str:
     "client",
     type=click.Choice(CLIENTS),
     default=None,
-    help="Print the snippet that wires this server into CLIENT, and exit.",
+    help="Print the snippet that wires this server, with every flag given, into CLIENT, "
+    "and exit (with --http: the URL, and the token from $GRAYMATTER_MCP_TOKEN).",
 )
 def mcp(
     data_dir: Path | None,
@@ -69,28 +84,76 @@ def mcp(
 ) -> None:
     """Serve upstream GrayMatter's memory tools over MCP: on stdio (stdout is the
     protocol), or with --http on HTTP, where every request needs the bearer token kept in
-    the data dir's mcp-token file."""
-    from graymatter_tui.embedding import background
-    from graymatter_tui.embedding.query import from_env
-    from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir
-    from graymatter_tui.mcp.memory_tools import Session
-    from graymatter_tui.mcp.server import serve_http, serve_stdio
+    the data dir's mcp-token file. ctrl+c or SIGTERM stops the server (exit 0)."""
+    from graymatter_tui.mcp.http_guard import listen
 
-    if client is not None:
-        note(f"paste this into {WHERE[client]}")
-        settings = settings_for(data_dir)
-        click.echo(snippet(client, settings.location, agent), nl=False)
-        if settings.location.path is None:
-            note(
-                "the snippet names the database without its password: give it in "
-                "~/.pgpass or PGPASSWORD in the client's environment"
-            )
-        return
     review = "none" if review == "off" else review  # DESIGN.md names it off; 0.4.0 none
     try:
         where = parse_bind(bind, allow_remote=allow_remote) if bind is not None else None
     except InvalidInput as exc:  # a non-loopback address without --allow-remote
         raise usage_error(str(exc)) from None
+    if client is not None:
+        settings = settings_for(data_dir)
+        serving = Serving(settings.location, agent, read_only, review, where, allow_remote)
+        _print_config(client, serving, settings)
+        return
+    # Bound before anything is created or announced: a port in use is one line, exit 1.
+    listening = listen(*where) if where is not None else None
+    try:
+        stopped_by = _serve(data_dir, agent, read_only, review, where, listening)
+    finally:
+        for sock in listening or []:
+            sock.close()
+    if stopped_by is not None:
+        note(f"stopped on {stopped_by.name}")
+        if where is None:
+            _exit_now()
+
+
+def _print_config(client: str, serving: Serving, settings: Settings) -> None:
+    """The snippet on stdout; on stderr, where it goes and (with --http) how to start the
+    server and hand the client its token. Nothing is created."""
+    from graymatter_tui.mcp.http_guard import TOKEN_FILE, token_home
+
+    try:
+        wired = entry(serving)
+        text = snippet(client, wired)
+    except NotExpressible as exc:
+        fail(str(exc), 2)
+    note(f"paste this into {WHERE[client]}")
+    click.echo(text, nl=False)
+    if isinstance(wired, Remote):
+        note(f"start the server the client connects to: {shlex.join(wired.server.argv)}")
+        token = token_home(settings.location, settings.data_dir) / TOKEN_FILE
+        made = "" if token.exists() else " (the server makes that file when it first starts)"
+        note(
+            f"the client sends the bearer token from ${wired.token_variable}; set it in "
+            f'the environment the client starts from: export {wired.token_variable}="$(cat '
+            f'{shlex.quote(str(token))})"{made}'
+        )
+    if serving.location.path is None:
+        remote = isinstance(wired, Remote)
+        note(
+            f"{'that command' if remote else 'the snippet'} names the database without its "
+            "password: give it in ~/.pgpass or PGPASSWORD in the "
+            f"{'server' if remote else 'client'}'s environment"
+        )
+
+
+def _serve(
+    data_dir: Path | None,
+    agent: str | None,
+    read_only: bool,
+    review: str,
+    where: tuple[str, int] | None,
+    listening: list[socket.socket] | None,
+) -> signal.Signals | None:
+    from graymatter_tui.embedding import background
+    from graymatter_tui.embedding.query import from_env
+    from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir, url_of
+    from graymatter_tui.mcp.memory_tools import Session
+    from graymatter_tui.mcp.server import serve_http, serve_stdio
+
     settings = settings_for(data_dir)
     store = open_upgrading(settings, read_only=read_only)
     mode = " (read-only)" if read_only else ""
@@ -106,16 +169,23 @@ def mcp(
             review=review,
             vectors=from_env(store, cache=True),  # a server answers many queries
         )
-        if where is None:
+        if where is None or listening is None:
             note(f"serving {store.location} over MCP on stdio{mode}")
-            serve_stdio(session)
-            return
+            return serve_stdio(session)
         token_home = token_dir(settings.location, settings.data_dir)
         token = load_or_create_token(token_home)
         host, port = where
-        shown = f"[{host}]" if ":" in host else host
         note(
-            f"serving {store.location} over MCP at http://{shown}:{port}/mcp{mode}; "
+            f"serving {store.location} over MCP at {url_of(host, port)}{mode}; "
             f"the bearer token is in {token_home / TOKEN_FILE}"
         )
-        serve_http(session, host, port, token)
+        return serve_http(session, listening, host, token)
+
+
+def _exit_now() -> None:
+    """End the process now that serving stopped and everything is written and closed.
+    stdin is read in a worker thread that stays blocked in read() until the client's next
+    line or end of input, and Python's exit would wait for it: a stop must not need one."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -16,6 +16,7 @@ from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.migration import MigrationReport, migrate
 from graymatter_tui.store import MemoryStore, TargetNotEmpty
 from graymatter_tui.store_url import StoreUrl, parse_store_url
+from graymatter_tui.words import counted
 
 NOT_EMPTY_HINT = (
     "; give an empty target, or --allow-non-empty to add to it (ids it shares with the "
@@ -72,23 +73,27 @@ def print_report(report: MigrationReport) -> None:
     else:
         say(f"migrated {report.source} -> {report.target}")
     say(
-        f"  facts        {report.facts} ({live} live, {tombs} tombstones, {pinned} pinned) "
-        f"across {len(report.agents)} agents"
+        f"  facts        {report.facts} ({live} live, {counted(tombs, 'tombstone')}, "
+        f"{pinned} pinned) across {counted(len(report.agents), 'agent')}"
     )
     say(
-        f"  journal      {report.records} records; consolidations {c['consolidations']}, "
+        f"  journal      {counted(report.records, 'record')}; "
+        f"consolidations {c['consolidations']}, "
         f"facts consolidated {c['facts_consolidated']}, reverts {c['reverts']}, "
         f"cycles {c['cycles']}"
     )
-    say(
-        f"  also         {report.probes} probes, {rows['checkpoints']} checkpoints, "
-        f"{rows['aliases']} aliases, {rows['proposals']} review proposals "
-        f"({c['review_pending']} pending), {rows['receipts']} receipts, graph "
-        f"{rows['graph_nodes']} nodes and {rows['graph_edges']} edges, "
-        f"{rows['extracted']} extraction marks"
-    )
+    also = [
+        counted(report.probes, "probe"),
+        counted(rows["checkpoints"], "checkpoint"),
+        counted(rows["aliases"], "alias", "aliases"),
+        f"{counted(rows['proposals'], 'review proposal')} ({c['review_pending']} pending)",
+        counted(rows["receipts"], "receipt"),
+        f"graph {counted(rows['graph_nodes'], 'node')} and {counted(rows['graph_edges'], 'edge')}",
+        counted(rows["extracted"], "extraction mark"),
+    ]
+    say(f"  also         {', '.join(also)}")
     if report.activity:
-        feed = f"{report.activity} entries copied"
+        feed = f"{counted(report.activity, 'entry', 'entries')} copied"
     elif report.already_copied:
         feed = "left as the target has it"
     else:
@@ -98,7 +103,8 @@ def print_report(report: MigrationReport) -> None:
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     say(f"verified: {', '.join(report.verified)} ({timing})")
     if report.inherited:
-        say(f"note: the source breaks {len(report.inherited)} invariant(s) too; copied as is")
+        broken = counted(len(report.inherited), "invariant")
+        say(f"note: the source breaks {broken} too; copied as is")
 
 
 @click.command(name="migrate")

@@ -16,6 +16,7 @@ import msgspec
 
 from graymatter_tui import clock
 from graymatter_tui.model import Fact
+from graymatter_tui.retirement import Retirement
 from graymatter_tui.textsafe import neutralise
 
 # JSON leaves C1 controls and bidi overrides as raw characters; escape them so `--json`
@@ -60,13 +61,20 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def fact_line(fact: Fact, now: datetime, *, with_agent: bool) -> str:
+def fact_line(
+    fact: Fact, now: datetime, *, with_agent: bool, retirement: Retirement | None = None
+) -> str:
+    """A fact in one line: ★ pinned, † tombstone, ↺ retired by a revert (which it names)."""
     width = shutil.get_terminal_size((120, 24)).columns
     star = "★" if fact.pinned else ("†" if fact.is_tombstone else " ")
+    if retirement is not None and retirement.by_revert:
+        star = "↺"
     when = clock.short_age(now, fact.created_at)
     head = f"{fact.id} {star} {fact.weight:5.3f} {when:>4} {fact.access_count:>4}  "
     if with_agent:
         head += f"{one_line(fact.agent_id)}: "
+    if retirement is not None:
+        head += f"[{retirement.short()}] "
     room = max(width - len(head), 20)
     text = one_line(fact.text)
     if len(text) > room:

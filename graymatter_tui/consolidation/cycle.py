@@ -34,8 +34,9 @@ from graymatter_tui.errors import Conflict
 from graymatter_tui.graph import extract_entities
 from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
 from graymatter_tui.probe_check import ProbeCheck, check_probes
-from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, MemoryStore
+from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, DecayOutcome, MemoryStore
 from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.words import counted
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
 # How a stage's summary begins when the stage did not do its job. A journal record keeps
@@ -125,6 +126,7 @@ class Cycle:
         self.probe_check = ProbeCheck()  # the probes' results at review (ADR 0039)
         self.decided = False  # an outcome other than "applied" was reached; apply is skipped
         self.done = False
+        self.error = ""  # why the last store stage raised, if it did (the stage may be retried)
 
     # ---- navigation ------------------------------------------------------------------
     @property
@@ -155,8 +157,13 @@ class Cycle:
         return result
 
     def _close(self) -> None:
-        if not self.record.outcome:
-            self.record.outcome = "dry_run" if self.options.dry_run else "skipped"
+        if self.options.dry_run and self.record.outcome in ("", "skipped"):
+            # A dry run changes nothing, so it is never "skipped": it says what would have
+            # happened. A summariser that failed or a plan discarded stays so (exit 3).
+            why = self.record.reason or "the plan was not applied"
+            self.record.outcome, self.record.reason = "dry_run", f"dry run: {why}"
+        elif not self.record.outcome:
+            self.record.outcome = "skipped"
         self.record.finished_at = clock.format_time(self.store.now())
         self.record.stages = [
             *self.record.stages[:-1],
@@ -168,8 +175,13 @@ class Cycle:
                 },
             ),
         ]
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
+
+    def _save(self) -> None:
+        """Journal the record; a dry run writes nothing, so it keeps no record either."""
+        if not self.options.dry_run:
+            self.store.save_record(self.record)
 
     # ---- running -----------------------------------------------------------------------
     def advance(self) -> StageResult:
@@ -179,7 +191,14 @@ class Cycle:
             raise Conflict("the cycle has finished")
         if stage == "propose":
             raise Conflict("the next stage calls the summariser; use propose()")
-        return self._store_stages()[stage]()
+        try:
+            result = self._store_stages()[stage]()
+        except Exception as exc:
+            # Kept so that a cycle left after a failing stage is journaled as failed.
+            self.error = f"{STAGE_TITLES[stage].lower()} failed: {exc}"
+            raise
+        self.error = ""
+        return result
 
     def _store_stages(self) -> dict[str, Callable[[], StageResult]]:
         """The stages `advance` runs, by name: every stage but `propose`."""
@@ -220,7 +239,7 @@ class Cycle:
             ]
         self.position = len(STAGES)
         self.record.finished_at = clock.format_time(self.store.now())
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
 
     def repropose(self) -> None:
@@ -240,32 +259,70 @@ class Cycle:
         self.record.ignored, self.record.verdicts, self.record.contradictions = [], [], []
         self.record.summary_text = self.record.raw_response = ""
 
+    @property
+    def started(self) -> bool:
+        """A stage has run: the cycle may have written (decay) and is journaled."""
+        return bool(self.record.stages)
+
     def cancel(self, reason: str = "cancelled by the user") -> None:
-        """Abandon the cycle before it ends; stages already committed stay committed."""
+        """Abandon the cycle before it ends; stages already committed stay committed, and
+        the record says how it ended in the outcomes the CLI uses: a cycle whose
+        summariser failed stays `failed`, a proposal left at review without a decision
+        is `discarded`, anything else is `skipped`; the reason says where it was left."""
         if self.done:
             return
         stage = self.next_stage
-        self.record.outcome = "skipped"
-        self.record.reason = f"{reason} before {stage}"
+        if self.decided:
+            if self.record.outcome in ("failed", "discarded"):
+                self.record.reason = f"{self.record.reason} (then {reason} before {stage})"
+        elif self.error:
+            self.record.outcome = "failed"
+            self.record.reason = f"{self.error} (then {reason})"
+        elif self.at_review:
+            self.record.outcome = "discarded"
+            self.record.reason = f"not applied: {reason} at review"
+        else:
+            self.record.outcome = "skipped"
+            self.record.reason = f"{reason} before {stage}"
+        self.decided = True
         self.record.finished_at = clock.format_time(self.store.now())
-        self.store.save_record(self.record)
+        self._save()
         self.done = True
 
     # ---- stages ------------------------------------------------------------------------
     def _stage_decay(self) -> StageResult:
+        """Decay, journaling the cycle in the same transaction: from here on the cycle
+        has changed the store, so its record exists however the cycle ends (ADR 0050)."""
+
+        def journaled(outcome: DecayOutcome) -> CycleRecord:
+            return msgspec.structs.replace(
+                self.record, stages=[*self.record.stages, self._decay_result(outcome)]
+            )
+
         outcome = self.store.decay(
-            self.agent, self.options.half_life_hours, dry_run=self.options.dry_run
+            self.agent,
+            self.options.half_life_hours,
+            dry_run=self.options.dry_run,
+            journal=journaled,
         )
+        result = self._decay_result(outcome)
+        return self._finish_stage(result.stage, result.summary, **result.details)
+
+    def _decay_result(self, outcome: DecayOutcome) -> StageResult:
         verb = "would lower" if self.options.dry_run else "lowered"
-        return self._finish_stage(
-            "decay",
-            f"{verb} the weight of {outcome.changed} of {outcome.examined} facts",
-            examined=outcome.examined,
-            changed=outcome.changed,
-            largest_drops=[
-                {"id": c.id, "before": round(c.before, 6), "after": round(c.after, 6)}
-                for c in outcome.largest_drops
-            ],
+        return StageResult(
+            stage="decay",
+            summary=(
+                f"{verb} the weight of {outcome.changed} of {counted(outcome.examined, 'fact')}"
+            ),
+            details={
+                "examined": outcome.examined,
+                "changed": outcome.changed,
+                "largest_drops": [
+                    {"id": c.id, "before": round(c.before, 6), "after": round(c.after, 6)}
+                    for c in outcome.largest_drops
+                ],
+            },
         )
 
     def _stage_select(self) -> StageResult:
@@ -283,7 +340,10 @@ class Cycle:
             self._decide("skipped", "no summariser configured: decay and prune only")
             return self._finish_stage("select", "no summariser: nothing to summarise", **details)
         if live <= self.options.threshold:
-            reason = f"{live} live facts, not more than the threshold of {self.options.threshold}"
+            reason = (
+                f"{counted(live, 'live fact')}, not more than the threshold of "
+                f"{self.options.threshold}"
+            )
             self._decide("skipped", reason)
             return self._finish_stage("select", reason, **details)
         size = len(selection.batch)
@@ -296,7 +356,7 @@ class Cycle:
             return self._finish_stage("select", "no unpinned facts to consolidate", **details)
         self.record.batch = [item.id for item in self.batch]
         self.record.batch_facts = list(self.batch)
-        why = f"the weakest {size} of {len(unpinned)} unpinned live facts" + (
+        why = f"the weakest {size} of {counted(len(unpinned), 'unpinned live fact')}" + (
             f" (capped at {self.options.max_batch})" if size == self.options.max_batch else ""
         )
         return self._finish_stage("select", why, batch=len(self.batch), **details)
@@ -326,7 +386,7 @@ class Cycle:
             self._decide("discarded", reply.invalid)
             return self._finish_stage("propose", f"{UNUSABLE}{reply.invalid}", **details)
         return self._finish_stage(
-            "propose", f"answer received ({len(reply.raw)} characters)", **details
+            "propose", f"answer received ({counted(len(reply.raw), 'character')})", **details
         )
 
     def _stage_review(self) -> StageResult:
@@ -358,9 +418,9 @@ class Cycle:
         if not plan.applicable:
             self._decide("discarded", plan.discard_reason)
             return self._finish_stage("review", f"{DISCARDED}{plan.discard_reason}", **details)
-        summary = f"would consume {len(plan.consume)} of {len(self.batch)} batch facts"
+        summary = f"would consume {len(plan.consume)} of {counted(len(self.batch), 'batch fact')}"
         if plan.ignored:
-            summary += f", {len(plan.ignored)} ids ignored"
+            summary += f", {counted(len(plan.ignored), 'id')} ignored"
         if kept:
             summary += f", {kept} kept by the coverage guard"
         # Before apply, every probe of the agent is ranked on the store as the apply would
@@ -373,7 +433,7 @@ class Cycle:
         if self.probe_check.note:
             details["probes_note"] = self.probe_check.note
         if self.probe_check.lost:
-            summary += f"; probes would lose {self.probe_check.lost} facts"
+            summary += f"; probes would lose {counted(self.probe_check.lost, 'fact')}"
         return self._finish_stage("review", summary, **details)
 
     def _apply_request(self) -> ApplyRequest:
@@ -402,7 +462,8 @@ class Cycle:
         self.decided = True
         return self._finish_stage(
             "apply",
-            f"summary {outcome.summary.id} written; {len(outcome.consumed)} facts tombstoned",
+            f"summary {outcome.summary.id} written; "
+            f"{counted(len(outcome.consumed), 'fact')} tombstoned",
             summary_id=outcome.summary.id,
             consumed=len(outcome.consumed),
         )
@@ -412,14 +473,16 @@ class Cycle:
             candidates = self.store.selection(self.agent, self.options.half_life_hours).candidates
             doomed = [fact_id for weight, fact_id in candidates if weight < PRUNE_BELOW]
             return self._finish_stage(
-                "prune", f"dry run: would remove {len(doomed)} facts", would_prune=len(doomed)
+                "prune",
+                f"dry run: would remove {counted(len(doomed), 'fact')}",
+                would_prune=len(doomed),
             )
         pending = msgspec.structs.replace(self.record, outcome=self.record.outcome or "skipped")
         outcome = self.store.prune(self.agent, pending)
         self.record = outcome.record
         return self._finish_stage(
             "prune",
-            f"removed {len(outcome.pruned)} facts below weight {PRUNE_BELOW} "
+            f"removed {counted(len(outcome.pruned), 'fact')} below weight {PRUNE_BELOW} "
             "(copied to the journal)",
             pruned=len(outcome.pruned),
         )
@@ -430,7 +493,7 @@ class Cycle:
         outcome = self.store.extract_graph(self.agent, extract_entities)
         return self._finish_stage(
             "extract",
-            f"extracted {outcome.extracted} new or changed facts "
+            f"extracted {counted(outcome.extracted, 'new or changed fact')} "
             f"({outcome.skipped_unchanged} unchanged skipped)",
             extracted=outcome.extracted,
             unchanged=outcome.skipped_unchanged,
@@ -444,7 +507,7 @@ class Cycle:
         outcome = self.store.decay_graph(self.agent, self.options.half_life_hours)
         return self._finish_stage(
             "graph_decay",
-            f"{outcome.nodes} nodes and {outcome.edges} edges decayed; "
+            f"{counted(outcome.nodes, 'node')} and {counted(outcome.edges, 'edge')} decayed; "
             f"{outcome.nodes_removed + outcome.edges_removed} removed",
             nodes=outcome.nodes,
             edges=outcome.edges,

@@ -11,6 +11,7 @@ from typing import Literal
 
 from graymatter_tui.consolidation.review import read_proposal
 from graymatter_tui.model import CycleRecord, ReviewProposal
+from graymatter_tui.words import counted
 
 RowKind = Literal["consumed", "kept", "guarded", "summary", "ignored", "contradiction"]
 # The outcome of a diff drawn between propose and review: nothing is decided yet.
@@ -50,7 +51,7 @@ class Diff:
         if self.outcome == PROPOSED:
             return (
                 f"as proposed, before review: {self.consumed} named for consumption · "
-                f"{self.kept} not named · {self.ignored} ids outside the batch"
+                f"{self.kept} not named · {counted(self.ignored, 'id')} outside the batch"
             )
         if self.outcome == "applied":
             verb = "consumed"
@@ -60,7 +61,7 @@ class Diff:
             verb = f"proposed for consumption, not applied ({self.outcome})"
         return (
             f"{self.consumed} {verb} · {self.kept} kept · {self.guarded} kept by the guard · "
-            f"{self.ignored} ids ignored"
+            f"{counted(self.ignored, 'id')} ignored"
         )
 
 
@@ -155,7 +156,7 @@ def build_review_diff(proposal: ReviewProposal) -> Diff:
         note = "new fact" if proposal.action == "add" else "replacement"
         rows.append(DiffRow("summary", "", proposal.text, note))
     n = len(proposal.matches)
-    facts = f"{n} fact{'' if n == 1 else 's'}"
+    facts = counted(n, "fact")
     verb = {"pending": "would be", "approved": "were"}.get(proposal.status, "would have been")
     line = {
         "add": f"1 new fact {'was' if proposal.status == 'approved' else 'would be'} written",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from graymatter_tui.model import RETIRED, CycleRecord, Fact
 from graymatter_tui.receipts import chain_problems
 from graymatter_tui.store import MemoryStore
+from graymatter_tui.words import counted
 
 
 @dataclass
@@ -85,7 +86,8 @@ def check_invariants(store: MemoryStore) -> list[Check]:
     consumed_total = sum(len(r.consumed) for r in applied)
     if counters.consolidations != len(applied):
         i5.violations.append(
-            f"consolidations counter {counters.consolidations} but {len(applied)} applied cycles"
+            f"consolidations counter {counters.consolidations} but "
+            f"{counted(len(applied), 'applied cycle')}"
         )
     if counters.facts_consolidated != consumed_total:
         i5.violations.append(
@@ -93,10 +95,14 @@ def check_invariants(store: MemoryStore) -> list[Check]:
             f"{consumed_total}"
         )
     if counters.reverts != len(reverts):
-        i5.violations.append(f"reverts counter {counters.reverts} but {len(reverts)} reverts")
+        i5.violations.append(
+            f"reverts counter {counters.reverts} but {counted(len(reverts), 'revert')}"
+        )
     cycles = sum(1 for r in records if r.kind == "consolidate")
     if counters.cycles != cycles:
-        i5.violations.append(f"cycles counter {counters.cycles} but {cycles} cycle records")
+        i5.violations.append(
+            f"cycles counter {counters.cycles} but {counted(cycles, 'cycle record')}"
+        )
 
     i6 = Check("I-6", "a consumed fact is live again only through a revert")
     for record in applied:

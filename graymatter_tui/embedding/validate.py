@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError, Matrix
+from graymatter_tui.words import counted
 
 _NUMBERS = {int, float}
 
@@ -18,7 +19,8 @@ def vectors(where: str, raw: Any, count: int, dimension: int | None = None) -> M
     if not isinstance(raw, list):
         raise EmbedError(f"{where} sent no list of vectors")
     if len(raw) != count:
-        raise EmbedError(f"{where} sent {len(raw)} vectors for {count} texts; nothing stored")
+        sent = f"{counted(len(raw), 'vector')} for {counted(count, 'text')}"
+        raise EmbedError(f"{where} sent {sent}; nothing stored")
     if count == 0:
         return np.zeros((0, dimension or 0), dtype=np.float32)
     sizes = set()

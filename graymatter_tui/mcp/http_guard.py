@@ -1,5 +1,6 @@
-"""The HTTP transport's door: where it may listen, the bearer token it demands, and the
-ASGI wrapper that checks it before the MCP app sees a request.
+"""The HTTP transport's door: where it may listen (checked, then bound before anything is
+announced), the bearer token it demands, and the ASGI wrapper that checks it before the MCP
+app sees a request.
 
 The token lives in a 0600 file in the store's directory (for a PostgreSQL store, in a
 directory of the local data dir named after the database), made on first use. It is compared in
@@ -10,29 +11,37 @@ answers without it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import ipaddress
 import json
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from graymatter_tui.errors import InvalidInput, StoreError
+from graymatter_tui.errors import GraymatterError, InvalidInput, StoreError
 from graymatter_tui.store_url import StoreUrl
 
 TOKEN_FILE = "mcp-token"
 MAX_BODY_BYTES = 1024 * 1024  # a 64 KiB fact, JSON-escaped, fits many times over
+BACKLOG = 2048  # uvicorn's own default
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class CannotListen(GraymatterError):
+    """The address cannot be listened on: the port is taken, not this machine's, or
+    reserved."""
 
 
 def parse_bind(value: str, *, allow_remote: bool) -> tuple[str, int]:
@@ -49,6 +58,66 @@ def parse_bind(value: str, *, allow_remote: bool) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def address_text(host: str, port: int) -> str:
+    """HOST:PORT as a person types it and a URL holds it ([v6]:PORT)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def url_of(host: str, port: int) -> str:
+    """Where a client reaches the server listening on HOST:PORT."""
+    return f"http://{address_text(host, port)}/mcp"
+
+
+def is_wildcard(host: str) -> bool:
+    """0.0.0.0 or ::, every address of the machine: no client can connect to it by that name."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound and listening on every address HOST has (as uvicorn would bind them),
+    made before the server says it is serving, so a taken port is one clear error."""
+    shown = address_text(host, port)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CannotListen(f"cannot listen on {shown}: {_reason(exc)}") from None
+    addresses = list(dict.fromkeys((family, address) for family, _, _, _, address in found))
+    sockets: list[socket.socket] = []
+    unavailable: OSError | None = None
+    try:
+        for family, address in addresses:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            # Past a stopped server's lingering connections; never past a live listener.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRNOTAVAIL:
+                    raise
+                unavailable = exc  # a family this machine has no address in (no IPv6)
+                sockets.pop().close()
+                continue
+            sock.listen(BACKLOG)
+        if not sockets:
+            raise unavailable or OSError(errno.EADDRNOTAVAIL, "no address to listen on")
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise CannotListen(f"cannot listen on {shown}: {_reason(exc)}") from None
+    return sockets
+
+
+def _reason(exc: OSError) -> str:
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -58,14 +127,22 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def token_dir(location: StoreUrl, data_dir: Path) -> Path:
-    """Where the token of the server over `location` lives: an LMDB store's own directory;
-    for a database, this machine's data dir, one directory per database (named by a digest
-    of the URL without its password, so no secret reaches a file name)."""
+def token_home(location: StoreUrl, data_dir: Path) -> Path:
+    """Where the token of the server over `location` lives (nothing is created): an LMDB
+    store's own directory; for a database, this machine's data dir, one directory per
+    database (named by a digest of the URL without its password, so no secret reaches a
+    file name)."""
     if location.path is not None:
         return location.path
     digest = hashlib.sha256(location.redacted.encode()).hexdigest()[:16]
-    directory = data_dir / "mcp-tokens" / digest
+    return data_dir / "mcp-tokens" / digest
+
+
+def token_dir(location: StoreUrl, data_dir: Path) -> Path:
+    """`token_home`, made (0700) for a database's server if it is not there yet."""
+    directory = token_home(location, data_dir)
+    if location.path is not None:
+        return directory
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:

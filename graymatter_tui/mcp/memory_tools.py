@@ -33,6 +33,7 @@ from graymatter_tui.receipts import Lineage, lineage_fields
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.tokens import tokens
 from graymatter_tui.vector_signal import QueryVectors
+from graymatter_tui.words import counted
 
 MAX_EQUIVALENTS = 32
 
@@ -204,10 +205,6 @@ def checkpoint_resume(session: Session, args: Arguments) -> Reply:
     return checkpoint_reply(agent, found.id, found.created_at, state)
 
 
-def _plural(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
-
-
 def memory_reflect(session: Session, args: Arguments) -> Reply:
     action = args.choice("action", REFLECT_ACTIONS)
     agent = _agent(session, args, "agent_id", "agent")
@@ -234,7 +231,7 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
             held = store.hold_change(agent, action, target, text)
             return held_reflect_reply(action, agent, held.id)
         _, tombs = store.supersede_text(agent, target, text)
-        return reflect_reply(action, agent, f"{_plural(len(tombs), 'fact')} superseded")
+        return reflect_reply(action, agent, f"{counted(len(tombs), 'fact')} superseded")
     # forget, pin, unpin: the fact is named in target or text; target wins.
     named = args.text("target", required=False) or args.text("text", required=False)
     if named is None:
@@ -244,9 +241,9 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
         return held_reflect_reply(action, agent, store.hold_change(agent, action, named, "").id)
     if action == "forget":
         done = store.retire_text(agent, named)
-        return reflect_reply(action, agent, f"{_plural(len(done), 'fact')} forgotten")
+        return reflect_reply(action, agent, f"{counted(len(done), 'fact')} forgotten")
     done = store.pin_text(agent, named, pinned=action == "pin")
-    return reflect_reply(action, agent, f"{_plural(len(done), 'fact')} {action}ned")
+    return reflect_reply(action, agent, f"{counted(len(done), 'fact')} {action}ned")
 
 
 HANDLERS: Mapping[str, Handler] = {

@@ -1,10 +1,17 @@
 """Serving the tools over MCP with the official SDK's low-level server: we declare the
 tools ourselves (upstream's exact schemas) and answer every call with text plus its
 structured twin, or with an error result. Progress and errors go to stderr: stdout is
-the protocol."""
+the protocol.
+
+SIGINT (ctrl+c) and SIGTERM are the normal way to stop either transport: serving ends,
+the accesses recorded in the background are written, and the serve function returns the
+signal that stopped it (None when the client closed stdin)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import sys
 import traceback
 from collections.abc import Iterator
@@ -100,31 +107,25 @@ def build_server(session: Session) -> Server[Any]:
     )
 
 
-def serve_http(session: Session, host: str, port: int, token: str) -> None:
-    """Serve the streamable HTTP transport at /mcp behind the bearer token, until stopped."""
-    import uvicorn  # only the HTTP transport needs it
+def serve_http(
+    session: Session, listening: list[socket.socket], host: str, token: str
+) -> signal.Signals | None:
+    """Serve the streamable HTTP transport at /mcp behind the bearer token, on the sockets
+    already `listening` on `host`, until a signal stops it."""
+    from graymatter_tui.mcp import http_run  # only the HTTP transport needs uvicorn
 
     with _recording_accesses(session) as serving:
         server = build_server(serving)
         app = server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)
-        _run_uvicorn(uvicorn, app, host, port, token)
+        return http_run.run(guarded(app, token), listening)
 
 
-def _run_uvicorn(uvicorn: Any, app: Any, host: str, port: int, token: str) -> None:
-    config = uvicorn.Config(
-        guarded(app, token),
-        host=host,
-        port=port,
-        # An access log line holds the URL, and a client may have put its token there.
-        access_log=False,
-        log_level="warning",
-        lifespan="on",
-    )
-    uvicorn.Server(config).run()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def serve_stdio(session: Session) -> None:
-    """Serve until the client closes our stdin."""
+def serve_stdio(session: Session) -> signal.Signals | None:
+    """Serve until the client closes our stdin, or a signal stops the server."""
+    stopped_by: signal.Signals | None = None
 
     async def run(serving: Session) -> None:
         server = build_server(serving)
@@ -133,11 +134,43 @@ def serve_stdio(session: Session) -> None:
         async def serve(read: Any, write: Any) -> None:
             await server.run(read, write, options)
 
-        async with stdio_server() as (read, write):
-            await serve_draining(read, write, serve)
+        async def stop_on_signal(scope: anyio.CancelScope) -> None:
+            nonlocal stopped_by
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async for received in signals:
+                    stopped_by = signal.Signals(received)
+                    scope.cancel()
+                    return
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stop_on_signal, group.cancel_scope)
+            async with stdio_server(stdin=_stdin()) as (read, write):
+                await serve_draining(read, write, serve)
+            group.cancel_scope.cancel()
 
     with _recording_accesses(session) as serving:
         anyio.run(run, serving)
+    return stopped_by
+
+
+class _Lines(anyio.AsyncFile[str]):
+    """stdin as the SDK reads it, except that a read waiting for the next line gives way
+    when serving is cancelled: a signal must not wait for the client to write. (The
+    thread blocked in that read stays blocked; see `cli.mcp`, which ends the process.)"""
+
+    async def readline(self) -> str:
+        return await anyio.to_thread.run_sync(self.wrapped.readline, abandon_on_cancel=True)
+
+
+def _stdin() -> anyio.AsyncFile[str] | None:
+    """Our own descriptor for stdin, read as UTF-8 with undecodable bytes replaced (as the
+    SDK reads it); None (the SDK's own reader) when there is no stdin to duplicate. fd 0
+    itself stays as it is: nothing in the server reads it."""
+    try:
+        duplicate = os.dup(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return _Lines(os.fdopen(duplicate, "r", encoding="utf-8", errors="replace"))
 
 
 @contextmanager

@@ -48,6 +48,7 @@ from graymatter_tui.store import (
     ExtractOutcome,
     GraphDecayOutcome,
     ImportResult,
+    JournalDecay,
     KeywordIndex,
     LoadResult,
     MemoryStore,
@@ -67,6 +68,7 @@ from graymatter_tui.store import (
     import_ops,
     migrate_ops,
     probe_ops,
+    queries,
     reindex_ops,
     review_ops,
     validate_probe,
@@ -466,16 +468,7 @@ class PgStore:
         return self._read(lambda tx: tx.receipts(summary_id))
 
     def show(self, fact_id: str) -> ShowResult:
-        def run(tx: PgTx) -> ShowResult:
-            fact = tx.require(fact_id)
-            replaced_by = None
-            if fact.is_tombstone and not fact.is_retired:
-                replaced_by = tx.find(fact.superseded_by)
-            consumed = [f for f in tx.find_many(tx.receipts(fact.id)) if f is not None]
-            cycle = tx.find_record(fact.cycle_id) if fact.cycle_id else None
-            return ShowResult(fact=fact, replaced_by=replaced_by, consumed=consumed, cycle=cycle)
-
-        return self._read(run)
+        return self._read(lambda tx: queries.show(_as_tx(tx), fact_id))
 
     def records(self, agent: str | None = None, *, limit: int | None = None) -> list[CycleRecord]:
         def run(tx: PgTx) -> list[CycleRecord]:
@@ -635,9 +628,16 @@ class PgStore:
         return self._write(lambda tx: cycle_ops.trial_apply(_as_tx(tx), request, look))
 
     # ---- the consolidation cycle: each call one transaction, as on LMDB ----------------
-    def decay(self, agent: str, half_life_hours: float, *, dry_run: bool = False) -> DecayOutcome:
+    def decay(
+        self,
+        agent: str,
+        half_life_hours: float,
+        *,
+        dry_run: bool = False,
+        journal: JournalDecay | None = None,
+    ) -> DecayOutcome:
         def run(tx: PgTx) -> DecayOutcome:
-            return cycle_ops.decay(_as_tx(tx), agent, half_life_hours)
+            return cycle_ops.decay(_as_tx(tx), agent, half_life_hours, None if dry_run else journal)
 
         return self._read(run) if dry_run else self._write(run)
 

@@ -1,11 +1,13 @@
-"""One table of actions (ADR 0016): the key bindings of the app and of each pane are the
-only list of what a person can do. The command palette and the help screen are built from
-them, so a binding added to a pane is in both without another edit."""
+"""One table of actions (ADR 0016): the key bindings of the app, of each pane and its
+panels, and of each screen of its own are the only list of what a person can do. The
+command palette and the help screen are built from them, so a binding added to any of
+them is in both without another edit."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from textual.binding import Binding, BindingType
 
@@ -37,16 +39,43 @@ def palette_help(binding: Binding) -> str:
     return binding.tooltip or binding.description
 
 
+def declared(owner: type, name: str) -> list[Any]:
+    """What a class of ours declares under `name` (`BINDINGS`, `HELP_KEYS`): its own, else
+    its nearest base's below Textual's classes (whose scrolling and editing keys are the
+    same everywhere and are not listed)."""
+    for klass in owner.__mro__:
+        if klass.__module__.split(".")[0] == "textual":
+            return []
+        if name in vars(klass):
+            return list(vars(klass)[name])
+    return []
+
+
+def own_bindings(owner: type) -> list[BindingType]:
+    """The bindings a class declares: its actions, for the palette."""
+    return declared(owner, "BINDINGS")
+
+
+def own_keys(owner: type) -> list[BindingType]:
+    """Every key a class declares for a person: the keys a child widget handles for it
+    (`HELP_KEYS`: enter on a list, tab to a panel), then its bindings."""
+    return [*declared(owner, "HELP_KEYS"), *declared(owner, "BINDINGS")]
+
+
 def help_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    """(keys, description) of every described binding, in order."""
-    return [
-        (key_label(b.key), b.description)
-        for b in bindings
-        if isinstance(b, Binding) and b.description
-    ]
+    """(keys, description) of every described binding, in order; bindings that say the
+    same (the movement keys of two kinds of list) share one row with all their keys."""
+    rows: dict[str, list[str]] = {}
+    for binding in bindings:
+        if isinstance(binding, Binding) and binding.description:
+            keys = rows.setdefault(binding.description, [])
+            keys.extend(k for k in key_names(binding.key) if k not in keys)
+    return [(" / ".join(keys), description) for description, keys in rows.items()]
 
 
-def key_label(keys: str) -> str:
-    """`question_mark,f1` → `? / f1`: keys as the help screen shows them."""
-    names = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
-    return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
+KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc"}
+
+
+def key_names(keys: str) -> list[str]:
+    """`question_mark,f1` → `?`, `f1`: keys as the help screen shows them."""
+    return [KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(",")]

@@ -22,6 +22,7 @@ from graymatter_tui.screens.dialogs import ChooseScreen
 from graymatter_tui.widgets.activity_rows import ActivityRows, activity_header
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.words import counted
 
 HELD_MAX = 10_000  # entries held (~6 MB); older ones are read again when scrolled to
 PAGE = 500  # entries read at a time
@@ -240,8 +241,7 @@ class ActivityPane(Vertical, Pane):
             self._unseen = 0
         wanted = self._loaded or self.feed_filter
         count = len(self.entries)
-        more = "+" if self._older is not None else ""
-        info = f"{count}{more} write{'s' if count != 1 else ''}"
+        info = counted(count, "write", at_least=self._older is not None)
         if self._unseen:
             info = f"{self._unseen} new ↑ home · {info}"
         self.query_one("#activity-info", Static).update(info)

@@ -13,6 +13,7 @@ from textual.widget import Widget
 
 from graymatter_tui.config import Settings
 from graymatter_tui.errors import GraymatterError
+from graymatter_tui.screens.actions import own_keys
 from graymatter_tui.store import MemoryStore
 
 
@@ -63,6 +64,9 @@ class Pane(Widget):
     TITLE: ClassVar[str] = ""
     # Keys that a child widget handles (enter on a list), described for the help screen.
     HELP_KEYS: ClassVar[tuple[Binding, ...]] = ()
+    # Child widgets with keys of their own (the probe list's `d`): their keys are in this
+    # pane's help section and their actions in the palette, run on the pane's child.
+    PARTS: ClassVar[tuple[type[Widget], ...]] = ()
     # What this pane shows besides the store and the agent (Status shows the summariser's
     # reachability): names of the app's reactives that make it stale.
     DEPENDS_ON: ClassVar[tuple[str, ...]] = ()
@@ -84,6 +88,15 @@ class Pane(Widget):
                 return list(klass.BINDINGS)
         return []
 
+    @classmethod
+    def help_keys(cls) -> list[BindingType]:
+        """Every key of the pane's help section: the pane's, then its parts'."""
+        return [
+            *cls.HELP_KEYS,
+            *cls.pane_bindings(),
+            *(key for part in cls.PARTS for key in own_keys(part)),
+        ]
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Nothing starts once the app is closing (a key typed right after `q`)."""
         return not self.host.closing
@@ -104,6 +117,11 @@ class Pane(Widget):
 
     def tick_clock(self) -> None:
         """Redraw relative ages against now, without a store read (panes that show ages)."""
+
+    def write_before_closing(self) -> Callable[[], object] | None:
+        """A store write the app must run before it exits (off the UI thread), so that
+        nothing this pane began is left unrecorded; None when there is none."""
+        return None
 
     @property
     def showing(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -41,6 +42,7 @@ from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.stages import StageStyles, add_result, mark_cell, mark_of, stage_grid
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.words import counted
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SUMMARISER_CHOICES = [(name.value, f"{name} — {kind.label}") for name, kind in KINDS.items()]
@@ -63,6 +65,7 @@ def reach_text(reach: Reach) -> str:
 class ConsolidatePane(Vertical, Pane, can_focus=True):
     TITLE = "Consolidate"
     COMPONENT_CLASSES = {*stages.COMPONENT_CLASSES, SUMMARISER, APPLIED, NOT_APPLIED, NOTE}
+    PARTS = (ProbePanel,)
     BINDINGS = [
         Action(
             "n",
@@ -132,6 +135,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self._note = ""
         self._ticking = False
         self._probes: list[Probe] = []
+        self._stopping = False  # the app is closing: no further stage starts
 
     def compose(self) -> ComposeResult:
         yield Static("", id="summariser-line", classes="pane-bar-line", markup=False)
@@ -365,7 +369,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
     @work(exclusive=True, group="cycle", exit_on_error=False)
     async def _run(self, cycle: Cycle, *, one: bool, through_review: bool, to_end: bool) -> None:
         try:
-            while not cycle.done:
+            while not cycle.done and not self._stopping:
                 stage = cycle.next_stage
                 if stage == "propose":
                     self._call_started = time.monotonic()
@@ -418,16 +422,56 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         if self.busy:
             self.app.notify("Cancel the running call first (esc).", severity="warning")
             return
-        if self.cycle is not None and not self.cycle.done:
-            self.host.run_write("cycle abandoned", self.cycle.cancel)
+        cycle = self.cycle
+        if cycle is None or cycle.done or not cycle.started:
+            self._forget_cycle()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.cycle is cycle:
+                self.host.run_write(
+                    "cycle abandoned", lambda: cycle.cancel("abandoned by the user (c)")
+                )
+                self._forget_cycle()
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Abandon cycle {cycle.record.cycle_id}?",
+                _abandon_detail(cycle),
+                yes="Abandon",
+            ),
+            answered,
+        )
+
+    def _forget_cycle(self) -> None:
         self.cycle = None
         self._note = ""
         self.render_state()
 
+    def write_before_closing(self) -> Callable[[], object] | None:
+        """The app is closing: no further stage starts and a running model call is
+        cancelled; a store stage already running finishes (it cannot be interrupted).
+        Then an unfinished cycle is journaled with how it ended: its record exists
+        since decay, and this gives it its end."""
+        cycle = self.cycle
+        self._stopping = True
+        if self.busy and self._worker is not None and self._call_started is not None:
+            self._worker.cancel()
+        if cycle is None or cycle.done or not (cycle.started or self.busy):
+            return None
+
+        def close() -> None:
+            while self.busy:  # the running store stage; the app bounds the wait
+                time.sleep(0.02)
+            if cycle.started and not cycle.done:
+                cycle.cancel("left when the TUI was closed")
+
+        return close
+
     def action_apply(self) -> None:
         cycle = self.cycle
         if cycle is None or not cycle.at_review or cycle.decided:
-            self.app.notify("Nothing to apply: step to review first (n).", severity="warning")
+            self.app.notify(_why_nothing_to_apply(cycle), severity="warning", markup=False)
             return
         if not cycle.record.probes_lost:
             self._start(to_end=True)
@@ -444,8 +488,9 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
 
         self.app.push_screen(
             ConfirmScreen(
-                f"Apply although {len(losing)} probes would lose "
-                f"{cycle.record.probes_lost} facts they find now?",
+                f"Apply although {counted(len(losing), 'probe')} would lose "
+                f"{counted(cycle.record.probes_lost, 'fact')} "
+                f"{'it finds' if len(losing) == 1 else 'they find'} now?",
                 detail,
                 yes="Apply",
             ),
@@ -509,8 +554,40 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         )
 
     def _agent_changed(self) -> None:
-        if self.cycle is not None and not self.cycle.done and not self.busy:
-            self.host.run_write("cycle abandoned (agent changed)", self.cycle.cancel)
+        cycle = self.cycle
+        if cycle is not None and not cycle.done and cycle.started and not self.busy:
+            self.host.run_write(
+                "cycle abandoned (agent changed)",
+                lambda: cycle.cancel("abandoned when the agent was changed"),
+            )
         if not self.busy:
             self.cycle = None
         self.render_state()
+
+
+def _abandon_detail(cycle: Cycle) -> str:
+    """What abandoning keeps: the stages already committed, and the journal's record."""
+    decay = next((r for r in cycle.record.stages if r.stage == "decay"), None)
+    lines = []
+    if decay is not None and decay.details.get("changed"):
+        lines.append(f"Decay already {decay.summary}.")
+    lines.append("Committed stages stay; the journal keeps the cycle with how it ended.")
+    return "\n".join(lines)
+
+
+def _why_nothing_to_apply(cycle: Cycle | None) -> str:
+    """The warning for `a` when there is no proposal to apply, saying why."""
+    if cycle is None:
+        return "Nothing to apply: no cycle yet (n starts one)."
+    record = cycle.record
+    if cycle.done or cycle.decided:
+        said = {
+            "applied": "this cycle's proposal was already applied",
+            "failed": "the summariser failed",
+            "discarded": "the proposal was discarded",
+            "skipped": "there was nothing to summarise",
+            "dry_run": "this was a dry run",
+        }.get(record.outcome, "the cycle has ended")
+        reason = f": {record.reason}" if record.reason and record.outcome != "applied" else ""
+        return f"Nothing to apply: {said}{reason}. c starts a new cycle."
+    return f"Nothing to apply yet: the cycle is before {cycle.next_stage} (n steps to review)."

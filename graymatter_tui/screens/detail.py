@@ -16,17 +16,19 @@ from textual.widgets.option_list import Option
 from graymatter_tui.errors import GraymatterError
 from graymatter_tui.model import Fact
 from graymatter_tui.presentation import fact_fields
+from graymatter_tui.retirement import Retirement
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.themed import component_styles
+from graymatter_tui.words import counted
 
 # The receipt chain's two directions (app.tcss).
 REPLACED_BY = "detail--replaced-by"
 CONSUMED = "detail--consumed"
 
 
-def _field_table(fact: Fact) -> Text:
-    rows = fact_fields(fact)
+def _field_table(fact: Fact, retirement: Retirement | None) -> Text:
+    rows = fact_fields(fact, retirement)
     out = Text()
     for key, value in rows:
         out.append(f"{key:>10}  ", style="bold")
@@ -37,6 +39,7 @@ def _field_table(fact: Fact) -> Text:
 
 class FactDetailScreen(ModalScreen[None]):
     COMPONENT_CLASSES = {REPLACED_BY, CONSUMED}
+    HELP_KEYS = (Binding("enter", "", "Open the fact of the receipt chain"),)
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="detail-back"),
     ]
@@ -65,9 +68,10 @@ class FactDetailScreen(ModalScreen[None]):
             )
             return
         fact = result.fact
-        kind = "Summary" if result.consumed else ("Tombstone" if fact.is_tombstone else "Fact")
+        summary = result.consumed or (result.retirement and result.retirement.restored)
+        kind = "Summary" if summary else ("Tombstone" if fact.is_tombstone else "Fact")
         self.query_one("#detail-title", Static).update(literal(f"{kind} {fact.id}"))
-        self.query_one("#detail-fields", Static).update(_field_table(fact))
+        self.query_one("#detail-fields", Static).update(_field_table(fact, result.retirement))
         self.query_one("#detail-text", Static).update(literal(fact.text, one_line=False))
         chain = self.query_one("#detail-chain", OptionList)
         # The options keep the colours they are built with; a detail screen is short-lived.
@@ -94,14 +98,38 @@ class FactDetailScreen(ModalScreen[None]):
                     id=consumed.id,
                 )
             )
+        retirement = result.retirement
+        restored = {f.id: f for f in result.restored}
+        if retirement is not None:
+            options.append(Option(literal(retirement.describe()), disabled=True))
+            for fact_id in retirement.restored:
+                back = restored.get(fact_id)
+                options.append(
+                    Option(
+                        Text.assemble(
+                            ("restored  ↺ ", styles[CONSUMED]),
+                            literal(back.text) if back else literal(f"{fact_id} (pruned since)"),
+                        ),
+                        id=fact_id if back else None,
+                        disabled=back is None,
+                    )
+                )
         title = self.query_one("#detail-chain-title", Static)
-        if options:
+        if retirement is not None and retirement.by_revert:
+            title.update(
+                f"Receipt chain (retired by revert; {counted(len(retirement.restored), 'fact')} "
+                "it had consumed live again)"
+            )
+        elif retirement is not None:
+            title.update("Receipt chain (retired by an approved review)")
+        elif options:
             title.update(f"Receipt chain ({len(result.consumed)} consumed)")
-            chain.add_options(options)
-            chain.focus()
         else:
             title.update("No receipt chain: nothing replaced this fact and it consumed nothing.")
             chain.display = False
+        if options:
+            chain.add_options(options)
+            chain.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:

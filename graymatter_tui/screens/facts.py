@@ -101,14 +101,15 @@ class FactsPane(Vertical, Pane):
         # when the list is redrawn for another reason (ids loaded, sort changed).
         self._last_match: tuple[str, array[int]] | None = None
         self._keep_id: str | None = None
-        self._placed = 0  # where reload put the cursor
+        self._placed = 0  # where reload (or a new sort) put the cursor
+        self._from_top = False  # sorted since the reload: the list starts at its top
         self._complete = True
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
             yield Input(placeholder="/ filter as you type", id="filter")
             yield Static("", id="facts-info", classes="pane-info", markup=False)
-        yield Static(fact_header(), id="facts-header", classes="list-header", markup=False)
+        yield Static(fact_header(self.sort), id="facts-header", classes="list-header", markup=False)
         yield VirtualList(id="fact-list", empty_text=NO_FACTS)
 
     @property
@@ -129,6 +130,7 @@ class FactsPane(Vertical, Pane):
             keep_id = current.id
         store = self.host.store
         self._keep_id = keep_id
+        self._from_top = False
         self._texts = None
         self._weights = None
         self._last_match = None
@@ -164,8 +166,11 @@ class FactsPane(Vertical, Pane):
         """The fact to keep under the cursor once every id is read: the one it was on
         before the reload (perhaps beyond the first page), unless it has moved since."""
         current = self.current_fact()
-        if self._keep_id is not None and self.fact_list.cursor == self._placed:
-            return self._keep_id
+        if self.fact_list.cursor == self._placed:
+            if self._from_top:
+                return None  # still where the new sort put it: at the top
+            if self._keep_id is not None:
+                return self._keep_id
         return current.id if current else None
 
     def tick_clock(self) -> None:
@@ -194,7 +199,8 @@ class FactsPane(Vertical, Pane):
             if self._weights is None:
                 self._weights = self.host.store.weights(self.host.agent, "live")
             weights = self._weights
-            ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i))
+            # Heaviest first; among equal weights, newest first (ids grow with time).
+            ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i), reverse=True)
         return ids
 
     def _show(
@@ -298,9 +304,15 @@ class FactsPane(Vertical, Pane):
         self.query_one("#filter", Input).focus()
 
     def action_toggle_sort(self) -> None:
+        """Another order is another list: it is shown from its start (the heaviest fact,
+        or the newest) with the cursor there, as a new filter is; a write keeps the
+        cursor on its fact instead."""
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        current = self.current_fact()
-        self._show(current.id if current else None)
+        self.query_one("#facts-header", Static).update(fact_header(self.sort))
+        self._keep_id = None
+        self._from_top = True  # a long list, once read in full, starts at its top too
+        self._show()
+        self._placed = self.fact_list.cursor
 
     def action_pin(self) -> None:
         fact = self.current_fact()

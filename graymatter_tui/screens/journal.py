@@ -26,6 +26,7 @@ from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.stages import result_grid
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.words import counted
 
 # The journal grows by one row per cycle, so a DataTable of the newest rows is enough.
 JOURNAL_ROWS = 1000
@@ -59,6 +60,7 @@ class CycleDiffScreen(ModalScreen[None]):
     list scrolls in a band of its own, so on a short terminal the diff keeps its room."""
 
     COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
+    HELP_KEYS = (Binding("tab", "", "Switch between the stages and the diff"),)
     BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
 
     def __init__(self, record: CycleRecord) -> None:
@@ -95,7 +97,8 @@ class CycleDiffScreen(ModalScreen[None]):
             result_grid(r.stages, stages.stage_styles(self), title_cells=13)
         ]
         if r.pruned:
-            parts.append(Text(f"  pruned {len(r.pruned)} facts (copies kept in this record)"))
+            pruned = counted(len(r.pruned), "fact")
+            parts.append(Text(f"  pruned {pruned} (copies kept in this record)"))
         if r.probes:
             parts.append(probe_lines(r, styles))
         self.query_one("#replay-stage-list", Static).update(Group(*parts))
@@ -107,7 +110,7 @@ class CycleDiffScreen(ModalScreen[None]):
         if self.record.kind == "revert":
             view.show_text(
                 f"Revert of cycle {self.record.reverted_cycle_id}: "
-                f"{len(self.record.restored)} facts live again, summary "
+                f"{counted(len(self.record.restored), 'fact')} live again, summary "
                 f"{self.record.retired_summary_id} retired."
             )
         elif self.record.kind == "review":
@@ -115,8 +118,9 @@ class CycleDiffScreen(ModalScreen[None]):
             wrote = f"; wrote {r.summary_id}" if r.summary_id else ""
             view.show_text(
                 f"Review of an agent's {r.action} (proposal {r.proposal_id}, asked by "
-                f"{r.asked_by}), {r.outcome} by {r.decided_by}: {len(r.batch)} facts "
-                f"matched, {len(r.consumed)} made tombstones{wrote}."
+                f"{r.asked_by}), {r.outcome} by {r.decided_by}: {counted(len(r.batch), 'fact')} "
+                f"matched, {counted(len(r.consumed), 'made a tombstone', 'made tombstones')}"
+                f"{wrote}."
             )
         else:
             view.show_record(self.record)
@@ -144,7 +148,8 @@ def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     if r.kind == "revert":
         return Text("revert", style=_style(styles, "revert"))
     # A person's decision on an agent's change must not read as a consolidation's outcome.
-    said = f"review {r.outcome}" if r.kind == "review" else r.outcome
+    # A cycle with no outcome yet is still running, or its process ended before it did.
+    said = f"review {r.outcome}" if r.kind == "review" else (r.outcome or "unfinished")
     return Text(said + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
 
 
@@ -223,6 +228,11 @@ class JournalTable(DataTable[Text]):
         Binding("end", "scroll_bottom", "Last", show=False),
     ]
 
+    def on_resize(self) -> None:
+        """Fewer rows (a toast or the error bar took some): the cursor's stays in view."""
+        if self.row_count:
+            self.move_cursor(row=self.cursor_row, animate=False)
+
 
 class JournalPane(Vertical, Pane):
     TITLE = "Journal"
@@ -270,7 +280,7 @@ class JournalPane(Vertical, Pane):
         self._fill(current.cycle_id if current else None)
         count = len(self.records)
         self.query_one("#journal-info", Static).update(
-            f" {count} record{'s' if count != 1 else ''}, newest first · enter replays the diff"
+            f" {counted(count, 'record')}, newest first · enter replays the diff"
             " · u reverts · c copies the id"
         )
 
@@ -327,7 +337,7 @@ class JournalPane(Vertical, Pane):
             if latency := _latency(record).plain:
                 details.append(latency)
             if record.probes_lost:
-                details.append(f"probes lost {record.probes_lost} facts")
+                details.append(f"probes lost {counted(record.probes_lost, 'fact')}")
             line.append(" · " + " · ".join(details), style="dim")
         self.query_one("#journal-row", Static).update(line)
 
@@ -380,7 +390,8 @@ class JournalPane(Vertical, Pane):
             "again, a fact it wrote is retired, a pin it changed goes back. A revert record "
             "joins the journal."
             if record.kind == "review"
-            else f"Its {len(record.consumed)} consumed facts become live again and its "
+            else f"Its {counted(len(record.consumed), 'consumed fact')} "
+            f"{'becomes' if len(record.consumed) == 1 else 'become'} live again and its "
             "summary is retired. A revert record joins the journal."
         )
         self.app.push_screen(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -17,15 +18,29 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from graymatter_tui.model import SUMMARY_MARK, Probe, ProbeResult
+from graymatter_tui.screens.actions import Action
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 NOT_CHECKED = "not checked"
+COLUMN_GAP = "  "  # between the columns of a probe's line
 
 
 class ProbePanel(Vertical):
     # On the panel, not the pane: the Consolidate footer is full at 80 columns, and this
     # key means something only while a probe is highlighted here (tab reaches the list).
-    BINDINGS = [Binding("d", "remove_probe", "Remove probe", id="probe-remove")]
+    # The pane lists it among its parts, so it is in the help and the palette.
+    HELP_KEYS = (Binding("tab", "", "Move between the diff and the probe list"),)
+    BINDINGS = [
+        Action(
+            "d",
+            "remove_probe",
+            "Remove probe",
+            id="probe-remove",
+            title="Remove probe",
+            tooltip="Remove the probe highlighted under the Consolidate diff",
+        )
+    ]
 
     class Remove(Message):
         """The person asked to remove this probe (the pane writes it)."""
@@ -71,24 +86,34 @@ class ProbePanel(Vertical):
         if results:
             title.append(" · checked against the store as this apply would leave it", style="dim")
             if lost:
-                title.append(f" · would lose {lost} facts", style=styles["lost"])
+                title.append(f" · would lose {counted(lost, 'fact')}", style=styles["lost"])
         title.append("   tab, then d removes a probe", style="dim")
         self.query_one("#probe-title", Static).update(title)
         options = self.query_one(OptionList)
         options.clear_options()
+        widths = (
+            max((cell_len(self._verdict(p)) for p in probes), default=0),
+            max((cell_len(f"top {p.k}") for p in probes), default=0),
+        )
         for probe in probes:
-            options.add_option(Option(self._line(probe, styles), id=probe.id))
+            options.add_option(Option(self._line(probe, styles, widths), id=probe.id))
         if probes:
             ids = [p.id for p in probes]
             options.highlighted = ids.index(kept.id) if kept and kept.id in ids else 0
         self._detail()
 
-    def _line(self, probe: Probe, styles: Mapping[str, Style]) -> Text:
+    def _verdict(self, probe: Probe) -> str:
+        result = self.results.get(probe.id)
+        return NOT_CHECKED if result is None else result.verdict
+
+    def _line(self, probe: Probe, styles: Mapping[str, Style], widths: tuple[int, int]) -> Text:
+        """` verdict  top k  query`: the verdict and `top k` columns as wide as their
+        widest cell among the shown probes, and a gap after each, so they never run into
+        each other or into the query."""
         result = self.results.get(probe.id)
         if result is None:
-            verdict, style = NOT_CHECKED, Style(dim=True)
+            style = Style(dim=True)
         else:
-            verdict = result.verdict
             style = (
                 styles["lost"]
                 if result.lost
@@ -96,16 +121,21 @@ class ProbePanel(Vertical):
                 if result.changed
                 else Style(dim=True)
             )
-        line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{verdict:<11}", style=style)
-        line.append(f"top {probe.k:<3} ", style="dim")
+        verdict_cells, top_cells = widths
+        line = Text(" ", no_wrap=True, overflow="ellipsis")
+        line.append(self._verdict(probe).ljust(verdict_cells), style=style)
+        line.append(COLUMN_GAP)
+        line.append(f"top {probe.k}".ljust(top_cells), style="dim")
+        line.append(COLUMN_GAP)
         line.append_text(literal(probe.query))
         return line
 
     def action_remove_probe(self) -> None:
         probe = self.highlighted
-        if probe is not None:
-            self.post_message(self.Remove(probe))
+        if probe is None:
+            self.app.notify("No probe to remove: this agent has none.", severity="warning")
+            return
+        self.post_message(self.Remove(probe))
 
     def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
         self._detail()

@@ -1,7 +1,8 @@
 """Recall preview: how a query would rank the agent's live facts, without recording any
 access (the same ranking `recall` uses, minus the write-back), as an explain table: each
-signal's rank, the fused score, weight, age and source, and the highlighted fact's
-lineage below. `ctrl+s` saves the query as a probe of the agent (ADR 0039)."""
+signal's rank, the fused score, weight, age and source, and below it the highlighted
+fact's whole text and its lineage, in every line the table leaves free. `ctrl+s` saves
+the query as a probe of the agent (ADR 0039)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -21,14 +23,44 @@ from graymatter_tui.errors import GraymatterError
 from graymatter_tui.provenance import UNRECORDED
 from graymatter_tui.recall import Hit, lineages, rank
 from graymatter_tui.receipts import lineage_fields, lineage_summary
+from graymatter_tui.screens.actions import Action
 from graymatter_tui.store import MemoryStore
 from graymatter_tui.vector_signal import QueryVectors
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 K = 8
-# Width the columns other than the fact's text take, with DataTable's cell padding.
-OTHER_COLUMNS = 46
-VECTOR_COLUMN = 6
+CELL_PADDING = 2  # DataTable's, one cell each side of every column
+FACT_CELLS = 16  # the fact's column is never narrower; on a wider dialog it takes the rest
+SOURCE_CELLS = (6, 16)  # the source column's narrowest and widest ("mcp:…" names are long)
+
+
+def _cell(value: str | Text) -> Text:
+    """A table cell on one line, ending in "…" when its column cuts it."""
+    text = Text(value) if isinstance(value, str) else value.copy()
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+class FittedText(Static):
+    """Text wrapped to the widget's width and cut to its height; when lines are left out,
+    the last one shown ends in "…"."""
+
+    def render(self) -> RenderResult:
+        content = self.content
+        width, height = self.size
+        if not isinstance(content, Text) or width <= 0 or height <= 0:
+            return super().render()
+        lines = content.wrap(self.app.console, width, overflow="ellipsis")
+        if len(lines) <= height:
+            return content
+        shown = list(lines)[:height]
+        last = shown[-1]
+        last.rstrip()
+        last.truncate(width - 1)
+        last.append("…", style="dim")
+        return Text("\n").join(shown)
 
 
 @dataclass(frozen=True)
@@ -60,9 +92,21 @@ COLUMNS = [
 class RecallScreen(ModalScreen[str | None]):
     """Type a query; enter ranks it; selecting a result opens its detail."""
 
+    HELP_KEYS = (
+        Binding("enter", "", "Rank the query (in the query line)"),
+        Binding("down", "", "Move to the results"),
+        Binding("enter", "", "Open the highlighted fact (in the results)"),
+    )
     BINDINGS = [
         Binding("escape", "close", "Back", id="recall-back"),
-        Binding("ctrl+s", "save_probe", "Save as probe", id="recall-save-probe"),
+        Action(
+            "ctrl+s",
+            "save_probe",
+            "Save as probe",
+            id="recall-save-probe",
+            title="Save query as probe",
+            tooltip="Check every consolidation cycle of the agent against this query",
+        ),
     ]
 
     def __init__(
@@ -82,7 +126,7 @@ class RecallScreen(ModalScreen[str | None]):
         self.hits: list[Hit] = []
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog detail"):
+        with Vertical(classes="dialog detail", id="recall-dialog"):
             yield Static(
                 literal(f"Recall preview for {self.agent} (access counts are not touched)"),
                 classes="dialog-title",
@@ -94,7 +138,7 @@ class RecallScreen(ModalScreen[str | None]):
                 id="recall-table", cursor_type="row", zebra_stripes=True
             )
             yield table
-            yield Static("", id="recall-lineage", markup=False)
+            yield FittedText("", id="recall-lineage", markup=False)
             yield Static(
                 "enter rank · ↓ results · enter open · ctrl+s save as probe · esc back",
                 classes="dialog-hint",
@@ -137,42 +181,76 @@ class RecallScreen(ModalScreen[str | None]):
             self.query_one("#recall-info", Static).update(literal(ranked))
             return
         self.hits = ranked
-        # Without embeddings the vector column would be dashes only: it is left out.
-        columns = [c for c in COLUMNS if self.vectors is not None or c.label != "vec"]
         self.query_one("#recall-info", Static).update(
-            f"{len(self.hits)} results · "
+            f"{counted(len(self.hits), 'result')} · "
             + ("vec vector rank · " if self.vectors is not None else "")
             + "kw keyword rank · new recency rank · fused score"
             if self.hits
             else "No live fact shares a keyword with the query."
         )
         table.display = bool(self.hits)
-        other = OTHER_COLUMNS + (VECTOR_COLUMN if self.vectors is not None else 0)
-        room = max(16, self.query_one(".dialog").size.width - other)
-        for column in columns:
-            table.add_column(
-                column.label, key=column.label, width=room if column.label == "fact" else None
-            )
-        now = self.store.now()
-        for position, hit in enumerate(self.hits, start=1):
-            table.add_row(*(c.cell(position, hit, now) for c in columns), key=hit.fact.id)
+        self._fill_table()
         if self.hits:
             table.focus()
             self._show_lineage(self.hits[0].fact.id)
+
+    def _fill_table(self) -> None:
+        """The explain table at the dialog's width: every column as wide as its widest
+        cell, the fact's text in what is left, cut text ending in "…"."""
+        table: DataTable[str | Text] = self.query_one(DataTable)
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        if not self.hits:
+            return
+        # Without embeddings the vector column would be dashes only: it is left out.
+        columns = [c for c in COLUMNS if self.vectors is not None or c.label != "vec"]
+        now = self.store.now()
+        rows = [
+            [_cell(c.cell(position, hit, now)) for c in columns]
+            for position, hit in enumerate(self.hits, start=1)
+        ]
+        widths = [
+            max([cell_len(column.label), *(row[i].cell_len for row in rows)])
+            for i, column in enumerate(columns)
+        ]
+        fact = [c.label for c in columns].index("fact")
+        source = [c.label for c in columns].index("source")
+        widths[source] = min(widths[source], SOURCE_CELLS[1])
+        room = self.query_one("#recall-dialog").size.width - CELL_PADDING * len(columns)
+        others = sum(w for i, w in enumerate(widths) if i != fact)
+        if room - others < FACT_CELLS:  # a narrow dialog: the source gives way first
+            widths[source] = max(SOURCE_CELLS[0], widths[source] - (FACT_CELLS - room + others))
+            others = sum(w for i, w in enumerate(widths) if i != fact)
+        widths[fact] = max(FACT_CELLS, room - others)
+        for column, width in zip(columns, widths, strict=True):
+            table.add_column(column.label, key=column.label, width=width)
+        for row, hit in zip(rows, self.hits, strict=True):
+            table.add_row(*row, key=hit.fact.id)
+        table.move_cursor(row=min(cursor, len(rows) - 1))
+
+    def on_resize(self) -> None:
+        if self.hits:  # once the dialog has its new width
+            self.call_after_refresh(self._fill_table)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self._show_lineage(event.row_key.value)
 
     def _show_lineage(self, fact_id: str) -> None:
-        """What the fact superseded, nearest first (a read: no access is recorded)."""
+        """The fact's whole text, then what it superseded, nearest first (a read: no access
+        is recorded)."""
         try:
             fields = lineage_fields(lineages(self.store, self.agent, [fact_id])[fact_id])
         except GraymatterError as exc:
             self.query_one("#recall-lineage", Static).update(literal(exc))
             return
-        out = Text("lineage: ", style="bold")
-        out.append(lineage_summary(fields))
+        out = Text()
+        hit = next((h for h in self.hits if h.fact.id == fact_id), None)
+        if hit is not None:
+            out.append_text(literal(hit.fact.text, one_line=False))
+            out.append("\n")
+        out.append("lineage: ", style="bold")
+        out.append(lineage_summary(fields), style="dim")
         for ancestor in fields["lineage"]:
             out.append("\n" + "  " * ancestor["depth"])
             out.append(ancestor["fact_id"] + "  ", style="dim")

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from graymatter_tui import clock
+from graymatter_tui.mcp.tools import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.model import ReviewProposal
 from graymatter_tui.screens.actions import Action
 from graymatter_tui.screens.base import Pane
@@ -20,9 +21,29 @@ from graymatter_tui.screens.journal import JournalTable
 from graymatter_tui.store import ReviewDecision
 from graymatter_tui.widgets.diff_view import DiffView
 from graymatter_tui.widgets.literal import literal
+from graymatter_tui.words import counted
 
 # Pending proposals shown at once; the queue is meant to be emptied, not browsed.
 REVIEW_ROWS = 500
+
+
+def empty_help() -> str:
+    """Shown while nothing is held: the `mcp --review` modes that hold agents' changes
+    here, and which changes each holds."""
+    holding = [(mode, held) for mode, held in HELD_BY_MODE.items() if held]
+    width = max(len(mode) for mode, _held in holding)
+    lines = ["An agent's change waits here for you when its MCP server holds it:", ""]
+    before: frozenset[str] = frozenset()
+    for mode, held in holding:
+        also = before <= held and bool(before)  # a wider mode: say only what it adds
+        named = [
+            action for action in REFLECT_ACTIONS if action in (held - before if also else held)
+        ]
+        says = ("also holds " if also else "holds ") + ", ".join(named)
+        lines.append(f"  graymatter-tui mcp --review {mode:<{width}}  {says}")
+        before = held
+    lines += ["", "Each held change is drawn here as a diff: a approves it, x rejects it."]
+    return "\n".join(lines)
 
 
 def _what(proposal: ReviewProposal) -> str:
@@ -84,10 +105,10 @@ class ReviewPane(Vertical, Pane):
             table.move_cursor(row=index)
         count = len(self.proposals)
         info = (
-            f" {count} held change{'s' if count != 1 else ''} to review, oldest first"
+            f" {counted(count, 'held change')} to review, oldest first"
             " · a approves · x rejects · j/k next/prev"
             if count
-            else " Nothing held for review (agents' servers run with --review hold changes here)"
+            else " Nothing held for review"
         )
         self.query_one("#review-info", Static).update(info)
         self._show_selected()
@@ -103,7 +124,7 @@ class ReviewPane(Vertical, Pane):
         line = Text(no_wrap=True, overflow="ellipsis")
         view = self.query_one("#review-diff", DiffView)
         if proposal is None:
-            view.show_text("")
+            view.show_text("" if self.proposals else empty_help())
         else:
             line.append(" proposal ", style="dim")
             line.append(proposal.id, style="bold")

@@ -12,6 +12,7 @@ from graymatter_tui.overview import size_text, status_payload, weight_histogram
 from graymatter_tui.screens.base import Pane, Reach
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.words import counted
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 # The histogram's bars: healthy weights, and those below 0.1 (near pruning). app.tcss.
@@ -51,19 +52,23 @@ class StatusPane(VerticalScroll, Pane):
         out.add_column()
         out.add_row("store", literal(p["data_dir"]))
         out.add_row(
-            "facts", f"{p['live_facts']} live · {p['tombstones']} tombstones · {p['pinned']} pinned"
+            "facts",
+            f"{p['live_facts']} live · {counted(p['tombstones'], 'tombstone')} · "
+            f"{p['pinned']} pinned",
         )
         out.add_row(
             "cycles",
             f"{p['cycles']} run · {p['consolidations']} applied "
-            f"({p['facts_consumed']} facts consumed) · {p['reverts']} reverted",
+            f"({counted(p['facts_consumed'], 'fact')} consumed) · {p['reverts']} reverted",
         )
         out.add_row("size", size_text(p, grows_note=True))
-        out.add_row(
-            "schema",
+        # No store yet: no schema, engine or generation of its own to show.
+        schema = (
             f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
-            f"stemming {p['stem_language']}",
+            if p["store_exists"]
+            else "none yet · "
         )
+        out.add_row("schema", f"{schema}stemming {p['stem_language']}")
         embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
         out.add_row("embedding", embedding)
         s = self.host.settings
@@ -111,5 +116,5 @@ def embedding_text(model: str | None, dimension: int | None, backlog: int) -> Te
     and recency, so a backlog is shown plainly, never as an alarm."""
     if model is None:
         return Text("none recorded")
-    dims = f"{dimension} dims" if dimension else "dimension not known yet"
-    return literal(model) + Text(f" · {dims} · {backlog} facts waiting")
+    dims = counted(dimension, "dim") if dimension else "dimension not known yet"
+    return literal(model) + Text(f" · {dims} · {counted(backlog, 'fact')} waiting")

@@ -20,6 +20,7 @@ from graymatter_tui.screens.paged import id_pages
 from graymatter_tui.widgets.fact_rows import TombstoneRows, tombstone_header
 from graymatter_tui.widgets.id_list import IdList
 from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.words import counted
 
 
 class TombstonesPane(Vertical, Pane):
@@ -91,11 +92,17 @@ class TombstonesPane(Vertical, Pane):
 
     def _show(self, ids: Sequence[str], keep_id: str | None) -> None:
         store = self.host.store
-        rows = TombstoneRows(ids, store.find_many, store.now(), self.host.settings.half_life_hours)
+        rows = TombstoneRows(
+            ids,
+            store.find_many,
+            store.now(),
+            self.host.settings.half_life_hours,
+            store.find_record,
+        )
         cursor = rows.index_of(keep_id) if keep_id else None
         self.tomb_list.set_source(rows, cursor=cursor or 0)
-        total = f"{len(ids)}" if self._complete else f"{len(ids)}+"
-        self.query_one("#tombs-info", Static).update(f"{total} tombstones")
+        total = counted(len(ids), "tombstone", at_least=not self._complete)
+        self.query_one("#tombs-info", Static).update(total)
 
     def tick_clock(self) -> None:
         """Days until pruning count from now: move the rows' clock, without a store read."""

@@ -8,6 +8,7 @@ import msgspec
 from graymatter_tui import clock
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import Checkpoint
+from graymatter_tui.words import counted
 
 
 class _CheckpointRecord(msgspec.Struct, frozen=True):
@@ -24,7 +25,7 @@ def save_checkpoint(tx: Tx, agent: str, state: str | None) -> Checkpoint:
     created_at = clock.format_time(tx.now)
     record = _CheckpointRecord(created_at=created_at, state=state)
     tx.put_checkpoint(agent, checkpoint_id, msgspec.json.encode(record))
-    size = "no state" if state is None else f"{len(state.encode())} bytes of state"
+    size = "no state" if state is None else f"{counted(len(state.encode()), 'byte')} of state"
     tx.log("checkpoint", agent, text=f"checkpoint {checkpoint_id} saved ({size})")
     return Checkpoint(id=checkpoint_id, agent_id=agent, created_at=created_at, state=state)
 

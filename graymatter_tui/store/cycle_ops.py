@@ -26,19 +26,23 @@ from graymatter_tui.store.values import (
     ApplyOutcome,
     ApplyRequest,
     DecayOutcome,
+    JournalDecay,
     PruneOutcome,
     Selection,
     TrialApply,
     WeightChange,
 )
+from graymatter_tui.words import counted
 
 T = TypeVar("T")
 
 
-def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
+def decay(
+    tx: Tx, agent: str, half_life_hours: float, journal: JournalDecay | None = None
+) -> DecayOutcome:
     """Decay every unpinned fact of `agent` (tombstones too). Only the vitals rows are
     rewritten; in a read transaction (a dry run) nothing is, and the outcome says what
-    would change."""
+    would change. `journal` builds the cycle's record from the outcome, saved here."""
     now_ms = tx.now.timestamp() * 1000
     rate = math.log(2) / (half_life_hours * 3_600_000)
     prefix_len = len(agent.encode()) + 1
@@ -71,7 +75,10 @@ def decay(tx: Tx, agent: str, half_life_hours: float) -> DecayOutcome:
         WeightChange(key[prefix_len:].decode(), before, after)
         for _drop, key, before, after in sorted(drops, reverse=True)
     ]
-    return DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
+    outcome = DecayOutcome(examined=examined, changed=changed, largest_drops=largest)
+    if journal is not None and tx.write:
+        save_record(tx, journal(outcome))
+    return outcome
 
 
 def weights(tx: Tx, agent: str, state: FactState = "live") -> dict[str, float]:
@@ -197,8 +204,7 @@ def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
     saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
     save_record(tx, saved)
     if doomed:
-        noun = "fact" if len(doomed) == 1 else "facts"
-        text = f"pruned {len(doomed)} {noun} below weight {PRUNE_BELOW}"
+        text = f"pruned {counted(len(doomed), 'fact')} below weight {PRUNE_BELOW}"
         tx.log("prune", agent, text=text, cycle_id=record.cycle_id, count=len(doomed))
     return PruneOutcome(pruned=doomed, record=saved)
 

@@ -17,6 +17,7 @@ from graymatter_tui.store.ids import new_id
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import NewFact
 from graymatter_tui.tokens import Analyzer
+from graymatter_tui.words import counted
 
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
@@ -96,7 +97,7 @@ def log_added(tx: Tx, action: ActivityAction, facts: list[Fact]) -> None:
         if len(written) == 1:
             tx.log(action, agent, text=written[0].text, fact_id=written[0].id)
         else:
-            tx.log(action, agent, text=f"{len(written)} facts", count=len(written))
+            tx.log(action, agent, text=counted(len(written), "fact"), count=len(written))
 
 
 def pin(tx: Tx, fact_id: str) -> Fact:
@@ -205,8 +206,7 @@ def claim_for_demo(tx: Tx, path: Path) -> None:
     facts = tx.count_facts()
     records = tx.count_records()
     if facts or records:
-        count, noun = (facts, "fact") if facts else (records, "journal record")
-        held = f"{count} {noun}{'' if count == 1 else 's'}"
+        held = counted(facts, "fact") if facts else counted(records, "journal record")
         raise Conflict(
             f"the store at {path} already holds {held} that the demo did not "
             "put there; not adding demo facts to it (give --dir a new directory, "

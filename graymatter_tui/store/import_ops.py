@@ -37,6 +37,7 @@ from graymatter_tui.store.values import (
     OnConflict,
 )
 from graymatter_tui.tokens import Analyzer
+from graymatter_tui.words import counted
 
 _CHUNK = 20_000
 # A fact's fields by what a difference in them means.
@@ -248,8 +249,8 @@ class _Plan:
         if problems:
             lines = [f"{self.places[adding[p.fact_id]]}: {_worded(p)}" for p in problems]
             more = f"; and {len(lines) - MAX_NAMED} more" if len(lines) > MAX_NAMED else ""
-            noun = "receipt" if len(lines) == 1 else "receipts"
-            raise InvalidInput(f"{len(lines)} broken {noun}: {'; '.join(lines[:MAX_NAMED])}{more}")
+            broken = counted(len(lines), "broken receipt")
+            raise InvalidInput(f"{broken}: {'; '.join(lines[:MAX_NAMED])}{more}")
 
     def _pruned_copies(self) -> dict[str, Fact]:
         """Facts pruned since, by their copies in the file's journal and the store's."""

@@ -29,6 +29,7 @@ from graymatter_tui.store.values import (
     TargetNotEmpty,
 )
 from graymatter_tui.tokens import Analyzer
+from graymatter_tui.words import counted
 
 # Facts are inserted in five chunks (of at least CHUNK), each reported to `progress`:
 # few enough that PostgreSQL's statistics refresh after a bulk insert runs five times.
@@ -80,12 +81,12 @@ def holdings(tx: Tx) -> str:
     """What the store holds, in words ("12 facts, 3 journal records"); "" when empty."""
     parts = []
     for count, noun in (
-        (tx.count_facts(), "facts"),
-        (tx.count_records(), "journal records"),
-        (len(probe_ops.listing(tx, None)), "probes"),
+        (tx.count_facts(), "fact"),
+        (tx.count_records(), "journal record"),
+        (len(probe_ops.listing(tx, None)), "probe"),
     ):
         if count:
-            parts.append(f"{count} {noun}")
+            parts.append(counted(count, noun))
     for table in COPY_TABLES:
         if next(iter(tx.iter_rows(table)), None) is not None:
             parts.append(f"{table.replace('_', ' ')} rows")
@@ -147,7 +148,8 @@ def _log_moved(tx: Tx, facts: list[Fact], origin: str) -> None:
     for fact in facts:
         by_agent[fact.agent_id] = by_agent.get(fact.agent_id, 0) + 1
     for agent, count in by_agent.items():
-        tx.log("import", agent, text=f"{count} facts migrated from {origin}", count=count)
+        text = f"{counted(count, 'fact')} migrated from {origin}"
+        tx.log("import", agent, text=text, count=count)
 
 
 def _refuse_clashes(tx: Tx, snap: StoreSnapshot) -> None:

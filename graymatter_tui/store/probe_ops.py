@@ -16,6 +16,7 @@ from graymatter_tui.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.model import Probe
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import ProbeOutcome
+from graymatter_tui.words import counted
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
 # their number bounds how long a cycle holds the store's write lock.
@@ -105,5 +106,5 @@ def import_probes(tx: Tx, probes: list[Probe]) -> int:
         queries.add((probe.agent_id, probe.query))
         added[probe.agent_id] = added.get(probe.agent_id, 0) + 1
     for agent, count in added.items():
-        tx.log("probe", agent, text=f"{count} probes imported", count=count)
+        tx.log("probe", agent, text=f"{counted(count, 'probe')} imported", count=count)
     return sum(added.values())

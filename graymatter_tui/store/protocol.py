@@ -224,7 +224,12 @@ class MemoryStore(Protocol):
     def find_record(self, cycle_id: str) -> CycleRecord | None: ...
     def require_record(self, cycle_id: str) -> CycleRecord: ...
     def decay(
-        self, agent: str, half_life_hours: float, *, dry_run: bool = False
+        self,
+        agent: str,
+        half_life_hours: float,
+        *,
+        dry_run: bool = False,
+        journal: values.JournalDecay | None = None,
     ) -> values.DecayOutcome: ...
     def weights(self, agent: str, state: FactState = "live") -> dict[str, float]: ...
     def selection(

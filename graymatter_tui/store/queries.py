@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from graymatter_tui.model import AgentSummary, Counters, CycleRecord, Fact, FactState, StoreInfo
+from graymatter_tui.retirement import retirement_of
 from graymatter_tui.store.files import DATA_FILE
 from graymatter_tui.store.tx import Tx
 from graymatter_tui.store.values import ShowResult
@@ -102,7 +103,16 @@ def show(tx: Tx, fact_id: str) -> ShowResult:
         replaced_by = tx.find(fact.superseded_by)
     consumed = [f for f in (tx.find(i) for i in tx.receipts(fact.id)) if f is not None]
     cycle = tx.find_record(fact.cycle_id) if fact.cycle_id else None
-    return ShowResult(fact=fact, replaced_by=replaced_by, consumed=consumed, cycle=cycle)
+    retired = retirement_of(fact, tx.find_record)
+    restored = [] if retired is None else [f for f in map(tx.find, retired.restored) if f]
+    return ShowResult(
+        fact=fact,
+        replaced_by=replaced_by,
+        consumed=consumed,
+        cycle=cycle,
+        retirement=retired,
+        restored=restored,
+    )
 
 
 def records(tx: Tx, agent: str | None, limit: int | None) -> list[CycleRecord]:

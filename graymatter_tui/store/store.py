@@ -570,13 +570,20 @@ class Store:
 
     # ---- the consolidation cycle -------------------------------------------------------
     def decay(
-        self, agent: str, half_life_hours: float, *, dry_run: bool = False
+        self,
+        agent: str,
+        half_life_hours: float,
+        *,
+        dry_run: bool = False,
+        journal: values.JournalDecay | None = None,
     ) -> values.DecayOutcome:
         """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
-        Only the vitals rows are rewritten. With `dry_run`, report and write nothing."""
+        Only the vitals rows are rewritten. With `dry_run`, report and write nothing.
+        With `journal`, the record it builds from the outcome is saved in the same
+        transaction."""
 
         def run(tx: Tx) -> values.DecayOutcome:
-            return cycle_ops.decay(tx, agent, half_life_hours)
+            return cycle_ops.decay(tx, agent, half_life_hours, None if dry_run else journal)
 
         return self._env.read(run) if dry_run else self._env.write(run)
 

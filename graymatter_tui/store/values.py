@@ -4,13 +4,16 @@ fact, an apply), outcomes of the cycle's store operations, and import results.""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.errors import Conflict, InvalidInput
 from graymatter_tui.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
+from graymatter_tui.retirement import Retirement
 from graymatter_tui.textsafe import canonical_id, validate_agent, validate_query
+from graymatter_tui.words import counted
 
 # Facts (and graph entries) that decay below this weight are pruned.
 PRUNE_BELOW = 0.01
@@ -85,6 +88,10 @@ class ShowResult:
     replaced_by: Fact | None
     consumed: list[Fact]
     cycle: CycleRecord | None
+    # A fact retired by a revert or an approved review: that record; and for a summary a
+    # revert retired, the facts it had consumed, live again.
+    retirement: Retirement | None = None
+    restored: list[Fact] = field(default_factory=list)
 
 
 # ---- the consolidation cycle ------------------------------------------------------------
@@ -100,6 +107,12 @@ class DecayOutcome:
     examined: int
     changed: int
     largest_drops: list[WeightChange]
+
+
+# Builds a cycle's journal record from what its decay did; the record is saved in the
+# decay's own transaction, so a cycle that changed weights is journaled even if its
+# process dies before the cycle ends (ADR 0050).
+JournalDecay = Callable[[DecayOutcome], CycleRecord]
 
 
 @dataclass(frozen=True)
@@ -216,8 +229,8 @@ class ImportConflicts(Conflict):
         self.conflicts = conflicts
         shown = "; ".join(map(str, conflicts[:MAX_NAMED]))
         more = f"; and {len(conflicts) - MAX_NAMED} more" if len(conflicts) > MAX_NAMED else ""
-        noun = "row differs" if len(conflicts) == 1 else "rows differ"
-        super().__init__(f"{len(conflicts)} {noun} from the store's: {shown}{more}")
+        differ = counted(len(conflicts), "row differs", "rows differ")
+        super().__init__(f"{differ} from the store's: {shown}{more}")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from graymatter_tui.model import ActivityEntry
 from graymatter_tui.widgets.fact_rows import DIM, PLAIN, column, fit
 from graymatter_tui.widgets.literal import literal
 from graymatter_tui.widgets.row_styles import NO_COLOUR, RowStyles
+from graymatter_tui.words import counted
 
 BOLD = Style(bold=True)
 # The longest action name ("consolidation"): actions are never cut.
@@ -89,7 +90,7 @@ class ActivityRows:
         lay = layout_for(width)
         text = entry.text
         if entry.count > 1 and not entry.fact_id and str(entry.count) not in text:
-            text = f"{text} ({entry.count} facts)"
+            text = f"{text} ({counted(entry.count, 'fact')})"
         return fit(
             [
                 Segment(" " + short_time(entry.at, lay).ljust(lay.time_cells + 1), DIM),

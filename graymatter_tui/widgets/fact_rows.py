@@ -14,7 +14,8 @@ from textual.cache import LRUCache
 
 from graymatter_tui import clock
 from graymatter_tui.errors import GraymatterError
-from graymatter_tui.model import Fact
+from graymatter_tui.model import CycleRecord, Fact
+from graymatter_tui.retirement import Retirement, retirement_of
 from graymatter_tui.textsafe import neutralise
 from graymatter_tui.widgets.row_styles import NO_COLOUR, RowStyles
 
@@ -71,17 +72,26 @@ def tombstone_header(width: int) -> str:
 # numbers, so the titles stay over their columns.
 PIN_CELLS = 3  # " ★ "
 NUMBER_CELLS = 5  # " 0.99" after the bar
-AGE_CELLS = 5  # "  17d"
+AGE_CELLS = 6  # "   17d", or "age ↑" over it with a space before
 USES_CELLS = 5  # "   12"
 GAP = "  "
+# The column each sort orders by, and its direction: newest first is the youngest age
+# first (ascending), heaviest first the largest weight first (descending).
+SORT_MARKS = {"recency": ("age", "↑"), "weight": ("weight", "↓")}
 
 
-def fact_header() -> str:
-    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text."""
+def fact_header(sort: str = "recency") -> str:
+    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text;
+    the column the list is sorted by carries the sort's direction (`weight ↓`)."""
+    sorted_by, arrow = SORT_MARKS.get(sort, ("", ""))
+
+    def title(name: str) -> str:
+        return f"{name} {arrow}" if name == sorted_by else name
+
     return (
         "pin".ljust(PIN_CELLS)
-        + "weight".rjust(BAR_CELLS + NUMBER_CELLS)
-        + "age".rjust(AGE_CELLS)
+        + title("weight").rjust(BAR_CELLS + NUMBER_CELLS)
+        + title("age").rjust(AGE_CELLS)
         + "uses".rjust(USES_CELLS)
         + GAP
         + "text"
@@ -187,10 +197,24 @@ class TombstoneRows(FactRows):
         fetch: Callable[[list[str]], list[Fact | None]],
         now: datetime,
         half_life_hours: float,
+        find_record: Callable[[str], CycleRecord | None] | None = None,
     ) -> None:
         super().__init__(ids, fetch, now)
         self.half_life_hours = half_life_hours
         self._summaries: LRUCache[str, Fact | None] = LRUCache(CACHED_FACTS)
+        # The journal says which retired facts a revert or an approved review retired.
+        self._find_record = find_record
+        self._retirements: LRUCache[str, Retirement | None] = LRUCache(CACHED_FACTS)
+
+    def retirement_of(self, fact: Fact) -> Retirement | None:
+        if self._find_record is None or not fact.is_retired:
+            return None
+        if fact.id not in self._retirements:
+            try:
+                self._retirements[fact.id] = retirement_of(fact, self._find_record)
+            except GraymatterError:
+                return None
+        return self._retirements[fact.id]
 
     def summary_of(self, fact: Fact) -> Fact | None:
         target = fact.superseded_by
@@ -217,6 +241,10 @@ class TombstoneRows(FactRows):
             Segment(" ", PLAIN),
         ]
         if fact.is_retired:
+            retirement = self.retirement_of(fact)
+            if retirement is not None:
+                mark = "↺ " if retirement.by_revert else "→ "
+                return fit([*head, Segment(mark + retirement.short(), DIM)], width)
             return fit([*head, Segment("→ retired by agent", DIM)], width)
         summary = self.summary_of(fact)
         cycle = f"[{fact.cycle_id[-6:]}] " if fact.cycle_id else "[revise] "

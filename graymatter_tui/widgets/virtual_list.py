@@ -144,6 +144,11 @@ class VirtualList(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         if self._pending_top is not None:
             self._place_view(self.cursor)
+        elif len(self.source):
+            # Fewer rows (a toast or the error bar took some): the cursor's stays in view.
+            self.scroll_to_region(
+                Region(0, self.cursor, 1, 1), animate=False, force=True, immediate=True
+            )
 
     # ---- drawing ---------------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:

@@ -342,7 +342,7 @@ def test_status_counts_probes_and_changes_waiting_for_review(
     status = as_json(any_cli("status", "--json"))
     assert (status["pending_reviews"], status["probes"]) == (1, 1)
     text = any_cli("status").stdout
-    assert "1 probes" in text and "review     1 agent changes waiting for a decision" in text
+    assert "1 probe\n" in text and "review     1 agent change waiting for a decision" in text
 
     human = ok(any_cli("status"))
     assert "4 live" in human and "2 tombstones" in human and "1 pinned" in human

@@ -143,7 +143,7 @@ def test_a_named_summariser_that_does_not_answer_fails(store_dir: Path) -> None:
     assert report(done)["summariser"]["status"] == "fail"
     human = run_graymatter("doctor", "--dir", str(store_dir), "--llm", "ollama", env=env)
     assert human.returncode == 1
-    assert "1 check(s) failed: summariser." in human.stdout
+    assert "1 check failed: summariser." in human.stdout
     assert "Everything looks good" not in human.stdout
 
 
@@ -186,7 +186,7 @@ def test_the_review_queue_counter_must_match_the_pending_proposals(store_dir: Pa
     assert report(done)["review queue"] == {
         "name": "review queue",
         "status": "ok",
-        "detail": "1 agent changes waiting for a decision",
+        "detail": "1 agent change waiting for a decision",
     }
     # A damaged counter (here: set by hand) would make the TUI announce the wrong work.
     env = lmdb.open(str(store_dir), max_dbs=32)
@@ -196,5 +196,5 @@ def test_the_review_queue_counter_must_match_the_pending_proposals(store_dir: Pa
     done = run_graymatter("doctor", "--dir", str(store_dir), "--json")
     assert done.returncode == 1
     assert report(done)["review queue"]["detail"] == (
-        "the pending counter says 3 but 1 proposals are pending"
+        "the pending counter says 3 but 1 proposal is pending"
     )

@@ -76,7 +76,7 @@ def test_review_journal_and_revert_take_an_id_in_any_case(
     replayed = json.loads(ok(any_cli("journal", "show", record_id.lower(), "--json")))
     assert replayed["cycle_id"] == record_id
     reverted = ok(any_cli("revert", record_id.lower()))
-    assert reverted.startswith(f"reverted cycle {record_id}: 1 facts live again")
+    assert reverted.startswith(f"reverted cycle {record_id}: 1 fact live again")
     with cli_store.open() as store:
         assert store.require(fact.id).is_live
         assert store.require_proposal(rejected.id).status == "rejected"

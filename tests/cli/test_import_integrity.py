@@ -184,7 +184,7 @@ def test_doctor_reports_counters_that_disagree_with_the_journal(
         record = CycleRecord(cycle_id=CYCLE, agent_id="x", outcome="skipped")
         store.write(lambda tx: tx.put_record(record))
     failed = doctor_failures(run_cli)
-    assert "cycles counter 0 but 1 cycle records" in failed["I-5"]
+    assert "cycles counter 0 but 1 cycle record" in failed["I-5"]
 
 
 # ---- conflicts (ADR 0013) ---------------------------------------------------------------

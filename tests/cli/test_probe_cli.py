@@ -101,7 +101,10 @@ def test_consolidate_flags_a_probe_that_loses_a_fact_and_journals_it(
         assert server.errors == []
     assert done.returncode == 0, done.stderr  # flagged, still applied: exit codes unchanged
     assert done.stderr.count("\n") == 1
-    assert "warning: this cycle was applied although 1 of its agent's probes lose 1" in done.stderr
+    assert (
+        "warning: this cycle was applied although 1 probe of its agent loses 1 fact it used to find"
+        in done.stderr
+    )
     record = json.loads(done.stdout)
     assert record["outcome"] == "applied"
     by_id = {p["probe_id"]: p for p in record["probes"]}

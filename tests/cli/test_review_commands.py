@@ -78,7 +78,7 @@ def test_approve_applies_and_show_of_the_tombstone_names_the_review(
     ) in receipt
     replayed = any_cli("journal", "show", record["cycle_id"]).stdout
     assert f"update held as proposal {proposal_id}" in replayed
-    assert "decided by cli" in replayed and "matched 1, made 1 tombstones" in replayed
+    assert "decided by cli" in replayed and "matched 1, made 1 tombstone" in replayed
     assert any_cli("review", "list").stdout.strip() == "nothing held for review"
     assert proposal_id in any_cli("review", "list", "--status", "all").stdout
     doctor = any_cli("doctor", "--json")

@@ -233,7 +233,9 @@ def test_watermark_is_per_agent(any_store: AnyStore) -> None:
 def test_dry_run_extracts_nothing(any_store: AnyStore) -> None:
     seed(any_store)
     record = Cycle(any_store, AGENT, None, CycleOptions(dry_run=True)).run_sync()
-    assert record.outcome == "skipped"  # no summariser: nothing to propose
+    # A dry run is never "skipped", even with nothing to propose; it says why.
+    assert record.outcome == "dry_run"
+    assert record.reason == "dry run: no summariser configured: decay and prune only"
     assert record.stages[STAGES.index("extract")].summary == "dry run: not run"
     assert signatures(any_store) == set()
     assert any_store.graph_size(AGENT) == (0, 0)

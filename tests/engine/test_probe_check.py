@@ -168,7 +168,7 @@ async def test_a_cycle_checks_its_probes_at_review_and_journals_them(
         await cycle.step()
     review = cycle.results[-1]
     assert review.details["probes"] == 1 and review.details["probes_lost"] == 1
-    assert "probes would lose 1 facts" in review.summary
+    assert "probes would lose 1 fact" in review.summary
     assert [r.probe_id for r in cycle.record.probes] == [probe.id]
     assert cycle.record.probes[0].lost == [weakest[0].id]
     record = await cycle.run()

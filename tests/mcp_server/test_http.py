@@ -4,6 +4,7 @@ way in without it refused."""
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,3 +126,18 @@ def test_a_token_file_that_is_not_a_private_regular_file_is_refused(tmp_path: Pa
     with pytest.raises(StoreError, match="cannot read"):
         load_or_create_token(tmp_path)
     assert (tmp_path / "elsewhere").read_text() == "x" * 40  # the link's target untouched
+
+
+def test_a_port_in_use_is_one_line_naming_the_address_and_nothing_is_announced(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_mcp("--dir", str(tmp_path / "s"), "--http", f"127.0.0.1:{port}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"graymatter-tui: error: cannot listen on 127.0.0.1:{port}: address already in use"
+    ]
+    assert not (tmp_path / "s").exists()  # refused before the store or the token was made

@@ -62,7 +62,7 @@ def test_a_target_holding_facts_is_refused_and_kept(
         store.put("bob", "bob's own fact")
     before = _export(run_cli, "--dir", str(target))
     done = run_cli("migrate", "--from", str(source), "--to", str(target))
-    _refused(done, "already holds 1 facts", "nothing was copied", "--allow-non-empty")
+    _refused(done, "already holds 1 fact;", "nothing was copied", "--allow-non-empty")
     assert _export(run_cli, "--dir", str(target)) == before
 
 

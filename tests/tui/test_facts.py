@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 import msgspec
+import pytest
 from textual.widgets import Input, TextArea
 
 from graymatter_tui.demo import create_demo
@@ -82,26 +84,68 @@ async def test_list_filter_and_sort(demo_store: Store) -> None:
         assert app.focused is app.query_one("#fact-list")
         assert visible_texts(app) == [f.text for f in live]
 
-        # s sorts by weight, weakest first; s again goes back to recency
+        # s sorts by weight, heaviest first; s again goes back to recency
         await pilot.press("s")
         await pilot.pause()
         assert static_text(app, "#facts-info") == "100 live · sorted by weight"
         weights = demo_store.weights(OPS, "live")
         ids = fact_rows(app).ids
-        assert [weights[i] for i in ids] == sorted(weights.values())
-        weakest = demo_store.require(ids[0])
-        assert weakest.weight == min(weights.values())
-        # the cursor stayed on its fact (the newest, now near the end); home shows the top
-        assert cursor_fact_id(app) == live[0].id
-        await pilot.press("home")
-        await pilot.pause()
-        assert weakest.text in screen_text(app)
-        assert screen_text(app).index(weakest.text) < screen_text(app).index(
+        assert [weights[i] for i in ids] == sorted(weights.values(), reverse=True)
+        heaviest = demo_store.require(ids[0])
+        assert heaviest.weight == max(weights.values())
+        # the list starts at its top, the cursor on the heaviest fact
+        assert cursor_fact_id(app) == heaviest.id
+        assert screen_text(app).index(heaviest.text) < screen_text(app).index(
             demo_store.require(ids[1]).text
         )
         await pilot.press("s")
         await pilot.pause()
         assert fact_rows(app).ids == [f.id for f in live]
+        assert cursor_fact_id(app) == live[0].id
+
+
+def cursor_in_view(app: Any) -> bool:
+    """The cursor's row is one of the rows the list shows, and its text is on screen."""
+    fact_list = app.query_one("#fact-list")
+    top, height = fact_list.scroll_offset.y, fact_list.scrollable_content_region.height
+    text = fact_rows(app).fact(fact_list.cursor).text[:30]
+    return bool(top <= fact_list.cursor < top + height and text in screen_text(app))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_a_new_sort_shows_its_direction_and_starts_at_the_top(
+    demo_store: Store, size: tuple[int, int]
+) -> None:
+    """The header marks the sorted column with its direction; weight starts from the
+    heaviest; wherever the cursor was, a new sort shows the list from its top with the
+    cursor on its first row (as a new filter does)."""
+    weights = demo_store.weights(OPS, "live")
+    newest = demo_store.list_facts(OPS, "live")[0]
+    app = make_app(demo_store)
+    async with running(app, size=size) as pilot:
+        header = static_text(app, "#facts-header")
+        assert "age ↑" in header and "↓" not in header
+        for away, sort, arrow in (("end", "weight", "weight ↓"), ("pagedown", "recency", "age ↑")):
+            await pilot.press(away, away)
+            await settle(pilot)
+            assert app.query_one("#fact-list").cursor > 0
+            await pilot.press("s")
+            await settle(pilot)
+            header = static_text(app, "#facts-header")
+            assert arrow in header and header.count("↑") + header.count("↓") == 1, header
+            # The title stands over its column: it ends where the column's values end.
+            first = row_of(app, fact_rows(app).fact(0).text[:30])  # type: ignore[union-attr]
+            columns = re.match(r"^.{11}(?P<weight> \d\.\d\d)(?P<recency> +\d+(mo|m|h|d|y)) ", first)
+            assert columns is not None, first
+            assert header.index(arrow) + len(arrow) == columns.end(sort), (header, first)
+            assert app.query_one("#fact-list").cursor == 0
+            assert app.query_one("#fact-list").scroll_offset.y == 0
+            assert cursor_in_view(app)
+            ids = fact_rows(app).ids
+            if sort == "weight":
+                assert [weights[i] for i in ids] == sorted(weights.values(), reverse=True)
+            else:
+                assert ids[0] == newest.id
 
 
 async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store) -> None:
@@ -122,7 +166,8 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
         assert fields["weight"] == f"{fact.weight:.4f}"
         assert fields["created"] == fact.created_at
         assert fact.accessed_at in fields["accessed"]
-        assert f"({fact.access_count} times)" in fields["accessed"]
+        times = "time" if fact.access_count == 1 else "times"
+        assert f"({fact.access_count} {times})" in fields["accessed"]
         assert fields["pinned at"] == "—"
         assert fields["cycle"] == "—"
         assert static_text(app, "#detail-text") == fact.text
@@ -219,7 +264,7 @@ async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) 
 
         # a pinned fact is refused before any question is asked, and nothing changes
         pinned_id = next(f.id for f in demo_store.list_facts(OPS) if f.pinned)
-        await pilot.press("s", "end")  # weight 1.0: the heaviest fact
+        await pilot.press("s")  # weight 1.0: the heaviest fact, at the top
         assert cursor_fact_id(app) == pinned_id
         before = everything(demo_store)
         await pilot.press("x")
@@ -272,11 +317,11 @@ async def test_new_facts_above_the_cursor_come_into_view(demo_store: Store) -> N
 
         await pilot.press("s")
         await settle(pilot)
-        demo_store.put(OPS, "Written while sorted by weight.")
+        written = demo_store.put(OPS, "Written while sorted by weight.")
         await pilot.pause(2 * app.poll_seconds)
         await pilot.press("s")
         await settle(pilot)
-        assert cursor_fact_id(app) == newest
+        assert cursor_fact_id(app) == written.id  # back to recency: from the top
         shown = screen_text(app)
         for text in ("sorted by weight.", "open (one).", "open (two)."):
             assert text in shown, text
@@ -327,7 +372,7 @@ async def test_column_titles_sit_over_their_columns(demo_store: Store) -> None:
         number = f"{fact.weight:4.2f}"
         assert header.index("weight") + len("weight") == row.index(number) + len(number)
         age = row.index(" 1d ") + len(" 1d")
-        assert header.index("age") + len("age") == age
+        assert header.index("age ↑") + len("age ↑") == age  # sorted by recency: newest first
         uses = row.index(f" {fact.access_count} ", age) + 1 + len(str(fact.access_count))
         assert header.index("uses") + len("uses") == uses
         assert header.index("text") == row.index(fact.text)

@@ -4,9 +4,11 @@ whole, the replay and the proposal diff keep room for the diff)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
@@ -19,12 +21,14 @@ from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
 from graymatter_tui.screens.review import ReviewPane
 from graymatter_tui.store import Store
 from graymatter_tui.widgets.key_bar import Key, plan
+from graymatter_tui.widgets.top_bar import shorten_path
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
     STAGING_B,
     make_app,
     notifications,
+    open_store,
     press_each,
     running,
     screen_lines,
@@ -240,3 +244,71 @@ def test_the_footer_plan_keeps_help_and_the_panes_keys_first(
     assert (layout.short, layout.more) == (short, more)
     if width < 200:
         assert layout.help is not None and layout.compact and not layout.palette
+
+
+def top_bar_path(app: GraymatterApp) -> str:
+    """The store's location as the top bar shows it (after the last " · ")."""
+    line = screen_lines(app)[0]
+    assert cell_len(line) == app.size.width
+    return line.rstrip().rsplit(" · ", 1)[-1]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_the_top_bar_shortens_a_long_path_in_its_middle(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    deep = tmp_path.joinpath(*(f"level-{n}-of-a-deep-tree" for n in range(8)), "stores", "proj-x")
+    assert len(str(deep)) > 200
+    store = open_store(deep)
+    try:
+        store.put(OPS, "One fact.")
+        app = make_app(store)
+        async with running(app, size=size) as pilot:
+            line = screen_lines(app)[0]
+            assert f"agent {OPS} (1 live)" in line
+            shown = top_bar_path(app)
+            head, tail = shown.split("…")  # one cut, in the middle
+            assert str(deep).startswith(head) and str(deep).endswith(tail)
+            assert tail.endswith("/stores/proj-x") and head.startswith("/")
+            # Every cell the line has left is used.
+            assert cell_len(line.rstrip()) >= size[0] - len("level-0-of-a-deep-tree/")
+            await pilot.resize_terminal(size[0] + 40, size[1])
+            await settle(pilot)
+            wider = top_bar_path(app)
+            assert len(wider) > len(shown) and wider.endswith("/stores/proj-x")
+    finally:
+        store.close()
+
+
+async def test_the_top_bar_shows_a_path_that_fits_whole(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "s")
+    try:
+        app = make_app(store)
+        async with running(app, size=(200, 60)):
+            assert top_bar_path(app) == str(tmp_path / "s")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/home/u/work/clients/acme/stores/project-x",
+        "postgresql://graymatter@db.internal.example.com:5432/graymatter_production",
+        "/srv/データ/ストア/記憶",  # wide characters: two cells each
+        "relative-name-without-any-separator-at-all",
+    ],
+)
+def test_a_shortened_path_keeps_its_start_and_end_at_every_width(path: str) -> None:
+    for cells in range(1, cell_len(path) + 5):
+        shown = shorten_path(path, cells)
+        assert cell_len(shown) <= cells, (cells, shown)
+        if shown == path:
+            assert cell_len(path) <= cells
+            continue
+        head, tail = shown.split("…")
+        assert path.startswith(head) and path.endswith(tail), (cells, shown)
+        assert tail or cells < 3, (cells, shown)  # the end shows once a character fits
+        last = path.rsplit("/", 1)[-1]
+        if cells >= cell_len("…/" + last):
+            assert tail.endswith("/" + last) or tail == last, (cells, shown)

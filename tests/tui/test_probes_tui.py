@@ -5,9 +5,13 @@ probe; no access count moves)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
+from graymatter_tui.app import GraymatterApp
 from graymatter_tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.screens.recall import RecallScreen
 from graymatter_tui.store import Store
@@ -20,6 +24,7 @@ from tests.tui.helpers import (
     modal_text,
     notifications,
     running,
+    screen_lines,
     screen_text,
     settle,
     static_text,
@@ -59,7 +64,9 @@ async def test_review_shows_each_probe_and_a_flagged_cycle_asks_before_apply(
         assert "would lose 2 facts" in modal_text(app)
         await pilot.press("n")  # not applied
         await settle(pilot)
-        assert demo_store.records() == [] and all(demo_store.require(i).is_live for i in staging)
+        # Not applied: the cycle (journaled since decay) is still open, its facts live.
+        assert [r.outcome for r in demo_store.records()] == [""]
+        assert all(demo_store.require(i).is_live for i in staging)
 
         await pilot.press("a")
         await settle(pilot)
@@ -70,6 +77,43 @@ async def test_review_shows_each_probe_and_a_flagged_cycle_asks_before_apply(
     (record,) = demo_store.records()
     by_id = {p.probe_id: p for p in record.probes}
     assert sorted(by_id[losing.id].lost) == sorted(staging)
+
+
+PROBE_ROW = re.compile(
+    r"^ *(not checked|unchanged|changed|LOSES \d+) +(?P<top>top \d+) +(?P<query>\S.*)$"
+)
+
+
+def probe_rows(app: GraymatterApp, queries: tuple[str, ...]) -> list[re.Match[str]]:
+    """The probe panel's rows as the screen shows them, split into their columns; a row
+    whose columns run together does not match."""
+    rows = [line for line in screen_lines(app) if any(q in line for q in queries)]
+    assert len(rows) == len(queries), rows
+    matches = [PROBE_ROW.match(row.rstrip()) for row in rows]
+    assert all(matches), rows
+    return [m for m in matches if m is not None]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_the_probe_columns_never_run_together(
+    demo_store: Store, size: tuple[int, int]
+) -> None:
+    queries = ("which port does staging use", "who approves deploys")
+    demo_store.add_probe(OPS, queries[0])
+    demo_store.add_probe(OPS, queries[1], 50)
+    app = make_app(demo_store)
+    async with running(app, size=size) as pilot:
+        await pilot.press("3")
+        await wait_until(pilot, lambda: "not checked" in screen_text(app), what="the probes")
+        for stage in ("before the cycle", "at review"):
+            rows = probe_rows(app, queries)
+            # The columns line up, each followed by a gap.
+            assert len({m.start("top") for m in rows}) == 1, stage
+            assert len({m.start("query") for m in rows}) == 1, stage
+            assert [m.group("query").rstrip() for m in rows] == list(queries), stage
+            if stage == "before the cycle":
+                await step(pilot, 4)  # decay, select, propose, review
+                assert "not checked" not in screen_text(app)
 
 
 async def test_d_removes_the_highlighted_probe(demo_store: Store) -> None:
@@ -135,6 +179,71 @@ async def test_saving_a_query_that_is_already_a_probe_keeps_its_k(demo_store: St
             what="the save reported",
         )
     assert demo_store.probes(OPS) == [saved]  # the preview has no k: the probe's own stays
+
+
+LONG_FACT = " ".join(
+    f"Zebracorn relay {n} forwards staging traffic through the bastion host." for n in range(12)
+)
+
+
+def dialog_lines(app: GraymatterApp) -> list[str]:
+    """The recall preview's content area as the screen shows it, line by line."""
+    region = app.screen.query_one(".dialog").content_region
+    lines = screen_lines(app)[region.y : region.bottom]
+    return [line[region.x : region.right] for line in lines]
+
+
+async def rank_in_preview(pilot: Pilot[None], query: str) -> DataTable[object]:
+    await pilot.press("R")
+    await settle(pilot)
+    await pilot.press(*query, "enter")
+    await settle(pilot)
+    table: DataTable[object] = pilot.app.screen.query_one(DataTable)
+    return table
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_the_preview_fits_its_columns_and_ends_cut_text_with_an_ellipsis(
+    demo_store: Store, size: tuple[int, int]
+) -> None:
+    demo_store.put(OPS, LONG_FACT)
+    app = make_app(demo_store)
+    async with running(app, size=size) as pilot:
+        table = await rank_in_preview(pilot, "zebracorn staging port")
+        facts = [demo_store.require(str(key.value)) for key in table.rows]
+        assert facts[0].text == LONG_FACT and len(facts) == 8
+        assert table.virtual_size.width <= table.size.width  # no column off the edge
+        lines = dialog_lines(app)
+        (head,) = [i for i, line in enumerate(lines) if re.match(r"^ +# +fact +kw", line)]
+        start, end = lines[head].index("fact"), lines[head].index(" kw")
+        for fact, line in zip(facts, lines[head + 1 : head + 9], strict=True):
+            cell = line[start:end].rstrip()
+            if cell != fact.text:  # cut: the start of the text, then "…"
+                assert cell.endswith("…") and fact.text.startswith(cell[:-1].rstrip()), cell
+            assert line.rstrip().endswith(f"  {fact.source}"), line  # the last column whole
+
+
+async def test_the_preview_shows_the_highlighted_fact_whole_in_its_free_lines(
+    demo_store: Store,
+) -> None:
+    demo_store.put(OPS, LONG_FACT)
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        table = await rank_in_preview(pilot, "zebracorn staging port")
+        lines = dialog_lines(app)
+        first_row = next(i for i, line in enumerate(lines) if re.match(r"^ +1 ", line))
+        hint = next(i for i, line in enumerate(lines) if line.startswith("enter rank"))
+        below = [line.rstrip() for line in lines[first_row + len(table.rows) : hint]]
+        # Every line between the table and the hint is used: the long fact's text, cut
+        # where the lines run out, the cut marked with "…".
+        assert below and all(below), lines
+        shown = " ".join(below)
+        assert shown.endswith("…") and LONG_FACT.startswith(shown[:-1].rstrip())
+        await pilot.press("down")  # another fact: its whole text, then its lineage
+        await settle(pilot)
+        second = demo_store.require(str(table.coordinate_to_cell_key((1, 0)).row_key.value))
+        detail = " ".join(line.strip() for line in dialog_lines(app)[first_row + 8 : hint])
+        assert second.text in detail and "lineage: replaced nothing" in detail
 
 
 async def test_the_preview_shows_a_summarys_lineage(demo_store: Store) -> None:

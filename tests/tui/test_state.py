@@ -108,7 +108,7 @@ async def test_another_process_write_reloads_the_shown_pane_and_not_a_hidden_one
         await pilot.press("2")
         await pilot.pause()
         assert CountingTombstones.reloads == [OPS, OPS]  # read as it is shown
-        assert "1 tombstones" in static_text(app, "#tombs-info")
+        assert "1 tombstone" in static_text(app, "#tombs-info")
         await polls(pilot, app)
         assert CountingTombstones.reloads == [OPS, OPS]
         assert CountingFacts.reloads == [OPS, OPS]  # hidden now, nothing written

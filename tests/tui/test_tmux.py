@@ -205,7 +205,7 @@ def test_every_terminal_shows_facts_diff_and_histogram(
         screen = tmux.wait_for(
             lambda s: "Backups of the ledger database" in s and "? Help" in s, "the fact rows"
         )
-        assert "pin       weight  age uses  text" in screen
+        assert "pin       weight age ↑ uses  text" in screen
         tmux.wait_until_still()
         if color == "16":
             escapes = tmux.capture(escapes=True)
