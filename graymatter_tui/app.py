@@ -85,6 +85,7 @@ SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("Fact detail", (FactDetailScreen,)),
     ("Cycle replay", (CycleDiffScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
+    ("No store yet", (NoStoreScreen,)),
     ("This help", (HelpScreen,)),
 )
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")

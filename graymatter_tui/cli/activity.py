@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from graymatter_tui import provenance
 from graymatter_tui.activity_feed import ANY_MCP, FeedFilter, read_page
 from graymatter_tui.backends import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
-from graymatter_tui.cli.output import emit_json, one_line, say
+from graymatter_tui.cli.output import emit_json, note, one_line, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.errors import InvalidInput
 from graymatter_tui.model import ActivityEntry
@@ -117,11 +118,20 @@ def activity(
     store = open_reader(data_dir, as_json=as_json)
     page = read_page(store, wanted, want=limit)
     if follow:
-        newest = page.newest
-        for entry in reversed(page.entries):
-            _print(entry, as_json)
-        location = settings_for(data_dir).location
-        _follow(store, lambda: open_location(location, read_only=True), wanted, newest, as_json)
+        # ctrl+c is the way to stop following, whenever it comes: while the first page
+        # prints as much as while waiting.
+        try:
+            newest = page.newest
+            for entry in reversed(page.entries):
+                _print(entry, as_json)
+            where = "no store there yet; waiting for one" if store.absent else "following"
+            note(f"{where}: {store.location} (ctrl+c stops)")
+            location = settings_for(data_dir).location
+            _follow(
+                store, partial(open_location, location, read_only=True), wanted, newest, as_json
+            )
+        except KeyboardInterrupt:
+            pass
         return
     if as_json:
         emit_json([msgspec.to_builtins(e) for e in page.entries])

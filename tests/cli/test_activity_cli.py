@@ -120,10 +120,11 @@ class Lines:
     """The lines a process prints, read by a thread (a pipe's buffered reader can hold
     lines that a select on its descriptor no longer reports)."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
+    def __init__(self, process: subprocess.Popen[str], stream: str = "stdout") -> None:
+        pipe = process.stdout if stream == "stdout" else process.stderr
+        assert pipe is not None
         self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+        threading.Thread(target=self._read, args=(pipe,), daemon=True).start()
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:
@@ -184,7 +185,12 @@ def test_follow_sees_a_store_created_after_it_started(run_cli: RunCli, cli_dir: 
     assert not cli_dir.exists()
     follower = _follow(cli_dir)
     lines = Lines(follower)
+    waiting = Lines(follower, stream="stderr")
     try:
+        # Written only once the follower says it waits: the store is created after it.
+        said = [waiting.next(), waiting.next()]  # "no store at …", then the waiting note
+        assert "no store there yet; waiting for one" in said[1], said
+        assert not cli_dir.exists()
         remember(run_cli, "ops", "the store's first write")
         assert "the store's first write" in lines.next()
         follower.send_signal(signal.SIGINT)

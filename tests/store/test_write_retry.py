@@ -236,7 +236,7 @@ CASES: dict[str, Case] = {
     ),
     "approve_proposal": Case(_held, lambda s, i: s.approve_proposal(i)),
     "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
-    "add_probe": Case(_nothing, lambda s: s.add_probe(AGENT, "staging database", 5)),
+    "save_probe": Case(_nothing, lambda s: s.save_probe(AGENT, "staging database", 5)),
     "remove_probe": Case(_probed, lambda s, i: s.remove_probe(i)),
     "trial_apply": Case(_trial_args, lambda s, q, look: s.trial_apply(q, look)),
     "load_snapshot": Case(_snapshot_of_another, lambda s, snap: s.load_snapshot(snap)),
@@ -299,7 +299,8 @@ def test_a_retried_write_does_what_one_run_does(tmp_path: Path, name: str) -> No
 
 
 def test_a_cycle_whose_apply_never_commits_does_not_say_applied(tmp_path: Path) -> None:
-    """The caller's record changes only after the commit: a failed apply leaves no trace."""
+    """The caller's record changes only after the commit: a failed apply leaves no trace
+    beyond the record decay journaled (unfinished, no summary, nothing consumed)."""
     clock = ManualClock(NOW)
     with Store.open(tmp_path / "s", clock_fn=clock) as store:
         store.put_many(
@@ -320,7 +321,8 @@ def test_a_cycle_whose_apply_never_commits_does_not_say_applied(tmp_path: Path) 
         store.simulate_map_full = 0
         assert cycle.record.outcome == ""
         assert cycle.record.summary_id == "" and cycle.record.consumed == []
-        assert store.records() == []
+        (journaled,) = store.records()
+        assert (journaled.outcome, journaled.summary_id, journaled.consumed) == ("", "", [])
         assert store.counters().consolidations == 0
 
 

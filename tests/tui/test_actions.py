@@ -28,6 +28,7 @@ from graymatter_tui.screens.dialogs import (
     ChooseScreen,
     ConfirmScreen,
     LineEntryScreen,
+    NoStoreScreen,
     TextEntryScreen,
 )
 from graymatter_tui.screens.facts import FactsPane
@@ -172,6 +173,7 @@ async def test_the_palette_offers_every_action_where_it_can_run(
         TextEntryScreen: lambda: TextEntryScreen("Text"),
         LineEntryScreen: lambda: LineEntryScreen("Line"),
         ChooseScreen: lambda: ChooseScreen("Pick", [("one", "one")]),
+        NoStoreScreen: lambda: NoStoreScreen(str(tmp_path / "nowhere")),
         HelpScreen: lambda: HelpScreen([]),
     }
     owners = key_owners()
