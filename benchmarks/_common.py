@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from graymatter_tui.store import NewFact
+from graymatter_tui.storage import NewFact
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WORDS = [

@@ -31,11 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import NOW, median, percentile, postgres_url
 from benchmarks.recall_bench import build_items, build_queries
-from graymatter_tui.config import Settings
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.pg import PgStore
-from graymatter_tui.recall import rank
-from graymatter_tui.store import ApplyRequest, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.recall.ranking import rank
+from graymatter_tui.storage import ApplyRequest
 
 AGENT = "bench"
 CHUNK = 20_000
@@ -97,8 +98,8 @@ def tui_paint(open_store: Callable[[], Any], settings: Any) -> dict[str, float]:
     whole list (the ids arrive from a worker after the first page)."""
     import asyncio
 
-    from graymatter_tui.app import GraymatterApp
-    from graymatter_tui.widgets.virtual_list import VirtualList
+    from graymatter_tui.tui.app import GraymatterApp
+    from graymatter_tui.tui.widgets.virtual_list import VirtualList
 
     async def run() -> dict[str, float]:
         started = time.perf_counter()
@@ -145,12 +146,14 @@ def main() -> None:
     clock = lambda: NOW  # noqa: E731 - one fixed time for both backends
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lmdb"
-        with Store.open(path, clock_fn=clock) as lmdb_store:
+        with LmdbStore.open(path, clock_fn=clock) as lmdb_store:
             on_lmdb = measure(lmdb_store, args.facts, args.samples)
         # Once untimed: the process's first app pays Textual's start-up, not the backend.
-        tui_paint(lambda: Store.open(path, clock_fn=clock), Settings.from_env(data_dir=path))
+        tui_paint(lambda: LmdbStore.open(path, clock_fn=clock), Settings.from_env(data_dir=path))
         on_lmdb.update(
-            tui_paint(lambda: Store.open(path, clock_fn=clock), Settings.from_env(data_dir=path))
+            tui_paint(
+                lambda: LmdbStore.open(path, clock_fn=clock), Settings.from_env(data_dir=path)
+            )
         )
     with postgres_url(args.pg_url, "bench") as url:
         with PgStore.open(url, clock_fn=clock) as pg_store:

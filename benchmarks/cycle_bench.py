@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import NOW, new_facts
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.model import Fact
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.model import Fact
+from graymatter_tui.storage import NewFact
 
 TWINS = 20
 
@@ -88,7 +89,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "store"
             now = [NOW]
-            store = Store.open(path, clock_fn=lambda now=now: now[0])  # type: ignore[misc]
+            store = LmdbStore.open(path, clock_fn=lambda now=now: now[0])  # type: ignore[misc]
             store.put_many(new_facts("bench", size - 2 * TWINS, dupes=0.05) + old_twins(TWINS))
             options = CycleOptions(threshold=20, max_batch=32)
             times: list[float] = []

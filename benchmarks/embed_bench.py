@@ -24,7 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import median, new_facts, percentile
-from graymatter_tui.store import DATA_FILE, NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.files import DATA_FILE
+from graymatter_tui.storage import NewFact
 
 AGENT = "bench-agent"
 
@@ -47,7 +49,7 @@ def storage(args: argparse.Namespace, root: Path) -> None:
     exact = [set(np.argsort(-(vectors @ q))[:10].tolist()) for q in queries]
     print(f"## vector storage: {n} facts x {dim} dims, {args.queries} queries, top 10\n")
 
-    with Store.open(root / "blocks", map_size=8 << 30) as store:
+    with LmdbStore.open(root / "blocks", map_size=8 << 30) as store:
         store.put_many(new_facts(AGENT, n))
         before = (root / "blocks" / DATA_FILE).stat().st_size
         store.start_embedding("bench")
@@ -175,7 +177,7 @@ def search(args: argparse.Namespace, root: Path) -> None:
             "fresh random": _unit(rng, args.queries, dim),
         }
         print(f"### {name}\n")
-        with Store.open(root / f"search-{number}", map_size=8 << 30) as store:
+        with LmdbStore.open(root / f"search-{number}", map_size=8 << 30) as store:
             facts = store.put_many(new_facts(AGENT, n))
             position = {fact.id: i for i, fact in enumerate(facts)}
             store.start_embedding("bench")
@@ -262,7 +264,7 @@ def throughput(args: argparse.Namespace, root: Path) -> None:
     print(
         f"\n## embed throughput: {args.throughput} facts, scripted server over loopback, 768 dims\n"
     )
-    with EmbeddingOverSocket() as server, Store.open(root / "tp", map_size=4 << 30) as store:
+    with EmbeddingOverSocket() as server, LmdbStore.open(root / "tp", map_size=4 << 30) as store:
         store.put_many(new_facts(AGENT, args.throughput))
         for batch in (16, 32, 64):
             store.start_embedding("nomic-embed-text")
@@ -282,8 +284,8 @@ def write_cost(args: argparse.Namespace, root: Path) -> None:
     print(f"\n## extra cost per write: single `put` over {args.write_cost} writes, 10k facts\n")
     # The two stores take turns, so load from other work falls on both alike.
     with (
-        Store.open(root / "plain", map_size=2 << 30) as plain,
-        Store.open(root / "queued", map_size=2 << 30) as queued,
+        LmdbStore.open(root / "plain", map_size=2 << 30) as plain,
+        LmdbStore.open(root / "queued", map_size=2 << 30) as queued,
     ):
         for store in (plain, queued):
             store.put_many(new_facts(AGENT, 10_000))

@@ -29,17 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import percentile
 from recall_bench import AGENT, CHUNK, build_items, build_queries
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.mcp.memory_tools import Session
 from graymatter_tui.mcp.server import call
-from graymatter_tui.recall import recall
-from graymatter_tui.store import Store
+from graymatter_tui.recall.ranking import recall
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def fill(path: Path, n: int, rng: random.Random) -> list[str]:
     items, words, zipf, rare = build_items(n, rng)
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         for start in range(0, n, CHUNK):
             store.put_many(items[start : start + CHUNK])
     return build_queries(10_000, rng, words, zipf, rare)
@@ -91,7 +91,7 @@ async def over_stdio(path: Path, calls: int, queries: list[str]) -> tuple[list[f
 
 
 def in_process(path: Path, calls: int, queries: list[str]) -> tuple[list[float], list[float]]:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         session = Session(store)
 
         def add(i: int) -> None:
@@ -108,7 +108,7 @@ def in_process(path: Path, calls: int, queries: list[str]) -> tuple[list[float],
 
 
 def store_only(path: Path, calls: int, queries: list[str]) -> tuple[list[float], list[float]]:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         adds = sample(lambda i: store.put(AGENT, f"store fact {i} ref{i:08x}"), calls)
         searches = sample(lambda i: recall(store, AGENT, queries[2 * calls + i]), calls)
     return adds, searches

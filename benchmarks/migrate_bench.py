@@ -24,20 +24,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import NOW, new_facts, postgres_url
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.cli.cycles import doctor_checks
-from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.exchange import export_bytes
-from graymatter_tui.migration import MigrationReport, migrate
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import MemoryStore, Store
+from graymatter_tui.core.config import Settings
+from graymatter_tui.exchange.migration import MigrationReport, migrate
+from graymatter_tui.exchange.transfer import export_bytes
+from graymatter_tui.storage import MemoryStore
 
 AGENTS = ("ops", "support", "research")
 CHUNK = 20_000
 
 
-def build(store: Store, facts: int, cycle: bool) -> None:
+def build(store: LmdbStore, facts: int, cycle: bool) -> None:
     per_agent = facts // len(AGENTS)
     for n, agent in enumerate(AGENTS):
         items = new_facts(agent, per_agent, seed=n + 7, dupes=0.05)
@@ -72,26 +73,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, postgres_url(args.pg_url, "migrate_bench") as url:
         root = Path(tmp)
         started = time.perf_counter()
-        with Store.open(root / "source", clock_fn=clock) as source:
+        with LmdbStore.open(root / "source", clock_fn=clock) as source:
             build(source, args.facts, not args.no_cycle)
         print(f"built the source in {time.perf_counter() - started:.1f} s")
         hops = []
         with (
-            Store.open(root / "source", read_only=True, clock_fn=clock) as source,
-            Store.open(root / "copy", clock_fn=clock) as copy,
+            LmdbStore.open(root / "source", read_only=True, clock_fn=clock) as source,
+            LmdbStore.open(root / "copy", clock_fn=clock) as copy,
         ):
             hops.append(hop("LMDB -> LMDB (baseline)", source, copy))
             original = export_bytes(source)
             assert export_bytes(copy) == original, "the LMDB copy exports differently"
         with (
-            Store.open(root / "source", read_only=True, clock_fn=clock) as source,
+            LmdbStore.open(root / "source", read_only=True, clock_fn=clock) as source,
             PgStore.open(url, clock_fn=clock) as middle,
         ):
             hops.append(hop("LMDB -> PostgreSQL", source, middle))
             assert export_bytes(middle) == original, "the PostgreSQL copy exports differently"
         with (
             PgStore.open(url, read_only=True, clock_fn=clock) as middle,
-            Store.open(root / "back", clock_fn=clock) as back,
+            LmdbStore.open(root / "back", clock_fn=clock) as back,
         ):
             hops.append(hop("PostgreSQL -> LMDB", middle, back))
             assert export_bytes(back) == original, "the round trip exports differently"

@@ -27,8 +27,8 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import median, percentile, postgres_url
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.pg import PgStore
 from tests.support.pg_worker import TEXTS, entries, go, lost_writes, spawn
 
 WRITERS = 4

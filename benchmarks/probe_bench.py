@@ -19,9 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from graymatter_tui.probe_check import check_probes
-from graymatter_tui.recall import rank
-from graymatter_tui.store import ApplyRequest, NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.recall.probes import check_probes
+from graymatter_tui.recall.ranking import rank
+from graymatter_tui.storage import ApplyRequest, NewFact
 
 AGENT = "bench"
 SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
@@ -41,7 +42,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     words = sorted({"".join(rng.choice(SYLLABLES) for _ in range(3)) for _ in range(2000)})
     weights = [1 / (i + 1) for i in range(len(words))]
-    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "s") as store:
+    with tempfile.TemporaryDirectory() as tmp, LmdbStore.open(Path(tmp) / "s") as store:
         for start in range(0, args.facts, 20_000):
             count = min(20_000, args.facts - start)
             store.put_many(

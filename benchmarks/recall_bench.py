@@ -47,11 +47,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from graymatter_tui import recall
-from graymatter_tui.model import Fact
-from graymatter_tui.recall import RRF_K, RecallWeights, rank
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.tokens import Analyzer, tokens
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import Fact
+from graymatter_tui.core.tokens import Analyzer, tokens
+from graymatter_tui.recall import ranking as recall
+from graymatter_tui.recall.ranking import RRF_K, RecallWeights, rank
+from graymatter_tui.storage import NewFact
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 AGENT = "bench"
@@ -257,7 +258,7 @@ class StoredVectors:
     """`QueryVectors` over the store's own search, each query's vector given (no server):
     the blocks in LMDB, or the per-process cache when `cache` is set."""
 
-    def __init__(self, store: Store, query_vectors: dict[str, object], cache: bool) -> None:
+    def __init__(self, store: LmdbStore, query_vectors: dict[str, object], cache: bool) -> None:
         from graymatter_tui.embedding.vector_cache import VectorCache
 
         self.store = store
@@ -276,7 +277,7 @@ class StoredVectors:
         return found
 
 
-def stored(store: Store, vectors: RandomVectors, queries: list[str], k: int) -> list[str]:
+def stored(store: LmdbStore, vectors: RandomVectors, queries: list[str], k: int) -> list[str]:
     """`rank` over the stored pipeline's search (blocks, then the cache): the report's
     lines, wall and this thread's CPU time."""
     store.start_embedding("bench")
@@ -323,7 +324,7 @@ def stored(store: Store, vectors: RandomVectors, queries: list[str], k: int) -> 
     return lines
 
 
-def hybrid(store: Store, queries: list[str], args: argparse.Namespace) -> list[str]:
+def hybrid(store: LmdbStore, queries: list[str], args: argparse.Namespace) -> list[str]:
     """`rank` with and without the vector signal, for the same queries, in one run: the
     report's lines."""
     fact_ids = [fact.id for fact in store.list_facts(AGENT, "live")]
@@ -422,7 +423,7 @@ def main() -> None:
     weights = RecallWeights()
 
     with tempfile.TemporaryDirectory() as directory:
-        store = Store.open(
+        store = LmdbStore.open(
             Path(directory) / "store",
             map_size=(6 << 30) if args.hybrid else (1 << 31),  # room for the vectors
             clock_fn=lambda: NOW,
@@ -611,7 +612,7 @@ def write_cost(items: list[NewFact], n: int = 300) -> None:
             analyzer.term_counts(text)
         per_text = (time.process_time() - started) / len(texts)
         with tempfile.TemporaryDirectory() as directory:
-            store = Store.open(Path(directory) / "s", stem_language=language)
+            store = LmdbStore.open(Path(directory) / "s", stem_language=language)
             try:
                 store.put(AGENT, texts[0])
                 started = time.perf_counter()
@@ -631,7 +632,7 @@ def migration(items: list[NewFact]) -> None:
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "s"
-        store = Store.open(path, map_size=1 << 31, stem_language="none")
+        store = LmdbStore.open(path, map_size=1 << 31, stem_language="none")
         try:
             for offset in range(0, len(items), CHUNK):
                 store.put_many(items[offset : offset + CHUNK])
@@ -645,7 +646,7 @@ def migration(items: list[NewFact]) -> None:
         env.close()
         before = (path / "data.mdb").stat().st_size
         started, started_cpu = time.perf_counter(), time.process_time()
-        store = Store.open(path)  # the default map: the upgrade grows it as it needs
+        store = LmdbStore.open(path)  # the default map: the upgrade grows it as it needs
         took, took_cpu = time.perf_counter() - started, time.process_time() - started_cpu
         try:
             language = store.info().stem_language

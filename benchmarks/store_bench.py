@@ -29,12 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import HEADER, NOW, median, new_facts, percentile, row
 
-from graymatter_tui import clock, exchange
-from graymatter_tui.model import Fact
-from graymatter_tui.store import Store
-from graymatter_tui.store.ids import new_id
-from graymatter_tui.store.tx import DF, POSTING, pack_vitals
-from graymatter_tui.tokens import term_counts
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import DF, POSTING, pack_vitals
+from graymatter_tui.core import clock
+from graymatter_tui.core.model import Fact
+from graymatter_tui.core.tokens import term_counts
+from graymatter_tui.exchange import transfer as exchange
+from graymatter_tui.storage.ids import new_id
 
 encode = msgspec.json.Encoder().encode
 decode = msgspec.json.Decoder(Fact).decode
@@ -109,7 +110,7 @@ def raw_bare_import(path: str, data: bytes) -> float:
 
 
 def our_import(path: Path, data: bytes) -> float:
-    with Store.open(path, clock_fn=lambda: NOW) as store:
+    with LmdbStore.open(path, clock_fn=lambda: NOW) as store:
         started = time.perf_counter()
         result = exchange.import_file(store, data)
         elapsed = time.perf_counter() - started
@@ -165,7 +166,7 @@ def main() -> None:
         raw_put, env = raw_bulk(raw_dir, facts, indexes=False)
         raw3_put, env3 = raw_bulk(raw3_dir, facts, indexes=True)
         env3.close()
-        store = Store.open(Path(our_dir) / "store", clock_fn=lambda: NOW)
+        store = LmdbStore.open(Path(our_dir) / "store", clock_fn=lambda: NOW)
         started = time.perf_counter()
         store.put_many(items)
         our_put = time.perf_counter() - started

@@ -35,12 +35,13 @@ TOMB_AGENT = "bench-tombs"
 
 
 def build(path: Path, size: int, tombstones: int) -> None:
-    from graymatter_tui.clock import format_time
-    from graymatter_tui.model import RETIRED, Fact
-    from graymatter_tui.store import NewFact, Store
-    from graymatter_tui.store.ids import new_id
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.clock import format_time
+    from graymatter_tui.core.model import RETIRED, Fact
+    from graymatter_tui.storage import NewFact
+    from graymatter_tui.storage.ids import new_id
 
-    store = Store.open(path, clock_fn=lambda: NOW)
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     chunk = 100_000
     for start in range(0, size, chunk):
         store.put_many(
@@ -114,14 +115,14 @@ class RssWatch:
 async def measure_tombstones(path: Path) -> dict[str, float]:
     """The Tombstones tab of an agent holding only tombstones: from start-up (and from
     the key that opens the tab) to its first frame, then until `end` reaches the oldest."""
-    from graymatter_tui.app import GraymatterApp
-    from graymatter_tui.config import Settings
-    from graymatter_tui.store import Store
-    from graymatter_tui.widgets.virtual_list import VirtualList
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.config import Settings
+    from graymatter_tui.tui.app import GraymatterApp
+    from graymatter_tui.tui.widgets.virtual_list import VirtualList
 
     watch = RssWatch()
     started = time.perf_counter()
-    store = Store.open(path, clock_fn=lambda: NOW)
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent=TOMB_AGENT)
     app.animation_level = "none"
     out: dict[str, float] = {}
@@ -163,14 +164,14 @@ async def measure_tombstones(path: Path) -> dict[str, float]:
 
 
 async def measure_ours(path: Path) -> dict[str, float]:
-    from graymatter_tui.app import GraymatterApp
-    from graymatter_tui.config import Settings
-    from graymatter_tui.store import Store
-    from graymatter_tui.widgets.virtual_list import VirtualList
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.config import Settings
+    from graymatter_tui.tui.app import GraymatterApp
+    from graymatter_tui.tui.widgets.virtual_list import VirtualList
 
     watch = RssWatch()
     started = time.perf_counter()
-    store = Store.open(path, clock_fn=lambda: NOW)
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent="bench")
     out: dict[str, float] = {}
     async with app.run_test(size=(120, 40)) as pilot:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import provenance
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core import provenance
 from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
@@ -67,13 +67,13 @@ def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[Store]:
-    with Store.open(path, clock_fn=clock_fn) as opened:
+def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[LmdbStore]:
+    with LmdbStore.open(path, clock_fn=clock_fn) as opened:
         yield opened
 
 
 @pytest.fixture
-def store(tmp_path: Path, clean_graymatter_env: None) -> Iterator[Store]:
+def store(tmp_path: Path, clean_graymatter_env: None) -> Iterator[LmdbStore]:
     """A fresh store in `tmp_path/store` on the wall clock, closed at teardown."""
     yield from _fresh_store(tmp_path / "store", None)
 
@@ -88,7 +88,7 @@ def store_clock() -> ManualClock:
 @pytest.fixture
 def gm(
     tmp_path: Path, store_clock: Callable[[], datetime], clean_graymatter_env: None
-) -> Iterator[Store]:
+) -> Iterator[LmdbStore]:
     """A fresh store in `tmp_path/gm` on `store_clock`, closed at teardown: the store of
     the store, recall and engine tests that set or move time."""
     yield from _fresh_store(tmp_path / "gm", store_clock)

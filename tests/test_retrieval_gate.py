@@ -40,8 +40,8 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.retrieval_quality.gate import PARAPHRASES, run_gate  # noqa: E402
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
-from graymatter_tui.recall import MIN_SIMILARITY  # noqa: E402
-from graymatter_tui.tokens import Analyzer  # noqa: E402
+from graymatter_tui.core.tokens import Analyzer  # noqa: E402
+from graymatter_tui.recall.ranking import MIN_SIMILARITY  # noqa: E402
 from tests.support.concepts import concept_vector  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
 

@@ -38,14 +38,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
+from graymatter_tui.backends.lmdb import LmdbStore  # noqa: E402
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # noqa: E402
 from graymatter_tui.embedding.ollama import OllamaEmbedder  # noqa: E402
 from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
 from graymatter_tui.embedding.worker import Worker  # noqa: E402
-from graymatter_tui.recall import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
-from graymatter_tui.store import NewFact, Store  # noqa: E402
-from graymatter_tui.vector_signal import QueryVectors  # noqa: E402
+from graymatter_tui.recall.ranking import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
+from graymatter_tui.recall.vector_signal import QueryVectors  # noqa: E402
+from graymatter_tui.storage import NewFact  # noqa: E402
 from tests.support.concept_vectors import ConceptVectors  # noqa: E402
 from tests.support.embedding_fake import EmbeddingOverSocket  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
@@ -136,7 +137,7 @@ class Canonical:
 
 
 def build_corpus(
-    store: Store, n_canonical: int, n_filler: int, seed: int, *, paraphrases: bool = False
+    store: LmdbStore, n_canonical: int, n_filler: int, seed: int, *, paraphrases: bool = False
 ) -> tuple[list[Canonical], list[Canonical]]:
     """(canonical facts, paraphrased facts) after inserting them and the filler."""
     rng = random.Random(seed)
@@ -187,7 +188,7 @@ def _judge(batch: list[str], summary: str) -> tuple[int, int]:
 
 
 def recall_at_8(
-    store: Store,
+    store: LmdbStore,
     canon: list[Canonical],
     *,
     inflected: bool = False,
@@ -218,7 +219,7 @@ STORED_MODEL = "nomic-embed-text"
 
 
 def _signal(
-    store: Store, vectors: str, stack: ExitStack
+    store: LmdbStore, vectors: str, stack: ExitStack
 ) -> tuple[QueryVectors | None, Callable[[], object]]:
     """The vector signal, and what brings its vectors up to date before a measure."""
     if vectors == "none":
@@ -251,7 +252,9 @@ def run_gate(
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        store = Store.open(Path(tmp) / "store", clock_fn=lambda: NOW, stem_language=stem_language)
+        store = LmdbStore.open(
+            Path(tmp) / "store", clock_fn=lambda: NOW, stem_language=stem_language
+        )
         try:
             canon, reworded = build_corpus(
                 store, n_canonical, n_filler, seed, paraphrases=paraphrases

@@ -9,16 +9,17 @@ from typing import Any
 
 import click
 
-from graymatter_tui import __version__, provenance
+from graymatter_tui import __version__
 from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, migrate, probes, review
 from graymatter_tui.cli.common import BOTH_GIVEN, STORE_KEY, dir_option, store_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import stderr_progress
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.summariser_names import SUMMARISERS
-from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.tokens import LANGUAGE_VARIABLES, check_language
+from graymatter_tui.core import provenance
+from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.summariser_names import SUMMARISERS
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.core.tokens import LANGUAGE_VARIABLES, check_language
 
 
 class _PipeClosed(Exception):
@@ -84,7 +85,7 @@ def cli(
     ctx.obj["data_dir"] = data_dir
     provenance.name_process(provenance.CLI)  # the TUI and the MCP server rename it
     if ctx.invoked_subcommand is None:
-        from graymatter_tui.launch import launch_tui
+        from graymatter_tui.cli.launch import launch_tui
 
         store = ctx.meta.get(STORE_KEY)
         if store is not None and data_dir is not None:

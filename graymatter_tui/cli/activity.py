@@ -11,16 +11,16 @@ from pathlib import Path
 import click
 import msgspec
 
-from graymatter_tui import provenance
-from graymatter_tui.activity_feed import ANY_MCP, FeedFilter, read_page
-from graymatter_tui.backends import open_location
+from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, note, one_line, say
 from graymatter_tui.cli.params import checked_by
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import ActivityEntry
-from graymatter_tui.store import MemoryStore
-from graymatter_tui.textsafe import validate_agent
+from graymatter_tui.core import provenance
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.model import ActivityEntry
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.storage import MemoryStore
+from graymatter_tui.views.activity_feed import ANY_MCP, FeedFilter, read_page
 
 FOLLOW_SECONDS = 0.5  # the TUI's poll interval
 DEFAULT_LIMIT = 50

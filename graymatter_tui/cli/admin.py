@@ -7,25 +7,24 @@ from pathlib import Path
 
 import click
 
-from graymatter_tui import exchange
+from graymatter_tui.backends.lmdb.files import DATA_FILE, LOCK_FILE
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import open_upgrading, stderr_progress
-from graymatter_tui.demo import create_demo
-from graymatter_tui.errors import Conflict, GraymatterError, InvalidInput
-from graymatter_tui.overview import size_text, status_payload
-from graymatter_tui.store import (
-    DATA_FILE,
-    LOCK_FILE,
+from graymatter_tui.core.errors import Conflict, GraymatterError, InvalidInput
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.core.words import counted
+from graymatter_tui.exchange import transfer as exchange
+from graymatter_tui.exchange.demo import create_demo
+from graymatter_tui.storage import (
     ON_CONFLICT,
     ImportConflicts,
     ImportIssue,
     MemoryStore,
     OnConflict,
 )
-from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.words import counted
+from graymatter_tui.views.overview import size_text, status_payload
 
 MAX_LISTED = 10
 

@@ -9,14 +9,14 @@ from typing import Any, TypeVar
 
 import click
 
-from graymatter_tui.backends import open_location
+from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.output import note
 from graymatter_tui.cli.params import usage_error
 from graymatter_tui.cli.progress import open_upgrading
-from graymatter_tui.config import Settings
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.store import MemoryStore
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.store_url import parse_store_url
+from graymatter_tui.storage import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 

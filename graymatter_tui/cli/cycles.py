@@ -10,16 +10,16 @@ from typing import Any
 
 import click
 
-from graymatter_tui.backends import open_location
+from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say, warn
 from graymatter_tui.cli.progress import open_upgrading
-from graymatter_tui.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.consolidation.diff import build_diff
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.model import CycleRecord, cycle_to_dict
-from graymatter_tui.store import MemoryStore, validate_cycle_id
-from graymatter_tui.words import counted
+from graymatter_tui.core.config import GUARD_MODES, SUMMARISERS, Settings
+from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.model import CycleRecord, cycle_to_dict
+from graymatter_tui.core.words import counted
+from graymatter_tui.storage import MemoryStore, validate_cycle_id
 
 EXIT_NOT_APPLIED = 3
 
@@ -227,7 +227,7 @@ def _deep_verify(path: Path) -> tuple[str, str]:
     """Walk every table in a child process: a corrupt file may crash the reader."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "graymatter_tui.store.verify", str(path)],
+            [sys.executable, "-m", "graymatter_tui.backends.lmdb.verify", str(path)],
             capture_output=True,
             text=True,
             timeout=600,
@@ -250,9 +250,9 @@ def _deep_verify(path: Path) -> tuple[str, str]:
 def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list[dict[str, Any]]:
     """Every check of `doctor`. A summariser named on the command line that does not answer
     fails; one that only the environment configured is a warning (cycles go on without it)."""
+    from graymatter_tui.backends.lmdb.access import directory_check, files_check
     from graymatter_tui.consolidation.invariants import check_invariants
     from graymatter_tui.consolidation.summarisers import factory as summarisers
-    from graymatter_tui.store import directory_check, files_check
 
     checks: list[dict[str, Any]] = []
 

@@ -10,9 +10,9 @@ from graymatter_tui.cli.common import common_options, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import stderr_progress
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.words import counted
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.core.words import counted
 
 
 @click.command()

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from graymatter_tui.cli.output import one_line
-from graymatter_tui.explain_fields import signal_fields, signal_summary
-from graymatter_tui.provenance import describe
-from graymatter_tui.recall import Hit, lineages
-from graymatter_tui.receipts import lineage_fields, lineage_summary
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.core.provenance import describe
+from graymatter_tui.core.receipts import lineage_fields, lineage_summary
+from graymatter_tui.recall.explain_fields import signal_fields, signal_summary
+from graymatter_tui.recall.ranking import Hit, lineages
+from graymatter_tui.storage import MemoryStore
 
 
 def explanations(store: MemoryStore, agent: str, hits: list[Hit]) -> list[dict[str, Any]]:

@@ -13,14 +13,14 @@ from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
 from graymatter_tui.cli.params import checked_by
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
-from graymatter_tui.presentation import fact_fields
-from graymatter_tui.recall import RecallWeights, check_query, rank, recall
-from graymatter_tui.retirement import retirement_key, retirement_of
-from graymatter_tui.store import validate_fact_id
-from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.words import counted
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
+from graymatter_tui.core.retirement import retirement_key, retirement_of
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.core.words import counted
+from graymatter_tui.recall.ranking import RecallWeights, check_query, rank, recall
+from graymatter_tui.storage import validate_fact_id
+from graymatter_tui.views.presentation import fact_fields
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")

@@ -15,8 +15,9 @@ from graymatter_tui.cli.common import dir_option, settings_for, store_option
 from graymatter_tui.cli.output import fail, note
 from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import open_upgrading
-from graymatter_tui.config import Settings
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.mcp.client_config import (
     CLIENTS,
     WHERE,
@@ -28,7 +29,6 @@ from graymatter_tui.mcp.client_config import (
 )
 from graymatter_tui.mcp.http_guard import parse_bind
 from graymatter_tui.mcp.tools import REVIEW_MODES
-from graymatter_tui.textsafe import validate_agent
 
 
 def _bind_form(value: str) -> str:

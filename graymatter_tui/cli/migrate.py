@@ -7,16 +7,16 @@ from typing import Any
 
 import click
 
-from graymatter_tui.backends import open_location
+from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, settings_for
 from graymatter_tui.cli.output import emit_json, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import stderr_progress
-from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.migration import MigrationReport, migrate
-from graymatter_tui.store import MemoryStore, TargetNotEmpty
-from graymatter_tui.store_url import StoreUrl, parse_store_url
-from graymatter_tui.words import counted
+from graymatter_tui.core.errors import Conflict, InvalidInput
+from graymatter_tui.core.store_url import StoreUrl, parse_store_url
+from graymatter_tui.core.words import counted
+from graymatter_tui.exchange.migration import MigrationReport, migrate
+from graymatter_tui.storage import MemoryStore, TargetNotEmpty
 
 NOT_EMPTY_HINT = (
     "; give an empty target, or --allow-non-empty to add to it (ids it shares with the "

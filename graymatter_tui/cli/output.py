@@ -14,10 +14,10 @@ from typing import Any, NoReturn
 import click
 import msgspec
 
-from graymatter_tui import clock
-from graymatter_tui.model import Fact
-from graymatter_tui.retirement import Retirement
-from graymatter_tui.textsafe import neutralise
+from graymatter_tui.core import clock
+from graymatter_tui.core.model import Fact
+from graymatter_tui.core.retirement import Retirement
+from graymatter_tui.core.textsafe import neutralise
 
 # JSON leaves C1 controls and bidi overrides as raw characters; escape them so `--json`
 # output is safe to print to a terminal and still decodes to identical strings.

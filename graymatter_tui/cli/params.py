@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.errors import InvalidInput
 
 T = TypeVar("T")
 

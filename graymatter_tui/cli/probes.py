@@ -9,8 +9,8 @@ import click
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
-from graymatter_tui.model import Probe, probe_to_dict
-from graymatter_tui.store import MAX_PROBE_K, ProbeOutcome, validate_probe_id
+from graymatter_tui.core.model import Probe, probe_to_dict
+from graymatter_tui.storage import MAX_PROBE_K, ProbeOutcome, validate_probe_id
 
 _SAID: dict[ProbeOutcome, str] = {
     "added": "added ",

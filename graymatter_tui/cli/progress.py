@@ -10,11 +10,11 @@ import os
 import sys
 from collections.abc import Iterator
 
-from graymatter_tui.backends import open_location
-from graymatter_tui.config import Settings
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.progress import Progress, Report
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.backends.opening import open_location
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.progress import Progress, Report
+from graymatter_tui.storage import MemoryStore
 
 WIDTH = 30
 

@@ -10,23 +10,19 @@ from typing import Any
 
 import click
 
-from graymatter_tui import clock
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.consolidation.diff import build_review_diff
-from graymatter_tui.model import (
+from graymatter_tui.core import clock
+from graymatter_tui.core.model import (
     REVIEW_STATUSES,
     CycleRecord,
     ReviewProposal,
     cycle_to_dict,
     proposal_to_dict,
 )
-from graymatter_tui.store import (
-    MemoryStore,
-    ReviewDecision,
-    validate_proposal_id,
-    validate_reason,
-)
+from graymatter_tui.storage import MemoryStore, ReviewDecision
+from graymatter_tui.storage.review_ops import validate_proposal_id, validate_reason
 
 EXIT_NOT_APPLIED = 3  # as `consolidate`: the decision was made but nothing was applied
 

@@ -19,8 +19,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from graymatter_tui import clock
-from graymatter_tui.config import (
+from graymatter_tui.consolidation.review import Review, review
+from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
+from graymatter_tui.core import clock
+from graymatter_tui.core.config import (
     DEFAULT_GUARD,
     DEFAULT_HALF_LIFE_HOURS,
     DEFAULT_MAX_BATCH,
@@ -28,15 +30,13 @@ from graymatter_tui.config import (
     Settings,
     SummariserName,
 )
-from graymatter_tui.consolidation.review import Review, review
-from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
-from graymatter_tui.errors import Conflict
-from graymatter_tui.graph import extract_entities
-from graymatter_tui.model import BatchItem, CycleRecord, Outcome, StageResult
-from graymatter_tui.probe_check import ProbeCheck, check_probes
-from graymatter_tui.store import PRUNE_BELOW, ApplyRequest, DecayOutcome, MemoryStore
-from graymatter_tui.textsafe import validate_agent
-from graymatter_tui.words import counted
+from graymatter_tui.core.entities import extract_entities
+from graymatter_tui.core.errors import Conflict
+from graymatter_tui.core.model import BatchItem, CycleRecord, Outcome, StageResult
+from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.core.words import counted
+from graymatter_tui.recall.probes import ProbeCheck, check_probes
+from graymatter_tui.storage import PRUNE_BELOW, ApplyRequest, DecayOutcome, MemoryStore
 
 STAGES = ("decay", "select", "propose", "review", "apply", "prune", "extract", "graph_decay")
 # How a stage's summary begins when the stage did not do its job. A journal record keeps

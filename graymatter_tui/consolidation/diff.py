@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from graymatter_tui.consolidation.review import read_proposal
-from graymatter_tui.model import CycleRecord, ReviewProposal
-from graymatter_tui.words import counted
+from graymatter_tui.core.model import CycleRecord, ReviewProposal
+from graymatter_tui.core.words import counted
 
 RowKind = Literal["consumed", "kept", "guarded", "summary", "ignored", "contradiction"]
 # The outcome of a diff drawn between propose and review: nothing is decided yet.

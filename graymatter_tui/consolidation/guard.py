@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from graymatter_tui.lexicon import EMAIL, STOPWORDS, URL, WORD
-from graymatter_tui.model import GuardVerdict
+from graymatter_tui.core.lexicon import EMAIL, STOPWORDS, URL, WORD
+from graymatter_tui.core.model import GuardVerdict
 
 IDENTIFIER = re.compile(r"\b[A-Za-z]{1,12}[-_]?\d[\w-]*\b|\b\d+[A-Za-z]+\w*\b")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b")

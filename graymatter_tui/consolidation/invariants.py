@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graymatter_tui.model import RETIRED, CycleRecord, Fact
-from graymatter_tui.receipts import chain_problems
-from graymatter_tui.store import MemoryStore
-from graymatter_tui.words import counted
+from graymatter_tui.core.model import RETIRED, CycleRecord, Fact
+from graymatter_tui.core.receipts import chain_problems
+from graymatter_tui.core.words import counted
+from graymatter_tui.storage import MemoryStore
 
 
 @dataclass

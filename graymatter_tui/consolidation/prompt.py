@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from graymatter_tui.model import BatchItem
+from graymatter_tui.core.model import BatchItem
 
 STRUCTURED_INSTRUCTIONS = (
     "The following are memory facts for an AI agent, each prefixed with its ID. "

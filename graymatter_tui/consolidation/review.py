@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 
 from graymatter_tui.consolidation import guard
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.model import ApplyPlan, BatchItem, Fact, GuardVerdict, IgnoredId, Proposal
-from graymatter_tui.textsafe import validate_text
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.model import ApplyPlan, BatchItem, Fact, GuardVerdict, IgnoredId, Proposal
+from graymatter_tui.core.textsafe import validate_text
 
 
 class InvalidProposal(Exception):

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.embedding.settings import EmbedSettings
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.storage import MemoryStore
 
 if TYPE_CHECKING:  # numpy and httpx load only when embeddings are configured
     from graymatter_tui.embedding.base import Embedder

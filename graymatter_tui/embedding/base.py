@@ -7,7 +7,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from graymatter_tui.errors import GraymatterError
+from graymatter_tui.core.errors import GraymatterError
 
 Matrix = npt.NDArray[np.float32]
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from graymatter_tui.embedding.settings import EmbedSettings
 from graymatter_tui.embedding.vector_cache import VectorCache
-from graymatter_tui.store import MemoryStore, VectorBlockSource
+from graymatter_tui.storage import MemoryStore, VectorBlockSource
 
 if TYPE_CHECKING:  # numpy loads when a vector is first needed, not when the TUI starts
     from graymatter_tui.embedding.base import Embedder

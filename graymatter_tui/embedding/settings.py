@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.errors import InvalidInput
 
 
 class EmbedderName(StrEnum):

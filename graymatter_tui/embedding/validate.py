@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from graymatter_tui.core.words import counted
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError, Matrix
-from graymatter_tui.words import counted
 
 _NUMBERS = {int, float}
 

@@ -13,7 +13,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from graymatter_tui.store import VectorBlocks, VectorBlockSource, best_per_fact
+from graymatter_tui.storage import VectorBlocks, VectorBlockSource
+from graymatter_tui.storage.vector_rank import best_per_fact
 
 if TYPE_CHECKING:
     import numpy as np

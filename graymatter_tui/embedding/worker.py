@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graymatter_tui.core.progress import Report
 from graymatter_tui.embedding.base import DimensionChanged, Embedder
 from graymatter_tui.embedding.sentences import sentences
-from graymatter_tui.progress import Report
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.storage import MemoryStore
 
 PROBE_TEXT = "graymatter dimension probe"
 

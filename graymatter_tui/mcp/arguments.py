@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.textsafe import validate_agent, validate_text
 from graymatter_tui.mcp.errors import ToolError
-from graymatter_tui.textsafe import validate_agent, validate_text
 
 DEFAULT_TOP_K = 8
 MAX_TOP_K = 100

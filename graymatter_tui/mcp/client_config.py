@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.store_url import StoreUrl
 from graymatter_tui.mcp.http_guard import address_text, is_wildcard, url_of
-from graymatter_tui.store_url import StoreUrl
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 SERVER_KEY = "graymatter"

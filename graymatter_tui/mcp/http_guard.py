@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from graymatter_tui.errors import GraymatterError, InvalidInput, StoreError
-from graymatter_tui.store_url import StoreUrl
+from graymatter_tui.core.errors import GraymatterError, InvalidInput, StoreError
+from graymatter_tui.core.store_url import StoreUrl
 
 TOKEN_FILE = "mcp-token"
 MAX_BODY_BYTES = 1024 * 1024  # a 64 KiB fact, JSON-escaped, fits many times over

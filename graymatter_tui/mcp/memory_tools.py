@@ -8,10 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from graymatter_tui.deferred_accesses import DeferredAccesses
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.explain_fields import signal_fields
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.receipts import Lineage, lineage_fields
+from graymatter_tui.core.tokens import tokens
+from graymatter_tui.core.words import counted
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
+from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.replies import (
     Reply,
@@ -28,12 +30,10 @@ from graymatter_tui.mcp.replies import (
     search_reply,
 )
 from graymatter_tui.mcp.tools import HELD_BY_MODE, REFLECT_ACTIONS
-from graymatter_tui.recall import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
-from graymatter_tui.receipts import Lineage, lineage_fields
-from graymatter_tui.store import MemoryStore
-from graymatter_tui.tokens import tokens
-from graymatter_tui.vector_signal import QueryVectors
-from graymatter_tui.words import counted
+from graymatter_tui.recall.explain_fields import signal_fields
+from graymatter_tui.recall.ranking import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
+from graymatter_tui.recall.vector_signal import QueryVectors
+from graymatter_tui.storage import MemoryStore
 
 MAX_EQUIVALENTS = 32
 

@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from graymatter_tui.explain_fields import signal_summary
-from graymatter_tui.provenance import describe
-from graymatter_tui.receipts import lineage_summary
+from graymatter_tui.core.provenance import describe
+from graymatter_tui.core.receipts import lineage_summary
+from graymatter_tui.recall.explain_fields import signal_summary
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,11 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from graymatter_tui import __version__, provenance
-from graymatter_tui.deferred_accesses import DeferredAccesses
-from graymatter_tui.errors import GraymatterError
+from graymatter_tui import __version__
+from graymatter_tui.core import provenance
+from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
+from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
 from graymatter_tui.mcp.draining import serve_draining
 from graymatter_tui.mcp.errors import ToolError
 from graymatter_tui.mcp.http_guard import MAX_BODY_BYTES, guarded

@@ -9,10 +9,11 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage import NewFact
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)  # conftest's GRAYMATTER_NOW
 OPTIONS = CycleOptions(threshold=5)
@@ -37,12 +38,12 @@ def _until_review(cycle: Cycle) -> None:
         asyncio.run(cycle.step())
 
 
-def _cycle(store: Store, agent: str) -> CycleRecord:
+def _cycle(store: LmdbStore, agent: str) -> CycleRecord:
     return Cycle(store, agent, LocalSummariser(), OPTIONS).run_sync()
 
 
-def build_rich_store(path: Path) -> Store:
-    store = Store.open(path, clock_fn=lambda: NOW)
+def build_rich_store(path: Path) -> LmdbStore:
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     weak = NOW - timedelta(days=60)  # weight about 0.25: in the batch, never pruned
     ancient = NOW - timedelta(days=400)  # weight below 0.01: pruned by the next cycle
     store.put_many(

@@ -20,8 +20,8 @@ from typing import IO
 import msgspec
 import pytest
 
-from graymatter_tui import provenance
-from graymatter_tui.model import ActivityEntry
+from graymatter_tui.core import provenance
+from graymatter_tui.core.model import ActivityEntry
 from tests.conftest import FIXED_NOW, clean_env
 from tests.support.backends import CliStore
 

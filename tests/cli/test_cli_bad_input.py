@@ -19,9 +19,10 @@ import lmdb
 import pytest
 from click.testing import CliRunner
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.cli import cli
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.storage import NewFact
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -55,14 +56,14 @@ def snapshot(data_dir: Path) -> tuple[Any, Any, str]:
         result = runner.invoke(cli, ["--dir", str(data_dir), *args], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         out.append(json.loads(result.output))
-    Store.open(data_dir).close()  # the runner left the store registered in this process
+    LmdbStore.open(data_dir).close()  # the runner left the store registered in this process
     return out[0], out[1], digest(data_dir / "data.mdb")
 
 
 @pytest.fixture
 def seeded(cli_dir: Path) -> Iterator[dict[str, str]]:
     """A store with live, pinned, revised and retired facts; checked unchanged at teardown."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         facts = store.put_many(
             [
                 NewFact("support-bot", "Acme wants invoices by email."),
@@ -223,7 +224,7 @@ def test_a_bad_flag_value_is_a_usage_error_and_creates_nothing(
 # ---- NUL cannot pass through argv: the Store API refuses it ------------------------------
 
 
-def test_nul_in_an_agent_name_is_invalid_input(store: Store) -> None:
+def test_nul_in_an_agent_name_is_invalid_input(store: LmdbStore) -> None:
     store.put("a", "keep")
     generation = store.generation()
     before = store.list_facts(None, "all")
@@ -344,7 +345,7 @@ def test_bad_import_on_stdin_imports_nothing(run_cli: RunCli, seeded: dict[str, 
 
 
 def _make_real_store(path: Path) -> None:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put_many([NewFact("a", f"fact {i}") for i in range(20)])
 
 
@@ -377,7 +378,7 @@ def _newer_schema(path: Path) -> Path:
 
 def _truncated(path: Path) -> Path:
     _make_real_store(path)
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put_many([NewFact("a", "y" * 3000) for _ in range(300)])
     os.truncate(path / "data.mdb", 3 * 4096)
     return path / "data.mdb"

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from graymatter_tui.model import fact_to_dict
-from graymatter_tui.pg.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
-from graymatter_tui.store import SCHEMA_VERSION, NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.schema import SCHEMA_VERSION
+from graymatter_tui.backends.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from graymatter_tui.core.model import fact_to_dict
+from graymatter_tui.storage import NewFact
 from tests.support.backends import CliStore
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -71,7 +73,7 @@ def by_id(facts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def stored_facts(where: CliStore | Path) -> dict[str, dict[str, Any]]:
     """Every fact in the store `where` names, read in-process (to check what a command
     wrote)."""
-    with where.open() if isinstance(where, CliStore) else Store.open(where) as store:
+    with where.open() if isinstance(where, CliStore) else LmdbStore.open(where) as store:
         return by_id([fact_to_dict(f) for f in store.all_facts()])
 
 

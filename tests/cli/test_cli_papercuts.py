@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -80,7 +81,7 @@ def test_only_newlines_on_stdin_is_empty_text(run_cli: RunCli) -> None:
 def big_store(cli_dir: Path) -> Path:
     """Enough facts and journal records that every command below prints far more than a
     pipe holds (64 KiB), so the writer is still writing when the reader has gone."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.put_many(NewFact("a", f"fact number {i} " + "padding " * 12) for i in range(2000))
         records = [
             CycleRecord(

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.words import counted
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.words import counted
+from graymatter_tui.storage import NewFact
 from tests.engine.helpers import AGENT, NOW, prompt_rows, seed_weighted
 from tests.support.backends import CliStore
 from tests.support.counted_words import words_ok
@@ -124,7 +125,7 @@ def test_every_count_takes_its_number(any_cli: RunCli, cli_store: CliStore, n: i
 def test_import_and_migrate_count_what_they_copied(run_cli: RunCli, tmp_path: Path, n: int) -> None:
     s = "" if n == 1 else "s"
     source = tmp_path / "source"
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         store.put_many([NewFact(f"agent-{i}", f"Fact number {i}.") for i in range(n)])
         for i in range(n):
             store.add_probe("agent-0", f"query {i}")
@@ -160,7 +161,7 @@ def _damage_the_review_counter(path: Path) -> None:
 
 @pytest.mark.parametrize("failing", [1, 2])
 def test_doctor_counts_its_failed_checks(run_cli: RunCli, cli_dir: Path, failing: int) -> None:
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.hold_change("agent", "add", "", "Held for review.")
     if failing == 2:
         _damage_the_review_counter(cli_dir)
@@ -178,7 +179,7 @@ def test_doctor_counts_its_failed_checks(run_cli: RunCli, cli_dir: Path, failing
 def test_a_configured_summariser_that_does_not_answer_is_one_warning(
     run_cli: RunCli, cli_dir: Path
 ) -> None:
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.put("agent", "a fact")
     env = {
         "GRAYMATTER_CONSOLIDATE_LLM": "ollama",

@@ -12,11 +12,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from graymatter_tui.config import default_data_dir
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.cli.launch import demo_dir, open_for_tui
 from graymatter_tui.consolidation.cycle import Cycle
-from graymatter_tui.demo import AGENTS
-from graymatter_tui.launch import demo_dir, open_for_tui
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.config import default_data_dir
+from graymatter_tui.exchange.demo import AGENTS
+from graymatter_tui.storage import NewFact
 from tests.conftest import run_graymatter
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -25,7 +26,7 @@ RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def snapshot(path: Path) -> dict[str, Any]:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         return {
             "facts": {f.id: msgspec.to_builtins(f) for f in store.all_facts()},
             "records": [msgspec.to_builtins(r) for r in store.records()],
@@ -43,26 +44,26 @@ def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> str
 
 
 # Stores holding something the demo did not put there: each must be refused.
-def _live_fact(store: Store) -> None:
+def _live_fact(store: LmdbStore) -> None:
     store.put("my-agent", "My real memory: the deploy key is in the vault.")
 
 
-def _tombstone_only(store: Store) -> None:
+def _tombstone_only(store: LmdbStore) -> None:
     store.retire(store.put("my-agent", "retired, but still mine").id)
 
 
-def _journal_only(store: Store) -> None:
+def _journal_only(store: LmdbStore) -> None:
     fact = store.put("my-agent", "gone since")
     Cycle(store, "my-agent", None).run_sync()  # a journal record
     store.delete([fact.id])  # the store now holds only that record
     assert store.records() and not store.all_facts()
 
 
-def _many_facts(store: Store) -> None:
+def _many_facts(store: LmdbStore) -> None:
     store.put_many(NewFact(f"agent-{i % 3}", f"note {i}") for i in range(50))
 
 
-OTHER_DATA: dict[str, Callable[[Store], None]] = {
+OTHER_DATA: dict[str, Callable[[LmdbStore], None]] = {
     "a live fact": _live_fact,
     "only a tombstone": _tombstone_only,
     "only a journal record": _journal_only,
@@ -73,7 +74,7 @@ OTHER_DATA: dict[str, Callable[[Store], None]] = {
 @pytest.fixture(params=list(OTHER_DATA))
 def real_store(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     path = tmp_path / "real"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         OTHER_DATA[request.param](store)
     return path
 
@@ -95,11 +96,11 @@ def test_the_tui_demo_refuses_an_explicit_dir_it_did_not_create(real_store: Path
 
 def test_into_existing_adds_the_demo_when_asked(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "real"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         mine = store.put("my-agent", "mine")
     added = json.loads(run_cli("demo", "--dir", str(path), "--into-existing", "--json").stdout)
     assert added["facts_added"] >= 250
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert store.require(mine.id).text == "mine"
         assert {a.agent_id for a in store.agents()} == {"my-agent", *AGENTS}
         assert not store.is_demo()  # a real store with demo facts mixed in is no demo store
@@ -111,10 +112,10 @@ def test_a_new_or_empty_store_becomes_a_demo_store(
 ) -> None:
     path = tmp_path / "demo"
     if existing:
-        Store.open(path).close()
+        LmdbStore.open(path).close()
     first = json.loads(run_cli("demo", "--dir", str(path), "--json").stdout)
     assert first["facts_added"] >= 250
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert store.is_demo()
     before = snapshot(path)
     again = json.loads(run_cli("demo", "--dir", str(path), "--json").stdout)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.conftest import run_graymatter
 from tests.support.over_socket import OllamaOverSocket
 from tests.support.unprivileged import cli_as_nobody, give_to_nobody, public_tmp
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
 def seed(path: Path) -> Path:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put("agent", "a fact")
     return path
 
@@ -180,7 +180,7 @@ def test_a_summariser_that_answers_is_good(store_dir: Path, how: str) -> None:
 def test_the_review_queue_counter_must_match_the_pending_proposals(store_dir: Path) -> None:
     import lmdb
 
-    with Store.open(store_dir) as store:
+    with LmdbStore.open(store_dir) as store:
         store.hold_change("agent", "add", "", "Held for review.")
     done = run_graymatter("doctor", "--dir", str(store_dir), "--json")
     assert report(done)["review queue"] == {

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -32,7 +33,7 @@ FACTS = 600
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("export-targets") / "store"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put_many(
             NewFact("agent", f"fact {i}: " + "the quick brown fox " * 6) for i in range(FACTS)
         )

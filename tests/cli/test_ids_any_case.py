@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import provenance
+from graymatter_tui.core import provenance
 from tests.support.backends import CliStore
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -113,7 +113,7 @@ def test_what_is_not_a_ulid_in_any_case_is_still_refused(
 
 
 def test_canonical_id_upper_cases_ascii_base32_only() -> None:
-    from graymatter_tui.textsafe import canonical_id
+    from graymatter_tui.core.textsafe import canonical_id
 
     ulid = "01JC0000000000000000000001"
     assert canonical_id(ulid.lower()) == ulid

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.model import CycleRecord, Fact, cycle_to_dict
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import CycleRecord, Fact, cycle_to_dict
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -65,7 +65,7 @@ def doctor_failures(run_cli: RunCli) -> dict[str, str]:
 @pytest.fixture
 def store_with_a_fact(cli_dir: Path) -> Path:
     """The target store already holds one fact of agent y (id E) and one of x (id D)."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.write(
             lambda tx: [
                 tx.write_fact(Fact(**fact(E, "store fact of y", agent="y")), None),
@@ -126,7 +126,7 @@ def test_broken_receipts_in_an_array_are_named_by_item(run_cli: RunCli, tmp_path
 def test_a_loop_closed_through_the_store_is_refused(run_cli: RunCli, cli_dir: Path) -> None:
     """The store holds a tombstone pointing at an id it lacks (as an import without checks
     could leave); a file fact with that id pointing back closes a loop."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.write(lambda tx: tx.write_fact(Fact(**fact(B, superseded_by=A)), None))
     path = cli_dir.parent / "closing.jsonl"
     path.write_text(jsonl(fact(A, superseded_by=B)), "utf-8")
@@ -154,7 +154,7 @@ def test_a_receipt_to_a_pruned_fact_is_accepted(run_cli: RunCli, tmp_path: Path)
 def test_doctor_reports_loops_and_receipts_into_other_agents(
     run_cli: RunCli, cli_dir: Path
 ) -> None:
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.write(
             lambda tx: [
                 tx.write_fact(Fact(**f), None)
@@ -180,7 +180,7 @@ def test_doctor_reports_counters_that_disagree_with_the_journal(
     run_cli: RunCli, cli_dir: Path
 ) -> None:
     """What an import without counters left behind: records, but cycles = 0."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         record = CycleRecord(cycle_id=CYCLE, agent_id="x", outcome="skipped")
         store.write(lambda tx: tx.put_record(record))
     failed = doctor_failures(run_cli)
@@ -213,7 +213,7 @@ def test_keep_store_imports_the_rest_and_reports_each_conflict(
     assert (result["facts_added"], result["facts_skipped"]) == (1, 1)
     (conflict,) = result["conflicts"]
     assert conflict["id"] == E and conflict["line"] == 3 and "text" in conflict["reason"]
-    with Store.open(store_with_a_fact) as store:
+    with LmdbStore.open(store_with_a_fact) as store:
         assert store.require(E).text == "store fact of y"
         assert store.require(A).text == f"fact {A[-2:]}"
     human = run_cli("import", str(path), "--on-conflict", "keep-store")
@@ -233,7 +233,7 @@ def test_newer_state_in_the_store_is_kept_and_reported(
     (kept,) = result["kept_store_state"]
     assert kept["id"] == E and kept["line"] == 2
     assert "weight" in kept["reason"] and "access_count" in kept["reason"]
-    with Store.open(store_with_a_fact) as store:
+    with LmdbStore.open(store_with_a_fact) as store:
         assert (store.require(E).weight, store.require(E).access_count) == (1.0, 0)
 
 
@@ -249,7 +249,7 @@ def test_a_different_receipt_is_a_conflict(
 def test_a_journal_record_with_other_content_is_a_conflict(
     run_cli: RunCli, cli_dir: Path, tmp_path: Path
 ) -> None:
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.save_record(CycleRecord(cycle_id=CYCLE, agent_id="x", outcome="skipped"))
     other = cycle_to_dict(CycleRecord(cycle_id=CYCLE, agent_id="x", outcome="discarded"))
     path = tmp_path / "journal.jsonl"

@@ -10,7 +10,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graymatter_tui.import_parse import _Checker, _EntryError, _Incoming, parse_import
+from graymatter_tui.exchange.import_parse import _Checker, _EntryError, _Incoming, parse_import
 
 ULID = "01KG0000000000000000000001"
 OTHER = "01KG0000000000000000000002"

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.progress import Progress
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.progress import Progress
+from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -48,7 +49,7 @@ def test_progress_waits_for_its_delay_then_throttles() -> None:
 
 @pytest.fixture
 def export_file(tmp_path: Path) -> Path:
-    with Store.open(tmp_path / "source") as store:
+    with LmdbStore.open(tmp_path / "source") as store:
         store.put_many(NewFact("a", f"fact number {i}") for i in range(N_FACTS))
     out = tmp_path / "export.jsonl"
     done = subprocess.run(

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import provenance
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core import provenance
 from tests.conftest import clean_env
 from tests.support.backends import CliStore
 
@@ -135,7 +135,7 @@ def test_hostile_input_is_one_line_exit_1_and_changes_nothing(
     assert done.returncode == 1, done.stdout
     assert said in done.stderr and done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
-    with Store.open(cli_dir, read_only=True) as store:
+    with LmdbStore.open(cli_dir, read_only=True) as store:
         assert store.require_proposal(proposal_id).pending
 
 

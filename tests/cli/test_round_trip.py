@@ -14,7 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
 from tests.cli.rich_store import build_rich_store
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -52,7 +53,7 @@ def failures(report: dict[str, Any]) -> list[str]:
 
 def contents(path: Path) -> dict[str, Any]:
     """Facts, journal, receipts and counters, read in-process."""
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         facts = {f.id: f for f in store.all_facts()}
         records = store.records()
         summaries = {r.summary_id for r in records if r.summary_id} | set(facts)
@@ -162,11 +163,11 @@ def test_import_then_recall_finds_the_imported_facts(
 
 def test_a_second_import_of_new_facts_only_adds_them(run_cli: RunCli, tmp_path: Path) -> None:
     source = tmp_path / "grows"
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         store.put_many(NewFact("a", f"fact {i}") for i in range(5))
     first = tmp_path / "first.jsonl"
     ok(run_cli("export", "--out", str(first), env={"GRAYMATTER_DIR": str(source)}))
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         store.put_many(NewFact("a", f"later fact {i}") for i in range(3))
     second = tmp_path / "second.jsonl"
     ok(run_cli("export", "--out", str(second), env={"GRAYMATTER_DIR": str(source)}))
@@ -192,7 +193,7 @@ def lower_case_ids(path: Path) -> int:
 def test_ids_in_lower_case_import_as_the_canonical_ids(
     run_cli: RunCli, source: Path, tmp_path: Path, fmt: str
 ) -> None:
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         store.add_probe("ops", "staging database", 3)
     out = tmp_path / f"export.{fmt}"
     ok(run_cli("export", "--format", fmt, "--out", str(out), env={"GRAYMATTER_DIR": str(source)}))
@@ -208,7 +209,7 @@ def test_ids_in_lower_case_import_as_the_canonical_ids(
         return
     assert imported == original
     assert status(run_cli, target) == status(run_cli, source)
-    with Store.open(source) as there, Store.open(target) as here:
+    with LmdbStore.open(source) as there, LmdbStore.open(target) as here:
         assert here.probes() == there.probes()
     again = as_json(run_cli("import", str(out), "--json", env={"GRAYMATTER_DIR": str(target)}))
     assert (again["facts_added"], again["records_added"], again["conflicts"]) == (0, 0, [])

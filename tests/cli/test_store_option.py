@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.conftest import run_graymatter
 from tests.support.postgres import Cluster, _free_port
 
@@ -75,7 +75,7 @@ def test_a_path_or_an_lmdb_url_is_the_lmdb_store(
     where = tmp_path / "named"
     location = form.format(path=where)
     ok(run_cli("remember", "ops", "kept in the named store", "--store", location))
-    with Store.open(where) as store:
+    with LmdbStore.open(where) as store:
         assert [f.text for f in store.all_facts()] == ["kept in the named store"]
     assert texts(run_cli("list", "--json", "--store", location)) == ["kept in the named store"]
     assert as_json(run_cli("status", "--json", "--store", location))["data_dir"] == str(where)

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres.tx import PgTx
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.errors import Conflict
-from graymatter_tui.graph import extract_entities
-from graymatter_tui.pg.tx import PgTx
-from graymatter_tui.recall import rank
-from graymatter_tui.store import NewFact, Store, StoreSnapshot, TargetNotEmpty, migrate_ops
+from graymatter_tui.core.entities import extract_entities
+from graymatter_tui.core.errors import Conflict
+from graymatter_tui.recall.ranking import rank
+from graymatter_tui.storage import NewFact, StoreSnapshot, TargetNotEmpty, migrate_ops
 from tests.conformance.conftest import AnyStore
 from tests.conformance.test_tx_surface import _used_on_tx
 from tests.support.clock import ManualClock
@@ -58,7 +59,7 @@ def fill(store: AnyStore, clock: ManualClock) -> None:
 
 def filled_lmdb_snapshot(tmp_path: Path, clk: ManualClock) -> StoreSnapshot:
     """The snapshot of an LMDB store holding `fill`'s content."""
-    with Store.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
+    with LmdbStore.open(tmp_path / "lmdb-source", clock_fn=clk) as source:
         fill(source, clk)
         return source.snapshot()
 
@@ -82,7 +83,7 @@ def test_a_snapshot_of_either_backend_loads_into_the_other_and_reads_back_the_sa
     snap = any_store.snapshot()
     assert snap.rows["graph_nodes"] and snap.rows["proposals"] and snap.rows["receipts"]
     assert snap.counters["review_pending"] == 1 and snap.counters["reverts"] == 1
-    with Store.open(tmp_path / "lmdb-copy", clock_fn=clk) as copy:
+    with LmdbStore.open(tmp_path / "lmdb-copy", clock_fn=clk) as copy:
         result = copy.load_snapshot(snap, origin="test")
         assert result.facts == len(snap.facts) and result.activity_copied
         again = copy.snapshot()
@@ -142,7 +143,7 @@ def test_allowed_into_a_non_empty_store_the_counters_add_up(
 def test_an_empty_target_takes_the_source_stemming_language(
     any_store: AnyStore, clk: ManualClock, tmp_path: Path
 ) -> None:
-    with Store.open(tmp_path / "german", clock_fn=clk, stem_language="german") as source:
+    with LmdbStore.open(tmp_path / "german", clock_fn=clk, stem_language="german") as source:
         source.put(AGENT, "Die Datenbanken werden nachts neu gestartet.")
         snap = source.snapshot()
     assert any_store.info().stem_language == "english"

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.errors import ReadOnlyStore
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.core.errors import ReadOnlyStore
+from graymatter_tui.storage import MemoryStore
 from tests.conformance.conftest import AnyStore
 
 

@@ -4,7 +4,7 @@ removing probes runs on both backends in tests/store/test_probes.py.)"""
 
 from __future__ import annotations
 
-from graymatter_tui.store import ApplyRequest
+from graymatter_tui.storage import ApplyRequest
 from tests.conformance.conftest import AnyStore
 
 

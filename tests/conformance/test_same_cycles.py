@@ -13,11 +13,11 @@ import msgspec
 import pytest
 
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.errors import Conflict
-from graymatter_tui.graph import extract_entities
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.store import ApplyRequest, NewFact
-from graymatter_tui.store.ids import seed_ids
+from graymatter_tui.core.entities import extract_entities
+from graymatter_tui.core.errors import Conflict
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage import ApplyRequest, NewFact
+from graymatter_tui.storage.ids import seed_ids
 from tests.conformance.conftest import START, AnyStore
 from tests.support.clock import ManualClock
 

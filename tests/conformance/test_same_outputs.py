@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.recall import rank, recall
-from graymatter_tui.store import NewFact
-from graymatter_tui.store.ids import seed_ids
+from graymatter_tui.recall.ranking import rank, recall
+from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.ids import seed_ids
 from tests.conformance.conftest import START, AnyStore
 from tests.support.clock import ManualClock
 

@@ -10,10 +10,10 @@ from types import ModuleType
 
 import pytest
 
-from graymatter_tui.pg.bulk_ops import put_many
-from graymatter_tui.pg.tx import PgTx
-from graymatter_tui.store import fact_ops, reindex_ops
-from graymatter_tui.store.tx import Tx
+from graymatter_tui.backends.lmdb.tx import Tx
+from graymatter_tui.backends.postgres.bulk_ops import put_many
+from graymatter_tui.backends.postgres.tx import PgTx
+from graymatter_tui.storage import fact_ops, reindex_ops
 
 SHARED: tuple[ModuleType, ...] = (fact_ops, reindex_ops)
 

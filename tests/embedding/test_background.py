@@ -16,9 +16,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding.background import BackgroundEmbedder
 from graymatter_tui.embedding.ollama import OllamaEmbedder
-from graymatter_tui.store import Store
 from tests.mcp_server.client import ROOT, Agent, server_env
 from tests.support.embedding_fake import EmbeddingOverSocket, Fault
 from tests.tui.helpers import make_app, open_store, running, screen_text, wait_until
@@ -66,7 +66,7 @@ async def test_the_mcp_server_embeds_in_the_background(
     async with _mcp(data, server.url) as agent:
         for text in TEXTS:  # each write returns while the embedding server holds
             await agent.ok("memory_add", agent_id=AGENT, text=text)
-        with Store.open(data, read_only=True) as store:
+        with LmdbStore.open(data, read_only=True) as store:
             assert store.embed_state().vectors == 0
             server.hold.set()
             _wait(lambda: store.embed_state().vectors == 3, "3 vectors")
@@ -95,7 +95,7 @@ async def test_the_tui_embeds_in_the_background(
 
 
 def test_a_server_that_is_down_leaves_the_backlog_and_is_retried(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     for text in TEXTS:
         store.put(AGENT, text)
@@ -113,7 +113,9 @@ def test_a_server_that_is_down_leaves_the_backlog_and_is_retried(
     assert store.embed_backlog() == 0
 
 
-def test_a_write_never_waits_for_the_embedder(store: Store, server: EmbeddingOverSocket) -> None:
+def test_a_write_never_waits_for_the_embedder(
+    store: LmdbStore, server: EmbeddingOverSocket
+) -> None:
     server.hold = threading.Event()
     embedder = BackgroundEmbedder(
         store, OllamaEmbedder(server.url, "nomic-embed-text", 30.0), idle=0.05
@@ -140,7 +142,7 @@ async def test_an_agent_finds_a_paraphrase_through_memory_search(
     async with _mcp(data, server.url) as agent:
         for text in TEXTS:
             await agent.ok("memory_add", agent_id=AGENT, text=text)
-        with Store.open(data, read_only=True) as store:
+        with LmdbStore.open(data, read_only=True) as store:
             _wait(lambda: store.embed_state().vectors == 3, "3 vectors")
         text, structured = await agent.ok(
             "memory_search", agent_id=AGENT, query="who is our invoice supplier", explain=True

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding import query as vector_query
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.query import StoreQueryVectors
 from graymatter_tui.embedding.worker import Worker
-from graymatter_tui.store import Store
-from graymatter_tui.vector_signal import QueryVectors
+from graymatter_tui.recall.vector_signal import QueryVectors
 from tests.support.embedding_fake import EmbeddingOverSocket, Fault
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -28,7 +28,7 @@ def server() -> Iterator[EmbeddingOverSocket]:
 
 
 @pytest.fixture
-def embedded(store: Store, server: EmbeddingOverSocket) -> dict[str, str]:
+def embedded(store: LmdbStore, server: EmbeddingOverSocket) -> dict[str, str]:
     texts = {
         "polar": "Payments go through Polar",
         "friday": "We never deploy on fridays",
@@ -39,12 +39,12 @@ def embedded(store: Store, server: EmbeddingOverSocket) -> dict[str, str]:
     return ids
 
 
-def _signal(store: Store, url: str, model: str = "nomic-embed-text") -> QueryVectors:
+def _signal(store: LmdbStore, url: str, model: str = "nomic-embed-text") -> QueryVectors:
     return StoreQueryVectors(store, OllamaEmbedder(url, model, 10.0), timeout=5.0)
 
 
 def test_a_paraphrase_finds_its_fact(
-    store: Store, server: EmbeddingOverSocket, embedded: dict[str, str]
+    store: LmdbStore, server: EmbeddingOverSocket, embedded: dict[str, str]
 ) -> None:
     found = _signal(store, server.url).nearest(AGENT, "which billing vendor do we use?", 2)
     assert found is not None
@@ -55,7 +55,7 @@ def test_a_paraphrase_finds_its_fact(
 
 @pytest.mark.parametrize("fault", [Fault.status(500), Fault("nan"), Fault.hang(10)])
 def test_a_failing_server_gives_no_signal(
-    store: Store, server: EmbeddingOverSocket, embedded: dict[str, str], fault: Fault
+    store: LmdbStore, server: EmbeddingOverSocket, embedded: dict[str, str], fault: Fault
 ) -> None:
     server.script(fault)
     signal = StoreQueryVectors(
@@ -66,7 +66,7 @@ def test_a_failing_server_gives_no_signal(
 
 
 def test_no_signal_without_vectors_of_the_configured_model(
-    store: Store, server: EmbeddingOverSocket, embedded: dict[str, str]
+    store: LmdbStore, server: EmbeddingOverSocket, embedded: dict[str, str]
 ) -> None:
     before = len(server.embed_requests())
     assert _signal(store, server.url, "another-model").nearest(AGENT, "billing", 3) is None
@@ -77,12 +77,12 @@ def test_no_signal_without_vectors_of_the_configured_model(
     assert _signal(store, dead).nearest(AGENT, "billing", 3) is None
 
 
-def test_from_env_is_none_when_embeddings_are_off(store: Store) -> None:
+def test_from_env_is_none_when_embeddings_are_off(store: LmdbStore) -> None:
     assert vector_query.from_env(store) is None
 
 
 def test_from_env_builds_the_configured_signal(
-    store: Store,
+    store: LmdbStore,
     server: EmbeddingOverSocket,
     embedded: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,

@@ -9,12 +9,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.vector_cache import VectorCache
 from graymatter_tui.embedding.worker import Worker
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.vector_layout import queue_key
-from graymatter_tui.store.vector_rank import ROWS_PER_FACT
+from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.vector_layout import queue_key
+from graymatter_tui.storage.vector_rank import ROWS_PER_FACT
 from tests.support.concepts import concept_vector
 from tests.support.embedding_fake import EmbeddingOverSocket
 
@@ -39,19 +40,19 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def _row_ids(store: Store, model: str = "m") -> tuple[str, ...]:
+def _row_ids(store: LmdbStore, model: str = "m") -> tuple[str, ...]:
     blocks = store.vector_blocks_since(AGENT, model, -1)
     assert blocks is not None
     return tuple(name for block in sorted(blocks.changed) for name in blocks.changed[block][1])
 
 
-def _store(store: Store, fact_id: str, text: str, rows: np.ndarray, model: str = "m") -> None:
+def _store(store: LmdbStore, fact_id: str, text: str, rows: np.ndarray, model: str = "m") -> None:
     stored = store.store_vectors(model, [(AGENT, fact_id, text)] * len(rows), rows)
     assert stored == (1, 0)
 
 
 def test_a_two_sentence_fact_is_found_at_its_best_sentences_cosine(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     text = "Payments go through Polar. We never deploy on fridays."
     fact = store.put(AGENT, text)
@@ -70,7 +71,7 @@ def test_a_two_sentence_fact_is_found_at_its_best_sentences_cosine(
 
 
 def test_a_batch_counts_sentences_and_holds_whole_facts(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     store.put_many(NewFact(AGENT, f"Fact {i} first. Fact {i} second.") for i in range(3))
     result = Worker(store, OllamaEmbedder(server.url, MODEL, 5.0), batch=3).drain()
@@ -79,7 +80,7 @@ def test_a_batch_counts_sentences_and_holds_whole_facts(
     assert sizes == [2, 2, 2]  # two pieces fit in 3; a third fact's two would not
 
 
-def test_retiring_a_fact_frees_all_its_rows_for_reuse(store: Store) -> None:
+def test_retiring_a_fact_frees_all_its_rows_for_reuse(store: LmdbStore) -> None:
     store.start_embedding("m")
     first, second = store.put_many(NewFact(AGENT, f"fact {i}") for i in range(2))
     rng = np.random.default_rng(1)
@@ -92,7 +93,7 @@ def test_retiring_a_fact_frees_all_its_rows_for_reuse(store: Store) -> None:
     assert _row_ids(store) == (second.id,) * 3  # the freed slots, no new rows
 
 
-def test_re_embedding_a_fact_replaces_all_its_rows(store: Store) -> None:
+def test_re_embedding_a_fact_replaces_all_its_rows(store: LmdbStore) -> None:
     store.start_embedding("m")
     fact = store.put(AGENT, "one fact")
     rng = np.random.default_rng(2)
@@ -111,7 +112,7 @@ def test_re_embedding_a_fact_replaces_all_its_rows(store: Store) -> None:
     assert store.embed_state().vectors == 1
 
 
-def _multi_row_store(store: Store, facts: int, seed: int) -> list[str]:
+def _multi_row_store(store: LmdbStore, facts: int, seed: int) -> list[str]:
     store.start_embedding("m")
     rng = np.random.default_rng(seed)
     made = store.put_many(NewFact(AGENT, f"fact {i}") for i in range(facts))
@@ -120,7 +121,7 @@ def _multi_row_store(store: Store, facts: int, seed: int) -> list[str]:
     return [fact.id for fact in made]
 
 
-def test_the_cache_and_the_block_search_agree_on_multi_row_facts(store: Store) -> None:
+def test_the_cache_and_the_block_search_agree_on_multi_row_facts(store: LmdbStore) -> None:
     ids = _multi_row_store(store, 150, seed=3)
     for gone in ids[:40:3]:
         store.retire(gone)
@@ -139,7 +140,7 @@ def test_the_cache_and_the_block_search_agree_on_multi_row_facts(store: Store) -
             assert len(names) == len(set(names)) == min(limit, 150 - len(ids[:40:3]))
 
 
-def test_a_fact_with_more_rows_than_the_first_take_never_hides_the_next(store: Store) -> None:
+def test_a_fact_with_more_rows_than_the_first_take_never_hides_the_next(store: LmdbStore) -> None:
     store.start_embedding("m")
     crowded, runner_up = store.put_many(NewFact(AGENT, f"fact {i}") for i in range(2))
     query = np.zeros(DIM, dtype=np.float32)

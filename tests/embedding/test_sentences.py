@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from graymatter_tui.config import DEFAULT_MAX_BATCH
+from graymatter_tui.core.config import DEFAULT_MAX_BATCH
 from graymatter_tui.embedding.sentences import MAX_PIECES, sentences
-from graymatter_tui.store.vector_rank import ROWS_PER_FACT
+from graymatter_tui.storage.vector_rank import ROWS_PER_FACT
 
 
 def test_one_sentence_is_the_whole_text() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
-from graymatter_tui.errors import InvalidInput
 
 VARIABLES = (
     "GRAYMATTER_EMBED",

@@ -7,14 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import Fact
 from graymatter_tui.embedding import vector_cache
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.query import StoreQueryVectors
 from graymatter_tui.embedding.vector_cache import VectorCache
 from graymatter_tui.embedding.worker import Worker
-from graymatter_tui.model import Fact
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.vector_layout import BLOCK_ROWS
+from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.vector_layout import BLOCK_ROWS
 from tests.support.embedding_fake import EmbeddingOverSocket
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -31,18 +32,18 @@ def _clustered(rng: np.random.Generator, n: int, centroids: int = 8) -> np.ndarr
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def _embed(store: Store, vectors: dict[str, np.ndarray], model: str = "m") -> None:
+def _embed(store: LmdbStore, vectors: dict[str, np.ndarray], model: str = "m") -> None:
     while rows := store.embed_waiting(100):
         store.store_vectors(model, rows, np.array([vectors[r[1]] for r in rows]))
 
 
-def _populate(store: Store, agent: str, n: int, seed: int) -> dict[str, np.ndarray]:
+def _populate(store: LmdbStore, agent: str, n: int, seed: int) -> dict[str, np.ndarray]:
     facts = store.put_many(NewFact(agent, f"{agent} fact {i}") for i in range(n))
     matrix = _clustered(np.random.default_rng(seed), n)
     return {fact.id: matrix[i] for i, fact in enumerate(facts)}
 
 
-def _built(store: Store, agent: str = AGENT, model: str = "m") -> VectorCache:
+def _built(store: LmdbStore, agent: str = AGENT, model: str = "m") -> VectorCache:
     cache = VectorCache(store)
     query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
     assert cache.nearest(agent, model, query, 5) == store.nearest(agent, model, query, 5)
@@ -58,7 +59,7 @@ def _same(got: list[tuple[str, float]] | None, want: list[tuple[str, float]] | N
 
 @pytest.mark.parametrize("chunk_blocks", [vector_cache.CHUNK_BLOCKS, 1])
 def test_the_cache_answers_what_the_block_search_answers(
-    store: Store, chunk_blocks: int, monkeypatch: pytest.MonkeyPatch
+    store: LmdbStore, chunk_blocks: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(vector_cache, "CHUNK_BLOCKS", chunk_blocks)  # 1: rows span chunks
     store.start_embedding("m")
@@ -73,7 +74,7 @@ def test_the_cache_answers_what_the_block_search_answers(
             _same(cache.nearest(AGENT, "m", query, limit), store.nearest(AGENT, "m", query, limit))
 
 
-def test_a_vector_stored_after_the_build_is_found_next_query(store: Store) -> None:
+def test_a_vector_stored_after_the_build_is_found_next_query(store: LmdbStore) -> None:
     store.start_embedding("m")
     _embed(store, _populate(store, AGENT, BLOCK_ROWS + 5, seed=3))
     cache = _built(store)
@@ -85,7 +86,7 @@ def test_a_vector_stored_after_the_build_is_found_next_query(store: Store) -> No
     _same(found, store.nearest(AGENT, "m", query, 3))
 
 
-def test_a_fact_retired_after_the_build_is_never_returned(store: Store) -> None:
+def test_a_fact_retired_after_the_build_is_never_returned(store: LmdbStore) -> None:
     store.start_embedding("m")
     vectors = _populate(store, AGENT, 50, seed=5)
     _embed(store, vectors)
@@ -99,7 +100,7 @@ def test_a_fact_retired_after_the_build_is_never_returned(store: Store) -> None:
     _same(found, store.nearest(AGENT, "m", vectors[target], 50))
 
 
-def test_a_switch_of_model_drops_the_cache(store: Store) -> None:
+def test_a_switch_of_model_drops_the_cache(store: LmdbStore) -> None:
     store.start_embedding("old")
     vectors = _populate(store, AGENT, 40, seed=6)
     _embed(store, vectors, "old")
@@ -115,7 +116,7 @@ def test_a_switch_of_model_drops_the_cache(store: Store) -> None:
     _same(cache.nearest(AGENT, "new", -query, 5), store.nearest(AGENT, "new", -query, 5))
 
 
-def test_a_switch_back_to_the_same_model_name_forgets_the_old_rows(store: Store) -> None:
+def test_a_switch_back_to_the_same_model_name_forgets_the_old_rows(store: LmdbStore) -> None:
     store.start_embedding("m")
     vectors = _populate(store, AGENT, BLOCK_ROWS * 2, seed=7)
     _embed(store, vectors)
@@ -130,7 +131,7 @@ def test_a_switch_back_to_the_same_model_name_forgets_the_old_rows(store: Store)
     _same(found, store.nearest(AGENT, "m", query, 50))
 
 
-def test_two_agents_never_mix(store: Store) -> None:
+def test_two_agents_never_mix(store: LmdbStore) -> None:
     store.start_embedding("m")
     mine = _populate(store, AGENT, 60, seed=8)
     theirs = _populate(store, OTHER, 60, seed=8)  # the very same vectors
@@ -145,7 +146,7 @@ def test_two_agents_never_mix(store: Store) -> None:
         assert found_theirs is not None and {i for i, _ in found_theirs} == set(theirs)
 
 
-def test_only_changed_blocks_are_read_again(store: Store) -> None:
+def test_only_changed_blocks_are_read_again(store: LmdbStore) -> None:
     store.start_embedding("m")
     vectors = _populate(store, AGENT, BLOCK_ROWS * 3, seed=9)
     _embed(store, vectors)
@@ -158,13 +159,13 @@ def test_only_changed_blocks_are_read_again(store: Store) -> None:
     assert store.vector_blocks_since(AGENT, "other", -1) is None
 
 
-def test_only_a_long_running_signal_keeps_a_cache(store: Store) -> None:
+def test_only_a_long_running_signal_keeps_a_cache(store: LmdbStore) -> None:
     embedder = OllamaEmbedder("http://127.0.0.1:9", "m", 1.0)
     assert StoreQueryVectors(store, embedder, 1.0).cache is None  # one-shot `recall`
     assert isinstance(StoreQueryVectors(store, embedder, 1.0, cache=True).cache, VectorCache)
 
 
-def test_the_signal_of_a_long_running_process_follows_the_store(store: Store) -> None:
+def test_the_signal_of_a_long_running_process_follows_the_store(store: LmdbStore) -> None:
     """End to end over the scripted server: the cached signal answers what the one-shot one
     does, before and after a fact is retired and another embedded."""
     with EmbeddingOverSocket() as server:

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.vector_layout import BLOCK_ROWS
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.vector_layout import BLOCK_ROWS
 from tests.support.concepts import concept_dimension, concept_vector
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -25,7 +26,7 @@ def _unit(rows: list[list[float]]) -> np.ndarray:
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 
 
-def _embed_all(store: Store, model: str = "concepts", dimension: int = DIM) -> int:
+def _embed_all(store: LmdbStore, model: str = "concepts", dimension: int = DIM) -> int:
     done = 0
     while rows := store.embed_waiting(50):
         matrix = _unit([concept_vector(text or "x", dimension) for _, _, text in rows])
@@ -33,14 +34,14 @@ def _embed_all(store: Store, model: str = "concepts", dimension: int = DIM) -> i
     return done
 
 
-def test_a_store_that_never_embeds_queues_nothing(store: Store) -> None:
+def test_a_store_that_never_embeds_queues_nothing(store: LmdbStore) -> None:
     store.put(AGENT, "Payments go through Polar")
     store.put_many(NewFact(AGENT, f"note {i}") for i in range(3))
     state = store.embed_state()
     assert (state.model, state.dimension, state.backlog, state.vectors) == (None, None, 0, 0)
 
 
-def test_every_write_queues_once_a_model_is_recorded(store: Store) -> None:
+def test_every_write_queues_once_a_model_is_recorded(store: LmdbStore) -> None:
     old = store.put(AGENT, "Payments go through Polar")
     assert store.start_embedding("concepts") == 1
     store.put(AGENT, "We deploy on fridays")
@@ -55,7 +56,7 @@ def test_every_write_queues_once_a_model_is_recorded(store: Store) -> None:
     assert store.embed_state().vectors == 4  # the old text's vector went with it
 
 
-def test_nearest_finds_paraphrases_and_never_a_retired_fact(store: Store) -> None:
+def test_nearest_finds_paraphrases_and_never_a_retired_fact(store: LmdbStore) -> None:
     store.start_embedding("concepts")
     polar = store.put(AGENT, "Payments go through Polar")
     friday = store.put(AGENT, "We never deploy on fridays")
@@ -74,7 +75,7 @@ def test_nearest_finds_paraphrases_and_never_a_retired_fact(store: Store) -> Non
     ]
 
 
-def test_a_search_over_many_blocks_matches_brute_force(store: Store) -> None:
+def test_a_search_over_many_blocks_matches_brute_force(store: LmdbStore) -> None:
     store.start_embedding("random")
     facts = store.put_many(NewFact(AGENT, f"fact number {i}") for i in range(BLOCK_ROWS * 2 + 7))
     rng = np.random.default_rng(7)
@@ -98,7 +99,7 @@ def test_a_search_over_many_blocks_matches_brute_force(store: Store) -> None:
     assert found is not None and [i for i, _ in found] == expected
 
 
-def test_vectors_of_another_model_are_never_compared(store: Store) -> None:
+def test_vectors_of_another_model_are_never_compared(store: LmdbStore) -> None:
     store.start_embedding("old-model")
     store.put(AGENT, "Payments go through Polar")
     _embed_all(store, "old-model")
@@ -112,7 +113,7 @@ def test_vectors_of_another_model_are_never_compared(store: Store) -> None:
     assert store.embed_backlog() == 1
 
 
-def test_a_stale_batch_stores_nothing_for_a_changed_fact(store: Store) -> None:
+def test_a_stale_batch_stores_nothing_for_a_changed_fact(store: LmdbStore) -> None:
     store.start_embedding("concepts")
     fact = store.put(AGENT, "Payments go through Polar")
     rows = store.embed_waiting(5)
@@ -126,13 +127,13 @@ def test_a_stale_batch_stores_nothing_for_a_changed_fact(store: Store) -> None:
 def test_a_read_only_open_of_an_older_store_has_no_vectors(tmp_path: Path) -> None:
     fixture = Path(__file__).parents[1] / "fixtures" / "store-0.4.0" / "store"
     shutil.copytree(fixture, tmp_path / "store")
-    with Store.open(tmp_path / "store", read_only=True) as old:
+    with LmdbStore.open(tmp_path / "store", read_only=True) as old:
         assert old.embed_state().backlog == 0
         agent = old.agents()[0].agent_id
         assert old.nearest(agent, "concepts", np.ones(4, dtype=np.float32) / 2, 3) is None
 
 
-def test_a_batch_that_stores_nothing_records_no_dimension(store: Store) -> None:
+def test_a_batch_that_stores_nothing_records_no_dimension(store: LmdbStore) -> None:
     fact = store.put(AGENT, "Payments go through Polar")
     store.start_embedding("concepts")
     rows = store.embed_waiting(5)

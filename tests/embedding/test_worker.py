@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding.base import EmbedError
 from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.openai import OpenAIEmbedder
 from graymatter_tui.embedding.worker import Worker
-from graymatter_tui.store import Store
 from tests.support.concepts import concept_dimension, concept_vector
 from tests.support.embedding_fake import EmbeddingOverSocket, Fault
 
@@ -46,7 +46,7 @@ def _dead_url() -> str:
         return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
-def test_a_drain_embeds_every_waiting_fact(store: Store, server: EmbeddingOverSocket) -> None:
+def test_a_drain_embeds_every_waiting_fact(store: LmdbStore, server: EmbeddingOverSocket) -> None:
     facts = [store.put(AGENT, text) for text in TEXTS]
     result = Worker(store, _ollama(server.url), batch=2).drain()
     assert (result.stored, result.requeued, result.backlog) == (3, 3, 0)
@@ -73,7 +73,7 @@ def test_a_drain_embeds_every_waiting_fact(store: Store, server: EmbeddingOverSo
 )
 @pytest.mark.parametrize("wire", ["ollama", "openai"])
 def test_a_hostile_answer_stores_nothing(
-    store: Store, server: EmbeddingOverSocket, fault: Fault, wire: str
+    store: LmdbStore, server: EmbeddingOverSocket, fault: Fault, wire: str
 ) -> None:
     store.put(AGENT, "first fact about payments")
     embedder = (
@@ -97,7 +97,7 @@ def test_a_hostile_answer_stores_nothing(
     assert after == before
 
 
-def test_a_refused_connection_stores_nothing(store: Store) -> None:
+def test_a_refused_connection_stores_nothing(store: LmdbStore) -> None:
     store.put(AGENT, "a fact")
     with pytest.raises(EmbedError, match=r"cannot connect to Ollama at http://127\.0\.0\.1"):
         Worker(store, _ollama(_dead_url())).drain()
@@ -106,7 +106,7 @@ def test_a_refused_connection_stores_nothing(store: Store) -> None:
 
 
 def test_a_fact_revised_in_flight_never_gets_the_old_texts_vector(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     fact = store.put(AGENT, "Payments go through Polar")
     worker = Worker(store, _ollama(server.url))
@@ -133,7 +133,7 @@ def test_a_fact_revised_in_flight_never_gets_the_old_texts_vector(
 
 
 def test_a_model_switch_re_embeds_and_never_mixes(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     server.models["concepts-small"] = SMALL
     for text in TEXTS:
@@ -157,7 +157,7 @@ def test_a_model_switch_re_embeds_and_never_mixes(
 
 
 def test_a_new_dimension_under_the_same_name_is_a_switch(
-    store: Store, server: EmbeddingOverSocket
+    store: LmdbStore, server: EmbeddingOverSocket
 ) -> None:
     for text in TEXTS:
         store.put(AGENT, text)

@@ -9,8 +9,9 @@ from typing import Any
 
 import msgspec
 
-from graymatter_tui.model import Fact
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import Fact
+from graymatter_tui.storage import NewFact
 from tests.support.clock import ManualClock
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -29,7 +30,7 @@ class Clock(ManualClock):
 
 
 def seed_weighted(
-    store: Store,
+    store: LmdbStore,
     agent: str = AGENT,
     n: int = 30,
     *,
@@ -63,7 +64,7 @@ def prompt_rows(prompt: str) -> list[tuple[str, str]]:
     return PROMPT_ROW.findall(prompt)
 
 
-def snapshot(store: Store) -> dict[str, Any]:
+def snapshot(store: LmdbStore) -> dict[str, Any]:
     """Everything a failed cycle must leave alone: facts, counters, receipts, journal."""
     facts = {f.id: msgspec.to_builtins(f) for f in store.all_facts()}
     return {
@@ -74,12 +75,12 @@ def snapshot(store: Store) -> dict[str, Any]:
     }
 
 
-def curation_state(store: Store) -> dict[str, tuple[str, str, bool]]:
+def curation_state(store: LmdbStore) -> dict[str, tuple[str, str, bool]]:
     """Text, superseded_by and pin of every fact (what only a curation or apply changes)."""
     return {f.id: (f.text, f.superseded_by, f.pinned) for f in store.all_facts()}
 
 
-def weights(store: Store) -> dict[str, float]:
+def weights(store: LmdbStore) -> dict[str, float]:
     return {f.id: f.weight for f in store.all_facts()}
 
 

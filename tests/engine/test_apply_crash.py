@@ -13,10 +13,11 @@ import textwrap
 import time
 from pathlib import Path
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.storage import NewFact
 from tests.conftest import clean_env
 from tests.engine.helpers import NOW, NOW_TEXT, violations
 
@@ -31,8 +32,8 @@ CYCLER = textwrap.dedent(
     import sys
     from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
     from graymatter_tui.consolidation.summarisers import LocalSummariser
-    from graymatter_tui.store import Store
-    store = Store.open(sys.argv[1])
+    from graymatter_tui.backends.lmdb import LmdbStore
+    store = LmdbStore.open(sys.argv[1])
     print("ready", flush=True)
     while True:
         Cycle(store, sys.argv[2], LocalSummariser(), CycleOptions(threshold=5)).run_sync()
@@ -40,7 +41,7 @@ CYCLER = textwrap.dedent(
 )
 
 
-def prepare(store: Store) -> int:
+def prepare(store: LmdbStore) -> int:
     """Clusters of near-duplicate facts: cluster j weighs 0.02 + j/10^4 (weakest first, no
     decay at the fixed clock, nothing prunable), so each cycle's batch holds a few whole
     clusters and the local summariser merges one of them."""
@@ -61,7 +62,7 @@ def prepare(store: Store) -> int:
     return len(facts)
 
 
-def assert_whole(store: Store) -> int:
+def assert_whole(store: LmdbStore) -> int:
     """Every applied cycle landed whole; no summary or consumption tombstone without one."""
     assert violations(check_invariants(store)) == []
     facts = {f.id: f for f in store.all_facts()}
@@ -94,14 +95,14 @@ def assert_whole(store: Store) -> int:
 def test_sigkill_during_cycles_leaves_whole_cycles(tmp_path: Path) -> None:
     path = tmp_path / "store"
     rng = random.Random(SEED)
-    with Store.open(path, clock_fn=lambda: NOW) as store:
+    with LmdbStore.open(path, clock_fn=lambda: NOW) as store:
         total = prepare(store)
         first = Cycle(store, AGENT, LocalSummariser(), CycleOptions(threshold=5)).run_sync()
         assert first.outcome == "applied", first.reason  # the setup gives apply work
         assert len(first.consumed) == 5
 
     env = clean_env({"GRAYMATTER_NOW": NOW_TEXT})
-    store = Store.open(path, clock_fn=lambda: NOW)
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     try:
         applied_counts = [assert_whole(store)]
         for _ in range(KILLS):
@@ -138,7 +139,7 @@ def test_sigkill_during_cycles_leaves_whole_cycles(tmp_path: Path) -> None:
         store.close()
 
     done = subprocess.run(
-        [sys.executable, "-m", "graymatter_tui.store.verify", str(path)],
+        [sys.executable, "-m", "graymatter_tui.backends.lmdb.verify", str(path)],
         capture_output=True,
         text=True,
         env=env,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.model import CycleRecord
+from graymatter_tui.core.model import CycleRecord
 from tests.conftest import FIXED_NOW, clean_env
 from tests.engine.helpers import AGENT
 from tests.engine.test_cycle_cli import (

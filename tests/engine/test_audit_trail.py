@@ -11,9 +11,9 @@ import pytest
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.presentation import fact_state
-from graymatter_tui.store import NewFact
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage import NewFact
+from graymatter_tui.views.presentation import fact_state
 from tests.engine.helpers import AGENT, MODEL, NOW, seed_weighted
 from tests.support.backends import AnyStore
 from tests.support.ollama_fake import FakeOllama, Reply

@@ -20,7 +20,7 @@ import pytest
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.model import CycleRecord
+from graymatter_tui.core.model import CycleRecord
 from tests.engine.helpers import AGENT, MODEL, NOW, prompt_rows, seed_weighted
 from tests.support.anthropic_fake import Message
 from tests.support.backends import AnyStore, CliStore

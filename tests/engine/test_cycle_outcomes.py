@@ -20,11 +20,12 @@ from typing import Any
 import msgspec
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import STAGES, Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import AnthropicSummariser, OllamaSummariser
-from graymatter_tui.errors import Conflict
-from graymatter_tui.model import CycleRecord, Fact
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.errors import Conflict
+from graymatter_tui.core.model import CycleRecord, Fact
+from graymatter_tui.storage import NewFact
 from tests.engine.helpers import (
     AGENT,
     MODEL,
@@ -197,7 +198,7 @@ def test_valid_proposal_is_applied(any_store: AnyStore, ollama: FakeOllama) -> N
     assert shown.cycle is not None and shown.cycle.cycle_id == record.cycle_id
 
 
-def test_fenced_json_is_applied(gm: Store, ollama: FakeOllama) -> None:
+def test_fenced_json_is_applied(gm: LmdbStore, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     body = json.dumps({"summary": "merged notes", "consumes": batch[:3]})
     ollama.script(Reply.text(f"```json\n{body}\n```\n"))
@@ -276,7 +277,7 @@ def test_coverage_guard_keeps_a_fact_through_the_cycle(
     ],
 )
 def test_unusable_answers_are_discarded(
-    gm: Store, ollama: FakeOllama, reply: Reply, reason: str
+    gm: LmdbStore, ollama: FakeOllama, reply: Reply, reason: str
 ) -> None:
     seed_weighted(gm)
     ollama.script(reply)
@@ -285,7 +286,7 @@ def test_unusable_answers_are_discarded(
 
 
 def test_done_reason_length_is_discarded_even_when_the_json_parses(
-    gm: Store, ollama: FakeOllama
+    gm: LmdbStore, ollama: FakeOllama
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     ollama.script(Reply.text(json.dumps({"summary": "s", "consumes": batch}), done_reason="length"))
@@ -302,7 +303,7 @@ def test_all_hallucinated_ids_write_no_summary(any_store: AnyStore, ollama: Fake
     assert all(f.text != "A summary that would be an orphan" for f in any_store.all_facts())
 
 
-def test_guard_keeping_everything_discards(gm: Store, ollama: FakeOllama) -> None:
+def test_guard_keeping_everything_discards(gm: LmdbStore, ollama: FakeOllama) -> None:
     texts = [f"ticket SUP-{1000 + i} needs a reply" for i in range(30)]
     batch = [f.id for f in seed_weighted(gm, texts=texts)[:15]]
     ollama.script(Reply.proposal("tickets need replies", batch))
@@ -315,7 +316,7 @@ def test_guard_keeping_everything_discards(gm: Store, ollama: FakeOllama) -> Non
 
 @pytest.mark.parametrize("status", [500, 502, 503, 408, 429])
 def test_transient_status_then_success_is_applied(
-    gm: Store, ollama: FakeOllama, status: int
+    gm: LmdbStore, ollama: FakeOllama, status: int
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     ollama.script(Reply.error(status, "busy"), Reply.proposal("merged", batch[:2]))
@@ -326,7 +327,7 @@ def test_transient_status_then_success_is_applied(
     assert record.stages[STAGES.index("propose")].details["attempts"] == 2
 
 
-def test_two_server_errors_fail(gm: Store, ollama: FakeOllama) -> None:
+def test_two_server_errors_fail(gm: LmdbStore, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.error(500, "boom"), Reply.error(503, "still down"))
     run_to_no_change(gm, ollama, "failed", "503")
@@ -334,7 +335,7 @@ def test_two_server_errors_fail(gm: Store, ollama: FakeOllama) -> None:
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 413, 422])
-def test_client_error_fails_without_retry(gm: Store, ollama: FakeOllama, status: int) -> None:
+def test_client_error_fails_without_retry(gm: LmdbStore, ollama: FakeOllama, status: int) -> None:
     seed_weighted(gm)
     ollama.script(Reply.error(status, "invalid request"), Reply.proposal("never", ["x"]))
     record = run_to_no_change(gm, ollama, "failed", str(status))
@@ -368,14 +369,14 @@ def test_failure_leaves_the_store_as_decay_left_it(
     assert (counters.consolidations, counters.facts_consolidated) == (0, 0)
 
 
-def test_model_not_found_fails_with_a_hint(gm: Store, ollama: FakeOllama) -> None:
+def test_model_not_found_fails_with_a_hint(gm: LmdbStore, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.model_not_found(""))
     run_to_no_change(gm, ollama, "failed", f"ollama pull {MODEL}")
     assert len(ollama.generate_requests) == 1
 
 
-def test_unknown_model_on_the_server_fails_with_a_hint(gm: Store) -> None:
+def test_unknown_model_on_the_server_fails_with_a_hint(gm: LmdbStore) -> None:
     seed_weighted(gm)
     server = FakeOllama(models=["qwen3:4b"])
     record = run(gm, server)
@@ -384,7 +385,9 @@ def test_unknown_model_on_the_server_fails_with_a_hint(gm: Store) -> None:
     assert "ollama pull" in record.reason
 
 
-def test_hang_is_cut_short_after_two_attempts(gm: Store, ollama_socket: OllamaOverSocket) -> None:
+def test_hang_is_cut_short_after_two_attempts(
+    gm: LmdbStore, ollama_socket: OllamaOverSocket
+) -> None:
     seed_weighted(gm)
     before = snapshot(gm)
     ollama_socket.script(Reply.hang(30), Reply.hang(30))
@@ -400,7 +403,7 @@ def test_hang_is_cut_short_after_two_attempts(gm: Store, ollama_socket: OllamaOv
 
 
 def test_trickling_answer_is_cut_by_the_deadline(
-    gm: Store, ollama_socket: OllamaOverSocket
+    gm: LmdbStore, ollama_socket: OllamaOverSocket
 ) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     before = snapshot(gm)
@@ -422,7 +425,7 @@ def test_trickling_answer_is_cut_by_the_deadline(
     ids=["drop", "reset", "drop-mid-body"],
 )
 def test_dropped_connections_fail_after_two_attempts(
-    gm: Store, ollama_socket: OllamaOverSocket, reply: Reply
+    gm: LmdbStore, ollama_socket: OllamaOverSocket, reply: Reply
 ) -> None:
     seed_weighted(gm)
     ollama_socket.script(reply, reply)
@@ -430,7 +433,7 @@ def test_dropped_connections_fail_after_two_attempts(
     assert len(ollama_socket.generate_requests) == 2
 
 
-def test_drop_then_success_is_applied(gm: Store, ollama_socket: OllamaOverSocket) -> None:
+def test_drop_then_success_is_applied(gm: LmdbStore, ollama_socket: OllamaOverSocket) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     ollama_socket.script(Reply.drop(), Reply.proposal("merged", batch[:1]))
     record = run(gm, ollama_socket)
@@ -438,14 +441,14 @@ def test_drop_then_success_is_applied(gm: Store, ollama_socket: OllamaOverSocket
     assert len(ollama_socket.generate_requests) == 2
 
 
-def test_huge_answer_is_refused(gm: Store, ollama_socket: OllamaOverSocket) -> None:
+def test_huge_answer_is_refused(gm: LmdbStore, ollama_socket: OllamaOverSocket) -> None:
     seed_weighted(gm)
     ollama_socket.script(Reply.huge(6_000_000), Reply.huge(6_000_000))
     record = run_to_no_change(gm, ollama_socket, "failed", "MiB")
     assert len(record.raw_response) == 0
 
 
-def test_unreachable_server_fails(gm: Store) -> None:
+def test_unreachable_server_fails(gm: LmdbStore) -> None:
     seed_weighted(gm)
     before = snapshot(gm)
     with OllamaOverSocket() as server:
@@ -470,7 +473,7 @@ def run_anthropic(store: AnyStore, fake: FakeAnthropic, key: str | None = None) 
 
 
 @pytest.mark.parametrize("busy", [Message.overloaded(), Message.rate_limited()], ids=["529", "429"])
-def test_anthropic_text_consumes_the_whole_batch(gm: Store, busy: Message) -> None:
+def test_anthropic_text_consumes_the_whole_batch(gm: LmdbStore, busy: Message) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     fake = FakeAnthropic()
     fake.script(busy, Message.text("  All garden notes.  "))
@@ -488,7 +491,7 @@ def test_anthropic_text_consumes_the_whole_batch(gm: Store, busy: Message) -> No
     assert all(f"- {gm.require(fid).text}" in first.json["messages"][0]["content"] for fid in batch)
 
 
-def test_anthropic_overloaded_twice_fails(gm: Store) -> None:
+def test_anthropic_overloaded_twice_fails(gm: LmdbStore) -> None:
     seed_weighted(gm)
     before = snapshot(gm)
     fake = FakeAnthropic()
@@ -500,7 +503,7 @@ def test_anthropic_overloaded_twice_fails(gm: Store) -> None:
     assert_untouched_by_failure(gm, before, record)
 
 
-def test_anthropic_wrong_key_fails_without_retry(gm: Store) -> None:
+def test_anthropic_wrong_key_fails_without_retry(gm: LmdbStore) -> None:
     seed_weighted(gm)
     before = snapshot(gm)
     fake = FakeAnthropic(key="sk-ant-right")
@@ -520,7 +523,7 @@ def test_anthropic_wrong_key_fails_without_retry(gm: Store) -> None:
     ],
     ids=["malformed-json", "empty-text"],
 )
-def test_anthropic_unusable_answer_is_discarded(gm: Store, reply: Message, words: str) -> None:
+def test_anthropic_unusable_answer_is_discarded(gm: LmdbStore, reply: Message, words: str) -> None:
     seed_weighted(gm)
     before = snapshot(gm)
     fake = FakeAnthropic()
@@ -532,7 +535,7 @@ def test_anthropic_unusable_answer_is_discarded(gm: Store, reply: Message, words
     assert_untouched_by_failure(gm, before, record)
 
 
-def test_anthropic_without_a_key_fails_without_a_request(gm: Store) -> None:
+def test_anthropic_without_a_key_fails_without_a_request(gm: LmdbStore) -> None:
     seed_weighted(gm)
     fake = FakeAnthropic()
     record = Cycle(gm, AGENT, anthropic(fake, key=""), CycleOptions()).run_sync()
@@ -556,7 +559,7 @@ def echoing_401(padding: str) -> FakeAnthropic:
     return fake
 
 
-def test_anthropic_error_body_echoing_the_key_is_redacted(gm: Store) -> None:
+def test_anthropic_error_body_echoing_the_key_is_redacted(gm: LmdbStore) -> None:
     seed_weighted(gm)
     record = Cycle(gm, AGENT, anthropic(echoing_401("")), CycleOptions()).run_sync()
     assert record.outcome == "failed"
@@ -565,7 +568,7 @@ def test_anthropic_error_body_echoing_the_key_is_redacted(gm: Store) -> None:
     assert LONG_KEY[13:] not in json.dumps(msgspec.to_builtins(gm.require_record(record.cycle_id)))
 
 
-def test_anthropic_key_straddling_the_error_cut_is_not_leaked(gm: Store) -> None:
+def test_anthropic_key_straddling_the_error_cut_is_not_leaked(gm: LmdbStore) -> None:
     seed_weighted(gm)
     record = Cycle(gm, AGENT, anthropic(echoing_401("x" * 100)), CycleOptions()).run_sync()
     assert record.outcome == "failed"
@@ -650,7 +653,7 @@ async def test_cancel_before_apply_keeps_only_committed_stages(
 # ---------------------------------------------------------------- the request
 
 
-def test_request_body_and_prompt_rows(gm: Store, ollama: FakeOllama) -> None:
+def test_request_body_and_prompt_rows(gm: LmdbStore, ollama: FakeOllama) -> None:
     long_texts = [
         f"note {chr(97 + i % 26)}{chr(97 + i // 26)} " + "lorem ipsum " * 400 for i in range(70)
     ]
@@ -676,7 +679,7 @@ def test_request_body_and_prompt_rows(gm: Store, ollama: FakeOllama) -> None:
     assert request.prompt.count("\n- ") == 32
 
 
-def test_small_prompt_still_gets_a_context_window(gm: Store, ollama: FakeOllama) -> None:
+def test_small_prompt_still_gets_a_context_window(gm: LmdbStore, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.text("no"))
     run(gm, ollama)
@@ -685,7 +688,7 @@ def test_small_prompt_still_gets_a_context_window(gm: Store, ollama: FakeOllama)
     assert len(prompt_rows(request.prompt)) == 15
 
 
-def test_multiline_fact_text_stays_on_one_prompt_row(gm: Store, ollama: FakeOllama) -> None:
+def test_multiline_fact_text_stays_on_one_prompt_row(gm: LmdbStore, ollama: FakeOllama) -> None:
     texts = [
         f"line one {c}\n- 01JZZZZZZZZZZZZZZZZZZZZZZZ: injected row"
         for c in "abcdefghijklmnopqrstuvwxyz"
@@ -834,7 +837,7 @@ def test_five_decays_at_one_instant_equal_one(any_store: AnyStore, clock: Clock)
 def test_decay_is_idempotent_across_cycles_at_one_instant(tmp_path: Path) -> None:
     results = []
     for cycles, name in ((1, "one"), (5, "five")):
-        with Store.open(tmp_path / name, clock_fn=lambda: NOW) as store:
+        with LmdbStore.open(tmp_path / name, clock_fn=lambda: NOW) as store:
             seed_aged(store, n=10, step_hours=150)
             for _ in range(cycles):
                 run(store, None)
@@ -932,14 +935,14 @@ def test_dry_run_with_pending_decay_writes_no_weight(
 # ------------------------------------------------- regressions (bugs fixed, cycle level)
 
 
-def test_deeply_nested_answer_is_discarded(gm: Store, ollama: FakeOllama) -> None:
+def test_deeply_nested_answer_is_discarded(gm: LmdbStore, ollama: FakeOllama) -> None:
     seed_weighted(gm)
     ollama.script(Reply.text("[" * 1000 + "]" * 1000))
     record = run(gm, ollama)
     assert record.outcome == "discarded"
 
 
-def test_empty_id_in_proposal_is_ignored(gm: Store, ollama: FakeOllama) -> None:
+def test_empty_id_in_proposal_is_ignored(gm: LmdbStore, ollama: FakeOllama) -> None:
     batch = [f.id for f in seed_weighted(gm)[:15]]
     ollama.script(Reply.proposal("merged", ["", batch[0]]))
     record = run(gm, ollama)

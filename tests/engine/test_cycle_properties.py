@@ -23,12 +23,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.errors import Conflict
-from graymatter_tui.model import Fact
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.errors import Conflict
+from graymatter_tui.core.model import Fact
+from graymatter_tui.storage import NewFact
 from tests.engine.helpers import AGENT, MODEL, NOW, Clock, prompt_rows, snapshot
 from tests.support.ollama_fake import FakeOllama, RecordedRequest, Reply
 
@@ -110,7 +111,7 @@ def responder(recipe: Recipe, pools: dict[str, list[str]]) -> Any:
     return answer
 
 
-def assert_invariants(store: Store) -> None:
+def assert_invariants(store: LmdbStore) -> None:
     problems = [f"{check.name}: {v}" for check in check_invariants(store) for v in check.violations]
     assert problems == []
 
@@ -118,7 +119,7 @@ def assert_invariants(store: Store) -> None:
 # ---------------------------------------------------------------- curation between cycles
 
 
-def curate(store: Store, data: st.DataObject) -> None:
+def curate(store: LmdbStore, data: st.DataObject) -> None:
     for action in data.draw(
         st.lists(st.sampled_from(["put", "pin", "unpin", "revise", "retire"]), max_size=4)
     ):
@@ -137,7 +138,7 @@ def curate(store: Store, data: st.DataObject) -> None:
             store.retire(target.id)
 
 
-def seed(store: Store, data: st.DataObject) -> None:
+def seed(store: LmdbStore, data: st.DataObject) -> None:
     n = data.draw(st.integers(8, 40), label="facts")
     items = []
     for i in range(n):
@@ -169,7 +170,7 @@ def seed(store: Store, data: st.DataObject) -> None:
 def test_invariants_hold_over_many_cycles(server: FakeOllama, data: st.DataObject) -> None:
     directory = Path(tempfile.mkdtemp(prefix="gm-prop-"))
     clock = Clock()
-    store = Store.open(directory / "s", clock_fn=clock)
+    store = LmdbStore.open(directory / "s", clock_fn=clock)
     try:
         seed(store, data)
         for _ in range(data.draw(st.integers(1, 6), label="cycles")):
@@ -186,7 +187,7 @@ def decayed(fact: Fact, clock: Clock) -> float:
     return min(fact.weight, math.exp(-math.log(2) * hours / 720.0))
 
 
-def one_cycle(store: Store, server: FakeOllama, clock: Clock, data: st.DataObject) -> None:
+def one_cycle(store: LmdbStore, server: FakeOllama, clock: Clock, data: st.DataObject) -> None:
     before: dict[str, Fact] = {f.id: f for f in store.all_facts()}
     pools = {
         "pinned": [f.id for f in before.values() if f.pinned],

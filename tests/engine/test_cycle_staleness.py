@@ -14,8 +14,8 @@ import pytest
 
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.model import CycleRecord, fact_to_dict
-from graymatter_tui.store import ApplyRequest
+from graymatter_tui.core.model import CycleRecord, fact_to_dict
+from graymatter_tui.storage import ApplyRequest
 from tests.conftest import clean_env
 from tests.engine.helpers import AGENT, MODEL, NOW_TEXT, seed_weighted, snapshot
 from tests.support.backends import AnyStore, location_of

@@ -8,11 +8,12 @@ from typing import Any
 import msgspec
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import SEP, GraphTable, Tx
 from graymatter_tui.consolidation.cycle import STAGES, Cycle, CycleOptions
-from graymatter_tui.graph import Entity, extract_entities
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.graph_ops import Edge, Node
-from graymatter_tui.store.tx import SEP, GraphTable, Tx
+from graymatter_tui.core.entities import Entity, extract_entities
+from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.graph_ops import Edge, Node
 from tests.engine.helpers import AGENT, Clock
 from tests.support.backends import AnyStore, read_raw
 
@@ -118,7 +119,7 @@ def test_a_url_does_not_also_yield_a_name_or_identifier() -> None:
 # ---------------------------------------------------------------- the watermark
 
 
-def seed(store: Store) -> list[str]:
+def seed(store: LmdbStore) -> list[str]:
     return [f.id for f in store.put_many(NewFact(agent_id=AGENT, text=t) for t in TEXTS)]
 
 

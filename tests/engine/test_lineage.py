@@ -6,10 +6,10 @@ LMDB's raw transaction, so those run on LMDB only."""
 
 from __future__ import annotations
 
-from graymatter_tui.model import RETIRED, Fact
-from graymatter_tui.recall import lineages
-from graymatter_tui.receipts import MAX_LINEAGE_DEPTH, lineage_fields, lineage_summary
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import RETIRED, Fact
+from graymatter_tui.core.receipts import MAX_LINEAGE_DEPTH, lineage_fields, lineage_summary
+from graymatter_tui.recall.ranking import lineages
 from tests.engine.helpers import AGENT
 from tests.engine.test_revert import applied, seed_weighted
 from tests.support.backends import AnyStore
@@ -57,7 +57,7 @@ def test_revisions_of_a_summary_lead_back_to_what_it_consumed(
     assert plain.ancestors == [] and lineage_summary(lineage_fields(plain)) == "replaced nothing"
 
 
-def test_a_retired_fact_is_no_ones_predecessor(gm: Store) -> None:
+def test_a_retired_fact_is_no_ones_predecessor(gm: LmdbStore) -> None:
     kept = gm.put(AGENT, "the kept fact")
     # A corrupt receipt naming a retired fact still gives no lineage through "agent".
     gm.write(
@@ -69,7 +69,7 @@ def test_a_retired_fact_is_no_ones_predecessor(gm: Store) -> None:
     assert lineages(gm, AGENT, [kept.id])[kept.id].ancestors == []
 
 
-def test_a_loop_of_superseded_by_ids_ends_the_walk(gm: Store) -> None:
+def test_a_loop_of_superseded_by_ids_ends_the_walk(gm: LmdbStore) -> None:
     a, b, c = IDS[:3]
     gm.write(
         lambda tx: [
@@ -84,7 +84,7 @@ def test_a_loop_of_superseded_by_ids_ends_the_walk(gm: Store) -> None:
     assert "stopped at a cycle of ids" in lineage_summary(lineage_fields(found))
 
 
-def test_receipts_that_close_a_cycle_through_a_live_fact_end_the_walk(gm: Store) -> None:
+def test_receipts_that_close_a_cycle_through_a_live_fact_end_the_walk(gm: LmdbStore) -> None:
     live = gm.put(AGENT, "the summary everyone points at")
     tomb = IDS[3]
     gm.write(
@@ -111,7 +111,7 @@ def test_a_long_revision_chain_is_capped_and_says_so(any_store: AnyStore) -> Non
     assert "capped at" in lineage_summary(lineage_fields(found))
 
 
-def test_a_pruned_predecessor_is_named_without_its_text(gm: Store) -> None:
+def test_a_pruned_predecessor_is_named_without_its_text(gm: LmdbStore) -> None:
     live = gm.put(AGENT, "summary of pruned facts")
     gm.write(lambda tx: tx.put_receipts(live.id, [IDS[4]]))  # IDS[4] is not in the store
     fields = lineage_fields(lineages(gm, AGENT, [live.id])[live.id])

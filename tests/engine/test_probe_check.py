@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui import recall
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.model import SUMMARY_MARK, CycleRecord, Fact
-from graymatter_tui.probe_check import check_probes
-from graymatter_tui.store import ApplyRequest, NewFact, Store
-from graymatter_tui.store.ids import seed_ids
+from graymatter_tui.core.model import SUMMARY_MARK, CycleRecord, Fact
+from graymatter_tui.recall import ranking as recall
+from graymatter_tui.recall.probes import check_probes
+from graymatter_tui.storage import ApplyRequest, NewFact
+from graymatter_tui.storage.ids import seed_ids
 from tests.engine.helpers import AGENT, MODEL, NOW, Clock
 from tests.support.ollama_fake import FakeOllama, Reply
 
@@ -25,7 +26,7 @@ CYCLE_ID = "01KJ0000000000000000000009"
 WORDS = ["cobalt", "lantern", "meadow", "quartz", "saffron", "tundra", "walnut", "zephyr"]
 
 
-def _dump(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
+def _dump(store: LmdbStore) -> dict[str, list[tuple[bytes, bytes]]]:
     def run(tx: Any) -> dict[str, list[tuple[bytes, bytes]]]:
         return {
             name: [(bytes(k), bytes(v)) for k, v in tx.txn.cursor(db=db).iternext()]
@@ -36,7 +37,7 @@ def _dump(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
     return store.read(run)
 
 
-def _seed(store: Store, rng: random.Random, n: int = 24) -> list[Fact]:
+def _seed(store: LmdbStore, rng: random.Random, n: int = 24) -> list[Fact]:
     texts = [
         " ".join(rng.sample(WORDS, rng.randint(1, 3))) + f" note {i} about the staging host"
         for i in range(n)
@@ -59,7 +60,7 @@ def test_the_trial_ranking_is_the_ranking_a_real_apply_leaves(tmp_path: Path, se
     rng = random.Random(seed)
     seed_ids(seed)
     clock = Clock(NOW)
-    with Store.open(tmp_path / "a", clock_fn=clock) as store:
+    with LmdbStore.open(tmp_path / "a", clock_fn=clock) as store:
         facts = _seed(store, rng)
         for word in WORDS[:5]:
             store.add_probe(AGENT, word, rng.randint(2, 6))
@@ -78,7 +79,7 @@ def test_the_trial_ranking_is_the_ranking_a_real_apply_leaves(tmp_path: Path, se
         before = [[h.fact.id for h in recall.rank(store, AGENT, p.query, k=p.k)] for p in probes]
     seed_ids(None)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    with Store.open(tmp_path / "b", clock_fn=clock) as copy:
+    with LmdbStore.open(tmp_path / "b", clock_fn=clock) as copy:
         record = CycleRecord(cycle_id=CYCLE_ID, agent_id=AGENT)
         applied = copy.apply_consolidation(request, record)
         assert applied.applied and applied.summary is not None
@@ -94,11 +95,11 @@ def test_the_trial_ranking_is_the_ranking_a_real_apply_leaves(tmp_path: Path, se
     assert [r.after for r in check.results] == after
 
 
-def _store_with(gm: Store, texts: list[str]) -> list[Fact]:
+def _store_with(gm: LmdbStore, texts: list[str]) -> list[Fact]:
     return gm.put_many(NewFact(AGENT, t) for t in texts)
 
 
-def test_lost_replaced_and_displaced(gm: Store) -> None:
+def test_lost_replaced_and_displaced(gm: LmdbStore) -> None:
     facts = _store_with(
         gm,
         [
@@ -130,7 +131,7 @@ def test_lost_replaced_and_displaced(gm: Store) -> None:
     assert all(f.is_live for f in gm.find_many(f.id for f in facts) if f is not None)
 
 
-def test_no_probes_no_trial_and_a_stale_proposal_is_not_checked(gm: Store) -> None:
+def test_no_probes_no_trial_and_a_stale_proposal_is_not_checked(gm: LmdbStore) -> None:
     facts = _store_with(gm, ["the cobalt key opens the shed", "the quartz lamp glows"])
     request = _request(facts, facts[:1], "a key")
     assert check_probes(gm, request).results == []
@@ -141,10 +142,10 @@ def test_no_probes_no_trial_and_a_stale_proposal_is_not_checked(gm: Store) -> No
 
 
 def test_a_read_only_store_says_probes_were_not_checked(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         facts = _store_with(store, ["the cobalt key opens the shed"])
         store.add_probe(AGENT, "cobalt")
-    with Store.open(tmp_path / "s", read_only=True) as reader:
+    with LmdbStore.open(tmp_path / "s", read_only=True) as reader:
         check = check_probes(reader, _request(facts, facts, "a key"))
     assert check.results == [] and "read-only" in check.note
 
@@ -154,7 +155,7 @@ def _summariser(server: FakeOllama) -> OllamaSummariser:
 
 
 async def test_a_cycle_checks_its_probes_at_review_and_journals_them(
-    gm: Store, ollama: FakeOllama
+    gm: LmdbStore, ollama: FakeOllama
 ) -> None:
     facts = gm.put_many(
         NewFact(AGENT, f"{word} note about the staging host", weight=0.2 + i / 100)

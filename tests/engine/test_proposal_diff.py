@@ -11,7 +11,7 @@ import pytest
 from graymatter_tui.consolidation.cycle import stage_state
 from graymatter_tui.consolidation.diff import PROPOSED, build_proposal_diff
 from graymatter_tui.consolidation.review import InvalidProposal
-from graymatter_tui.model import BatchItem, CycleRecord, StageResult
+from graymatter_tui.core.model import BatchItem, CycleRecord, StageResult
 
 BATCH = [
     BatchItem(id="01A0000000000000000000000A", text="fact one", weight=0.2),

@@ -7,18 +7,19 @@ from typing import Any
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers import OllamaSummariser
-from graymatter_tui.errors import Conflict, NotFound
-from graymatter_tui.model import RETIRED, CycleRecord
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.errors import Conflict, NotFound
+from graymatter_tui.core.model import RETIRED, CycleRecord
+from graymatter_tui.storage import NewFact
 from tests.engine.helpers import AGENT, MODEL, NOW, seed_weighted, snapshot, violations
 from tests.support.backends import AnyStore
 from tests.support.ollama_fake import FakeOllama, Reply
 
 
-def cycle(store: Store, server: FakeOllama | None, **options: Any) -> CycleRecord:
+def cycle(store: LmdbStore, server: FakeOllama | None, **options: Any) -> CycleRecord:
     opts = {"guard": "off", **options}
     summariser = (
         OllamaSummariser(server.url, MODEL, 2.0, transport=server.transport) if server else None
@@ -26,14 +27,16 @@ def cycle(store: Store, server: FakeOllama | None, **options: Any) -> CycleRecor
     return Cycle(store, AGENT, summariser, CycleOptions(**opts)).run_sync()
 
 
-def applied(store: Store, server: FakeOllama, consume: list[str], **options: Any) -> CycleRecord:
+def applied(
+    store: LmdbStore, server: FakeOllama, consume: list[str], **options: Any
+) -> CycleRecord:
     server.script(Reply.proposal("merged garden notes", consume))
     record = cycle(store, server, **options)
     assert record.outcome == "applied", record.reason
     return record
 
 
-def assert_refused(store: Store, cycle_id: str, error: type[Exception], words: str) -> None:
+def assert_refused(store: LmdbStore, cycle_id: str, error: type[Exception], words: str) -> None:
     before = snapshot(store)
     generation = store.generation()
     # Asked beforehand (as the TUI does before its confirmation), the store gives the
@@ -156,7 +159,7 @@ def test_revised_summary_is_refused(any_store: AnyStore, ollama: FakeOllama) -> 
     assert_refused(any_store, record.cycle_id, Conflict, f"consumed by {revision.id}")
 
 
-def summary_of_summary(store: Store, server: FakeOllama) -> tuple[CycleRecord, CycleRecord]:
+def summary_of_summary(store: LmdbStore, server: FakeOllama) -> tuple[CycleRecord, CycleRecord]:
     """Two applied cycles, the second consuming the first one's summary.
 
     A(0.1) B(0.2) are the first batch; C and D are then pinned, so the second cycle's only

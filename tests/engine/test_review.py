@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.review import (
     InvalidProposal,
     Review,
@@ -24,11 +25,8 @@ from graymatter_tui.consolidation.review import (
     plan,
     strip_code_fence,
 )
-from graymatter_tui.consolidation.review import (
-    review as review_answer,
-)
-from graymatter_tui.model import BatchItem, Fact, Proposal
-from graymatter_tui.store import Store
+from graymatter_tui.consolidation.review import review as review_answer
+from graymatter_tui.core.model import BatchItem, Fact, Proposal
 from tests.engine.helpers import AGENT, NOW
 
 UNKNOWN_ID = "01JZZZZZZZZZZZZZZZZZZZZZZZ"
@@ -39,7 +37,7 @@ KIB64 = 64 * 1024
 class World:
     """A real store holding the facts a proposal may name."""
 
-    store: Store
+    store: LmdbStore
     batch: list[BatchItem]
     outside: Fact  # live fact of the agent, not in the batch
     pinned: Fact
@@ -67,7 +65,7 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     path: Path = tmp_path_factory.mktemp("review") / "s"
-    store = Store.open(path, clock_fn=lambda: NOW)
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     try:
         facts = [store.put(AGENT, f"batch fact number {word}") for word in ("one", "two", "six")]
         facts.append(store.put(AGENT, "ticket SUP-1234 was escalated to Maria Lopez"))

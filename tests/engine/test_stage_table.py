@@ -3,16 +3,16 @@ stage cannot be added to STAGES and forgotten by the stepper."""
 
 from __future__ import annotations
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import STAGES, Cycle
-from graymatter_tui.store import Store
 
 
-def test_every_stage_but_propose_is_in_the_table(store: Store) -> None:
+def test_every_stage_but_propose_is_in_the_table(store: LmdbStore) -> None:
     cycle = Cycle(store, "agent", None)
     assert set(cycle._store_stages()) == set(STAGES) - {"propose"}
 
 
-def test_advance_runs_the_stages_in_order_without_a_summariser(store: Store) -> None:
+def test_advance_runs_the_stages_in_order_without_a_summariser(store: LmdbStore) -> None:
     store.put("agent", "a fact")
     cycle = Cycle(store, "agent", None)
     ran = []

@@ -1,4 +1,4 @@
-"""Summariser names are one closed set (graymatter_tui.summariser_names): settings refuse
+"""Summariser names are one closed set (graymatter_tui.core.summariser_names): settings refuse
 any other name with an error that lists the valid ones, and the command line's help and
 checks, the factory and the TUI's chooser all offer exactly that set."""
 
@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.cycle import CycleOptions
 from graymatter_tui.consolidation.summarisers.factory import from_settings
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.summariser_names import SUMMARISERS, SummariserName
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.summariser_names import SUMMARISERS, SummariserName
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 REFUSAL = f"unknown summariser 'bogus'; choose one of {', '.join(SUMMARISERS)}"
@@ -68,7 +68,7 @@ def test_settings_and_the_cycle_share_their_defaults() -> None:
 
 
 def test_the_tui_chooser_offers_exactly_the_set() -> None:
-    from graymatter_tui.screens.consolidate import SUMMARISER_CHOICES
+    from graymatter_tui.tui.screens.consolidate import SUMMARISER_CHOICES
 
     assert tuple(value for value, _ in SUMMARISER_CHOICES) == SUMMARISERS
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers.anthropic import AnthropicSummariser
 from graymatter_tui.consolidation.summarisers.factory import from_settings
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
-from graymatter_tui.errors import InvalidInput
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import InvalidInput
 
 
 def test_each_network_summariser_reads_its_own_timeout(monkeypatch: pytest.MonkeyPatch) -> None:

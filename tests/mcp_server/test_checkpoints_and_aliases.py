@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -49,14 +49,14 @@ async def test_state_sent_as_an_object_is_kept_as_its_json_text(served: Served) 
         _, resumed = await agent.ok("checkpoint_resume", agent_id=a)
         assert resumed["id"] == saved["checkpoint_id"]
         assert resumed["state"] == state and resumed["message_count"] == 1
-        with Store.open(served.store, read_only=True) as store:
+        with LmdbStore.open(served.store, read_only=True) as store:
             kept = store.latest_checkpoint(a)
         assert kept is not None and kept.state is not None
         assert json.loads(kept.state) == state and "überprüfen" in kept.state  # JSON text
         _, as_text = await agent.ok("checkpoint_save", agent_id=a, state=json.dumps({"x": 1}))
         _, resumed = await agent.ok("checkpoint_resume", agent_id=a)
         assert resumed["id"] == as_text["checkpoint_id"] and resumed["state"] == {"x": 1}
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         latest = store.latest_checkpoint(a)
     assert latest is not None and latest.state == '{"x": 1}'  # a string is kept as given
 
@@ -88,13 +88,13 @@ async def test_bad_checkpoint_calls(served: Served) -> None:
             assert expected in await agent.error("checkpoint_save", **arguments)
         error = await agent.error("checkpoint_resume", agent_id=a, on_missing="ignore")
         assert 'unknown on_missing "ignore"; expected one of: error, empty' in error
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         assert store.latest_checkpoint(a) is None
 
 
 async def test_an_alias_widens_later_searches_for_that_agent_only(served: Served) -> None:
     a, b = served.agent, served.agent + "-b"
-    with Store.open(served.store) as store:
+    with LmdbStore.open(served.store) as store:
         store.put(a, "The Kubernetes cluster runs in eu-west-1")
         store.put(b, "The Kubernetes cluster runs in us-east-2")
     async with served.connect() as agent:
@@ -125,7 +125,7 @@ async def test_an_alias_widens_later_searches_for_that_agent_only(served: Served
 
 async def test_an_alias_is_used_for_other_forms_of_its_words(served: Served) -> None:
     a = served.agent
-    with Store.open(served.store) as store:
+    with LmdbStore.open(served.store) as store:
         store.put(a, "Polar handles billing since March")
     async with served.connect() as agent:
         await agent.ok("memory_alias", agent_id=a, term="payment", equivalents=["Polar"])

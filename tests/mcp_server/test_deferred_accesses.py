@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graymatter_tui.deferred_accesses import DeferredAccesses
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
 from tests.mcp_server.client import connected
 
 
 def test_a_burst_of_accesses_is_written_in_few_transactions(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         facts = [store.put("a", f"fact {n}") for n in range(20)]
         before = store.generation()
         recorder = DeferredAccesses(store, gather_seconds=0.5)
@@ -26,7 +26,7 @@ def test_a_burst_of_accesses_is_written_in_few_transactions(tmp_path: Path) -> N
 
 
 def test_accesses_recorded_after_close_are_written_at_once(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         fact = store.put("a", "late")
         recorder = DeferredAccesses(store)
         recorder.close()
@@ -40,6 +40,6 @@ async def test_searches_over_stdio_are_all_counted_when_the_server_stops(tmp_pat
         await agent.ok("memory_add", agent_id="a", text="The deploy key rotates on Fridays")
         for _ in range(5):
             await agent.ok("memory_search", agent_id="a", query="deploy key")
-    with Store.open(tmp_path / "store", read_only=True) as store:
+    with LmdbStore.open(tmp_path / "store", read_only=True) as store:
         (fact,) = store.list_facts("a")
     assert fact.access_count == 5

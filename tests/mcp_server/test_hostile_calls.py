@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -57,7 +57,7 @@ async def test_each_bad_call_is_refused_by_name_and_writes_nothing(served: Serve
         # The server is still serving after all of that.
         _, structured = await agent.ok("memory_search", agent_id=a, query="good fact")
     assert structured["count"] == 1
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         assert [f.text for f in store.list_facts(a)] == ["the one good fact"]
         # Nor did any refused call write under the agent ids it named.
         assert [f.text for f in store.list_facts("a")] == []

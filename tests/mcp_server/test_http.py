@@ -11,14 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graymatter_tui.errors import InvalidInput, StoreError
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import InvalidInput, StoreError
 from graymatter_tui.mcp.http_guard import (
     MAX_BODY_BYTES,
     TOKEN_FILE,
     load_or_create_token,
     parse_bind,
 )
-from graymatter_tui.store import Store
 from tests.mcp_server.client import HttpServer, connected_http, run_mcp, start_http
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -77,7 +77,7 @@ def test_a_body_over_the_limit_is_413(http_server: HttpServer) -> None:
             yield b" " * 65536
 
     assert httpx.post(http_server.url, content=chunks(), headers=headers).status_code == 413
-    with Store.open(http_server.store, read_only=True) as store:
+    with LmdbStore.open(http_server.store, read_only=True) as store:
         assert store.list_facts(None) == []
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.demo import create_demo
-from graymatter_tui.screens.activity import ActivityPane
-from graymatter_tui.store import Store
+from graymatter_tui.exchange.demo import create_demo
+from graymatter_tui.tui.screens.activity import ActivityPane
 from tests.conftest import clean_env, run_graymatter
 from tests.mcp_server.client import connected
 from tests.tui.helpers import OPS, make_app, open_store, running, settle, static_text, wait_until
@@ -139,7 +139,7 @@ async def test_three_servers_the_cli_and_the_tui_write_at_once(tmp_path: Path) -
             cli.communicate()
         store.close()
 
-    with Store.open(path, read_only=True) as reader:
+    with LmdbStore.open(path, read_only=True) as reader:
         feed = reader.activity()
         for n in range(SERVERS):
             facts = reader.list_facts(mcp_agent(n))

@@ -15,9 +15,9 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.core.store_url import parse_store_url
 from graymatter_tui.mcp.http_guard import TOKEN_FILE
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store_url import parse_store_url
 from tests.mcp_server.client import (
     ROOT,
     Agent,

@@ -19,9 +19,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.mcp.client_config import CLIENTS
 from graymatter_tui.mcp.http_guard import TOKEN_FILE
-from graymatter_tui.store import Store
 from tests.mcp_server.client import ROOT, free_port, run_mcp, server_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -66,7 +66,7 @@ async def test_the_printed_command_serves_the_store(tmp_path: Path) -> None:
         await session.initialize()
         result = await session.call_tool("memory_add", {"agent_id": "a", "text": "wired up"})
         assert not result.is_error
-    with Store.open(data_dir, read_only=True) as store:
+    with LmdbStore.open(data_dir, read_only=True) as store:
         assert [f.text for f in store.list_facts("a")] == ["wired up"]
 
 
@@ -99,7 +99,7 @@ def test_every_serving_flag_is_carried_into_the_stdio_snippet(
 
 async def test_a_read_only_snippet_starts_a_server_that_refuses_writes(tmp_path: Path) -> None:
     data_dir = tmp_path / "store"
-    with Store.open(data_dir) as store:
+    with LmdbStore.open(data_dir) as store:
         store.put("a", "kept as it is")
     done = _print_config("cursor", data_dir, "--read-only", "--review", "curation")
     entry = _server_entry("cursor", done.stdout)
@@ -113,7 +113,7 @@ async def test_a_read_only_snippet_starts_a_server_that_refuses_writes(tmp_path:
         await session.initialize()
         result = await session.call_tool("memory_add", {"agent_id": "a", "text": "sneaked in"})
         assert result.is_error and "read-only" in str(result.content)
-    with Store.open(data_dir, read_only=True) as store:
+    with LmdbStore.open(data_dir, read_only=True) as store:
         assert [f.text for f in store.list_facts("a")] == ["kept as it is"]
 
 
@@ -199,7 +199,7 @@ async def test_the_http_snippet_and_the_start_command_work_together(
     finally:
         server.terminate()
         server.communicate(timeout=30)
-    with Store.open(data_dir, read_only=True) as store:
+    with LmdbStore.open(data_dir, read_only=True) as store:
         assert store.list_facts("a") == []  # held, not written
 
 

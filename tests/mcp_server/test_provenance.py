@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.provenance import MAX_CLIENT_NAME
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.provenance import MAX_CLIENT_NAME
 from tests.conftest import run_graymatter
 from tests.mcp_server.client import connected_http
 from tests.mcp_server.conftest import Served
@@ -38,7 +38,7 @@ async def test_a_client_named_claude_code_writes_as_mcp_claude_code(served: Serv
             target="The on-call phone is in the drawer",
             text="The on-call phone is on the shelf",
         )
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         (fact,) = store.list_facts(a)
         feed = [e for e in store.activity() if e.agent_id == a]
     assert fact.source == "mcp:claude-code"
@@ -52,7 +52,7 @@ async def test_a_hostile_client_name_is_stored_clipped_and_clean(served: Served)
     a = served.agent
     async with served.connect(client_name=HOSTILE_NAME) as agent:
         await agent.ok("memory_add", agent_id=a, text="written by a client with a bad name")
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         (fact,) = store.list_facts(a)
         (entry,) = [e for e in store.activity() if e.agent_id == a]
     assert fact.source == entry.source
@@ -78,7 +78,7 @@ async def test_two_clients_of_one_http_server_are_told_apart(served: Served) -> 
                 await agent.ok("memory_add", agent_id=a, text=f"note {n} from {name}")
 
     await asyncio.gather(write_as("cursor"), write_as("codex"))  # interleaved on one server
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         facts = store.list_facts(a)
         feed = [e for e in store.activity() if e.agent_id == a]
     assert len(facts) == 20

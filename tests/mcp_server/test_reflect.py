@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -18,7 +18,7 @@ NEW = "The staging database listens on port 5433"
 def _seed(served: Served) -> tuple[str, str]:
     """The test's agent `a` and another agent `b`, seeded."""
     a, b = served.agent, served.agent + "-b"
-    with Store.open(served.store) as store:
+    with LmdbStore.open(served.store) as store:
         store.put(a, OLD)
         store.put(a, OLD)  # an exact twin: both are the fact the agent means
         store.put(a, "The staging database needs the VPN")
@@ -38,7 +38,7 @@ async def test_update_supersedes_every_live_exact_match_with_one_replacement(
         assert text == f'Reflected "update" for agent "{a}": 2 facts superseded.'
         _, found = await agent.ok("memory_search", agent_id=a, query="staging database port")
     assert OLD not in found["facts"] and NEW in found["facts"]
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         facts = store.list_facts(a, "all")
         replacement = next(f for f in facts if f.text == NEW)
         tombs = [f for f in facts if f.text == OLD]
@@ -62,7 +62,7 @@ async def test_forget_pin_unpin_by_exact_text_and_target_wins(served: Served) ->
         )
     assert text == f'Reflected "forget" for agent "{a}": 2 facts forgotten.'
     assert structured["agent"] == a  # agent_id wins over the deprecated agent
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         assert [f.text for f in store.list_facts(a)] == ["The staging database needs the VPN"]
         assert {f.superseded_by for f in store.list_facts(a, "tombstones")} == {"agent"}
 
@@ -100,13 +100,13 @@ async def test_bad_reflect_calls_are_refused_by_name_and_change_nothing(served: 
         ),
         ({"action": "add", "agent": "a\u202eb", "text": "x"}, "U+202E"),
     ]
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         before = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(a, "all")]
     async with served.connect() as agent:
         for arguments, expected in cases:
             error = await agent.error("memory_reflect", **arguments)
             assert expected in error, (arguments, error)
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         after = [(f.id, f.text, f.superseded_by, f.pinned) for f in store.list_facts(a, "all")]
     assert after == before
 
@@ -116,5 +116,5 @@ async def test_a_read_only_server_refuses_reflect(served: Served) -> None:
     async with served.connect("--read-only") as agent:
         error = await agent.error("memory_reflect", action="forget", agent_id=a, target=OLD)
     assert "read-only" in error
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         assert len(store.list_facts(a)) == 3

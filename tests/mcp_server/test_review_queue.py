@@ -10,10 +10,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
+from graymatter_tui.core.model import RETIRED
 from graymatter_tui.mcp.tools import MEMORY_ADD, MEMORY_REFLECT
-from graymatter_tui.model import RETIRED
-from graymatter_tui.store import Store
 from tests.mcp_server.client import connected
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -23,11 +23,11 @@ NEW = "The staging database listens on port 5433"
 
 
 def _seed(path: Path) -> str:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         return store.put("a", OLD).id
 
 
-def _clean(store: Store) -> None:
+def _clean(store: LmdbStore) -> None:
     assert [v for check in check_invariants(store) for v in check.violations] == []
 
 
@@ -55,7 +55,7 @@ async def test_held_update_then_approve_leaves_a_tombstone_with_its_receipt(
         )
         _, found = await agent.ok("memory_search", agent_id="a", query="staging database port")
         assert found["facts"] == [OLD]  # nothing changed
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         held = store.require_proposal(proposal_id)
         assert held.pending and held.source == "mcp:claude-code"
         assert store.activity(limit=1)[0].action == "review"
@@ -76,7 +76,7 @@ async def test_held_forget_on_a_fact_changed_meanwhile_is_discarded_as_stale(
     async with connected(path, "--review", "curation") as agent:
         _, structured = await agent.ok("memory_reflect", action="forget", agent_id="a", text=OLD)
         # The person revises the fact while the forget waits.
-        with Store.open(path) as store:
+        with LmdbStore.open(path) as store:
             revision, _ = store.revise(old_id, NEW)
             decision = store.approve_proposal(structured["proposal_id"])
             assert not decision.applied
@@ -95,7 +95,7 @@ async def test_approve_then_revert(tmp_path: Path) -> None:
         _, structured = await agent.ok(
             "memory_reflect", action="update", agent_id="a", target=OLD, text=NEW
         )
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         decision = store.approve_proposal(structured["proposal_id"])
         store.revert(decision.record.cycle_id)
         assert store.require(old_id).is_live
@@ -119,7 +119,7 @@ async def test_curation_mode_holds_curation_and_applies_adds(tmp_path: Path) -> 
         assert structured == {"action": "add", "agent": "a", "ok": True}
         _, stored = await agent.ok("memory_add", agent_id="a", text="Another plain fact")
         assert stored == {"agent_id": "a", "stored": True}
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert {f.text for f in store.list_facts("a")} == {OLD, NEW, "Another plain fact"}
         assert not any(f.pinned for f in store.list_facts("a"))
         assert [p.action for p in store.proposals("a")] == ["forget", "unpin", "pin"]
@@ -135,7 +135,7 @@ async def test_all_mode_holds_adds_too(tmp_path: Path) -> None:
         assert f"held for review as {structured['proposal_id']}" in text
         _, reflected = await agent.ok("memory_reflect", action="add", agent_id="a", text=NEW)
         assert reflected["held"] is True
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert [f.text for f in store.list_facts("a")] == [OLD]
         store.approve_proposal(structured["proposal_id"])
         assert {f.text for f in store.list_facts("a")} == {OLD, NEW}
@@ -156,7 +156,7 @@ async def test_a_change_that_can_never_apply_is_an_error_not_held(tmp_path: Path
     async with connected(path, "--review", "curation", "--read-only") as agent:
         refused = await agent.error("memory_reflect", action="forget", agent_id="a", target=OLD)
         assert "read-only" in refused
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert store.proposals() == []
 
 
@@ -176,5 +176,5 @@ async def test_review_off_holds_nothing(tmp_path: Path, mode: str) -> None:
     async with connected(path, "--review", mode) as agent:
         _, structured = await agent.ok("memory_reflect", action="forget", agent_id="a", text=OLD)
         assert not structured.get("held")
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert not store.require(old_id).is_live and store.proposals() == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.client import ROOT
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -77,7 +77,7 @@ def test_garbage_and_a_cut_frame_change_nothing_and_the_server_exits_cleanly(
     # stdout is the protocol: every line on it is a JSON-RPC message.
     assert all(reply.get("jsonrpc") == "2.0" for reply in replies)
     assert any(reply.get("id") == 2 and not reply["result"]["isError"] for reply in replies)
-    with Store.open(store, read_only=True) as opened:
+    with LmdbStore.open(store, read_only=True) as opened:
         assert [f.text for f in opened.list_facts("a")] == ["kept"]
 
 
@@ -87,7 +87,7 @@ def test_a_client_that_leaves_mid_stream_leaves_a_whole_store(tmp_path: Path) ->
     done = _serve(store, stdin)  # stdin closes right after the last call is sent
     assert done.returncode == 0
     answered = {json.loads(line).get("id") for line in done.stdout.splitlines() if line.strip()}
-    with Store.open(store, read_only=True) as opened:
+    with LmdbStore.open(store, read_only=True) as opened:
         texts = {f.text for f in opened.list_facts("a")}
     # A request sent before the client closed stdin is still answered: the server waits
     # for every request in flight before it stops (the SDK alone cancels them at EOF).

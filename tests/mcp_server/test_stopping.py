@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.client import ROOT, connected_http, server_env, start_http
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -63,7 +63,7 @@ def _assert_stopped_cleanly(process: subprocess.Popen[bytes], sig: signal.Signal
 
 
 def _access_count(store: Path) -> int:
-    with Store.open(store, read_only=True) as opened:
+    with LmdbStore.open(store, read_only=True) as opened:
         (fact,) = opened.list_facts("a")
     return fact.access_count
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import Fact
 from graymatter_tui.mcp.tools import MAX_DESCRIPTION, TOOLS
-from graymatter_tui.model import Fact
-from graymatter_tui.store import Store
 from tests.mcp_server.conftest import Served
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -92,7 +92,7 @@ async def accesses_settled(
     """`agent`'s facts by text once `recorded(facts)` shows an access (or the time is up)."""
     deadline = time.monotonic() + timeout
     while True:
-        with Store.open(path, read_only=True) as store:
+        with LmdbStore.open(path, read_only=True) as store:
             facts = {f.text: f for f in store.list_facts(agent)}
         if recorded(facts).access_count or time.monotonic() > deadline:
             return facts
@@ -139,14 +139,14 @@ async def test_a_multi_line_fact_is_one_line_of_the_list(served: Served) -> None
 
 async def test_default_agent_and_read_only(served: Served) -> None:
     ops = served.agent
-    with Store.open(served.store) as store:
+    with LmdbStore.open(served.store) as store:
         store.put(ops, "The pager rota changes on Monday")
     async with served.connect("--agent", ops, "--read-only") as agent:
         _, structured = await agent.ok("memory_search", query="pager rota")
         assert structured["agent_id"] == ops and structured["count"] == 1
         error = await agent.error("memory_add", text="should not land")
     assert "read-only" in error
-    with Store.open(served.store, read_only=True) as store:
+    with LmdbStore.open(served.store, read_only=True) as store:
         facts = store.list_facts(ops)
     assert [f.text for f in facts] == ["The pager rota changes on Monday"]
     assert facts[0].access_count == 0  # a read-only server records no access
@@ -222,7 +222,7 @@ async def test_explain_gives_the_lineage_of_what_each_fact_superseded(served: Se
         # Corrupt receipts (written behind the server's back) close a cycle of ids: the
         # walk stops there and says so, instead of looping.
         v2_id = why["lineage"][0]["fact_id"]
-        with Store.open(served.store) as store:
+        with LmdbStore.open(served.store) as store:
             store.write(lambda tx: tx.put_receipts(v2_id, [why["fact_id"]]))
         text, structured = await agent.ok(
             "memory_search", agent_id=a, query="staging database port", explain=True

@@ -18,9 +18,10 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from graymatter_tui.backends import open_location
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.opening import open_location
+from graymatter_tui.core.store_url import parse_store_url
+from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -33,7 +34,7 @@ N_FACTS = 12_000
 
 @pytest.fixture
 def source(cli_dir: Path) -> Path:
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.put_many(
             NewFact(f"agent-{i % 3}", f"fact {i} about topic {i % 97}") for i in range(N_FACTS)
         )

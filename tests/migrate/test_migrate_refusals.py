@@ -13,8 +13,9 @@ from subprocess import CompletedProcess
 import psycopg
 import pytest
 
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.storage import NewFact
 from tests.support.postgres import Cluster
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -42,7 +43,7 @@ def _export(run_cli: Run, *location: str) -> str:
 @pytest.fixture
 def source(run_cli: Run, cli_dir: Path) -> Path:
     """A small store: a few facts, a cycle-free journal, one probe."""
-    with Store.open(cli_dir) as store:
+    with LmdbStore.open(cli_dir) as store:
         store.put_many(NewFact("ann", f"the deploy key rotates in week {i}") for i in range(20))
         store.add_probe("ann", "deploy key")
     return cli_dir
@@ -58,7 +59,7 @@ def test_a_target_holding_facts_is_refused_and_kept(
     run_cli: Run, source: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "busy"
-    with Store.open(target) as store:
+    with LmdbStore.open(target) as store:
         store.put("bob", "bob's own fact")
     before = _export(run_cli, "--dir", str(target))
     done = run_cli("migrate", "--from", str(source), "--to", str(target))
@@ -80,11 +81,11 @@ def test_allow_non_empty_adds_to_the_target_and_counts_both(
     run_cli: Run, source: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "busy"
-    with Store.open(target) as store:
+    with LmdbStore.open(target) as store:
         own = store.put("bob", "bob's own fact")
     done = run_cli("migrate", "--from", str(source), "--to", str(target), "--allow-non-empty")
     assert done.returncode == 0, done.stderr
-    with Store.open(target, read_only=True) as store:
+    with LmdbStore.open(target, read_only=True) as store:
         assert store.find(own.id) == own
         assert len(store.all_facts()) == 21 and len(store.probes()) == 1
     assert json.loads(run_cli("doctor", "--json", "--dir", str(target)).stdout)["ok"]
@@ -95,7 +96,7 @@ def test_allow_non_empty_still_refuses_an_id_both_hold(
 ) -> None:
     target = tmp_path / "copy"
     assert run_cli("migrate", "--from", str(source), "--to", str(target)).returncode == 0
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         store.put("ann", "one more fact, so the copy is no longer identical")
     before = _export(run_cli, "--dir", str(target))
     done = run_cli("migrate", "--from", str(source), "--to", str(target), "--allow-non-empty")

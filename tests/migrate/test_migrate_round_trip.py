@@ -15,9 +15,10 @@ from subprocess import CompletedProcess
 
 import pytest
 
-from graymatter_tui import clock
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import Store, StoreSnapshot
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.core import clock
+from graymatter_tui.storage import StoreSnapshot
 from tests.conftest import FIXED_NOW
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -43,7 +44,7 @@ def build_rich_demo(run_cli: Run, cli_dir: Path) -> None:
     _ok(run_cli("pin", next(f["id"] for f in newest if not f["pinned"])))
     _ok(run_cli("probe", "add", AGENT, "staging database port"))
     now = clock.parse_time(FIXED_NOW)
-    with Store.open(cli_dir, clock_fn=lambda: now) as store:
+    with LmdbStore.open(cli_dir, clock_fn=lambda: now) as store:
         store.save_checkpoint(AGENT, '{"step": 3, "note": "half way"}')
         store.add_alias(AGENT, "db", ["database", "postgres"])
         live = store.list_facts(AGENT, limit=2)
@@ -99,7 +100,10 @@ def test_lmdb_to_postgres_to_lmdb_keeps_everything(
         assert "***" in (report["source"] + report["target"])
         assert pg_url.split("@")[0].split(":")[-1] not in json.dumps(report)
 
-    with Store.open(cli_dir, read_only=True) as first, Store.open(back, read_only=True) as last:
+    with (
+        LmdbStore.open(cli_dir, read_only=True) as first,
+        LmdbStore.open(back, read_only=True) as last,
+    ):
         before, after = first.snapshot(), last.snapshot()
         assert _without_feed(after) == _without_feed(before)
         assert after.counters | {"activity_seq": 0} == before.counters | {"activity_seq": 0}
@@ -141,7 +145,7 @@ def test_the_summary_names_what_was_copied_and_verified(
 
 
 def _fact_count(directory: Path) -> int:
-    with Store.open(directory, read_only=True) as store:
+    with LmdbStore.open(directory, read_only=True) as store:
         return len(store.all_facts())
 
 
@@ -159,7 +163,10 @@ def test_when_stays_as_it_was(run_cli: Run, cli_dir: Path, tmp_path: Path) -> No
             env={"GRAYMATTER_NOW": later},
         )
     )
-    with Store.open(cli_dir, read_only=True) as a, Store.open(tmp_path / "c", read_only=True) as b:
+    with (
+        LmdbStore.open(cli_dir, read_only=True) as a,
+        LmdbStore.open(tmp_path / "c", read_only=True) as b,
+    ):
         assert a.all_facts() == b.all_facts()
         assert all(datetime.fromisoformat(f.created_at[:19]).year < 2027 for f in b.all_facts())
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.pg import PgStore
-from graymatter_tui.pg.retry import TRIES
-from graymatter_tui.store import ApplyOutcome, ApplyRequest
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.backends.postgres.retry import TRIES
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage import ApplyOutcome, ApplyRequest
 from tests.conftest import clean_env
 from tests.support.postgres import Cluster
 
@@ -33,7 +33,7 @@ PER_WRITER = 60
 REMEMBER = textwrap.dedent(
     """
     import os, sys, time
-    from graymatter_tui.pg import PgStore
+    from graymatter_tui.backends.postgres import PgStore
     url, agent, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     store = PgStore.open(url)
     while not os.path.exists(go):

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import NewFact
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.storage import NewFact
 
 
 def test_postings_in_both_orders_and_one_posting(pg_url: str) -> None:

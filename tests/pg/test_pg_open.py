@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from graymatter_tui.errors import ReadOnlyStore, StoreError
-from graymatter_tui.pg import PgStore, schema
-from graymatter_tui.pg.schema import SCHEMA_VERSION
+from graymatter_tui.backends.postgres import PgStore, schema
+from graymatter_tui.backends.postgres.schema import SCHEMA_VERSION
+from graymatter_tui.core.errors import ReadOnlyStore, StoreError
 from tests.conftest import clean_env
 from tests.support.postgres import Cluster, _free_port
 
@@ -119,7 +119,7 @@ _OPEN_AT_ONCE = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from graymatter_tui.pg import PgStore
+    from graymatter_tui.backends.postgres import PgStore
     go = Path(sys.argv[2])
     while not go.exists():
         time.sleep(0.005)
@@ -161,9 +161,9 @@ def test_without_psycopg_the_package_imports_and_a_postgres_url_names_the_extra(
         import sys
         sys.modules["psycopg"] = None  # as if the extra were not installed
         sys.modules["psycopg_pool"] = None
-        import graymatter_tui.cli, graymatter_tui.pg, graymatter_tui.store_url
-        from graymatter_tui.errors import StoreError
-        from graymatter_tui.pg import PgStore
+        import graymatter_tui.cli, graymatter_tui.backends.postgres, graymatter_tui.core.store_url
+        from graymatter_tui.core.errors import StoreError
+        from graymatter_tui.backends.postgres import PgStore
         try:
             PgStore.open(sys.argv[1])
         except StoreError as exc:

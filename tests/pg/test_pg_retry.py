@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.pg import PgStore
-from graymatter_tui.pg.retry import TRIES
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.backends.postgres.retry import TRIES
+from graymatter_tui.core.errors import StoreError
 from tests.support.cutting_proxy import CuttingProxy, cutting_proxy
 from tests.support.postgres import Cluster
 

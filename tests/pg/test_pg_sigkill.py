@@ -13,8 +13,8 @@ from subprocess import Popen
 
 import psycopg
 
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.pg import PgStore
 from tests.support.pg_worker import TEXTS, entries, go, lost_writes, spawn
 
 ROUNDS = 50

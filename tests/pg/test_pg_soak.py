@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 
 from benchmarks.pg_soak import report, run
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.pg import PgStore
 from tests.support.pg_worker import OPTIONS, TEXTS, lost_writes, violations_now
 
 SECONDS = 10.0

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.store_url import parse_store_url
 
 SECRET = "s3cr%40t"  # percent-encoded "s3cr@t"
 

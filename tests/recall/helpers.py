@@ -7,11 +7,11 @@ import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from graymatter_tui.model import Fact
-from graymatter_tui.recall import RecallWeights
-from graymatter_tui.store import Store
-from graymatter_tui.store.tx import DF, POSTING, SEP, Tx
-from graymatter_tui.tokens import DEFAULT_LANGUAGE, Analyzer
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import DF, POSTING, SEP, Tx
+from graymatter_tui.core.model import Fact
+from graymatter_tui.core.tokens import DEFAULT_LANGUAGE, Analyzer
+from graymatter_tui.recall.ranking import RecallWeights
 from tests.support.clock import ManualClock
 
 FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -106,7 +106,7 @@ def reference_rank(
     return out
 
 
-def index_contents(store: Store, agent: str) -> Index:
+def index_contents(store: LmdbStore, agent: str) -> Index:
     """Everything the store's inverted index holds for `agent`: term -> document frequency,
     and (term, fact id) -> (term count, fact length), read straight from the tables."""
     prefix = agent.encode() + SEP

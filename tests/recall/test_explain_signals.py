@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.mcp.arguments import Arguments
 from graymatter_tui.mcp.memory_tools import Session, memory_search
-from graymatter_tui.recall import rank
-from graymatter_tui.store import Store
+from graymatter_tui.recall.ranking import rank
 from tests.recall.helpers import AGENT, FIXED, Clock
 from tests.recall.test_recall_cli import run
 from tests.support.concept_vectors import ConceptVectors
@@ -24,7 +24,7 @@ POLAR = "Payments go through Polar"
 PARAPHRASE = "which billing vendor do we use"
 
 
-def _seed(gm: Store, clock: Clock) -> tuple[str, str]:
+def _seed(gm: LmdbStore, clock: Clock) -> tuple[str, str]:
     polar = gm.put(AGENT, POLAR).id
     clock.advance(days=1)
     both = gm.put(AGENT, "The billing vendor changed in May").id
@@ -33,7 +33,7 @@ def _seed(gm: Store, clock: Clock) -> tuple[str, str]:
     return polar, both
 
 
-def test_cli_explanations_give_each_signal_rank_score_and_age(gm: Store, clock: Clock) -> None:
+def test_cli_explanations_give_each_signal_rank_score_and_age(gm: LmdbStore, clock: Clock) -> None:
     polar, both = _seed(gm, clock)
     hits = rank(gm, AGENT, PARAPHRASE, vectors=ConceptVectors(gm))
     assert [h.fact.id for h in hits] == [both, polar]
@@ -56,7 +56,7 @@ def test_cli_explanations_give_each_signal_rank_score_and_age(gm: Store, clock: 
     assert lines[2] == "lineage: replaced nothing"
 
 
-def test_mcp_explain_gives_the_same_signals(gm: Store, clock: Clock) -> None:
+def test_mcp_explain_gives_the_same_signals(gm: LmdbStore, clock: Clock) -> None:
     polar, both = _seed(gm, clock)
     session = Session(gm, read_only=True, vectors=ConceptVectors(gm))
     reply = memory_search(
@@ -79,7 +79,7 @@ def test_mcp_explain_gives_the_same_signals(gm: Store, clock: Clock) -> None:
 
 def test_cli_json_explain_has_the_new_keys_and_the_age(tmp_path: Path) -> None:
     clock = Clock(FIXED)
-    with Store.open(tmp_path, clock_fn=clock) as store:
+    with LmdbStore.open(tmp_path, clock_fn=clock) as store:
         fact = store.put(AGENT, "router firmware upgrade scheduled")
     # run() pins the CLI's clock one hour after FIXED.
     done = run(tmp_path, "recall", AGENT, "router firmware", "--json", "--explain")
@@ -99,7 +99,7 @@ def test_cli_json_explain_has_the_new_keys_and_the_age(tmp_path: Path) -> None:
 def test_cli_explain_of_a_meaningless_or_foreign_query_is_empty_and_well_formed(
     tmp_path: Path, query: str
 ) -> None:
-    with Store.open(tmp_path, clock_fn=Clock(FIXED)) as store:
+    with LmdbStore.open(tmp_path, clock_fn=Clock(FIXED)) as store:
         store.put(AGENT, "router firmware upgrade scheduled")
     done = run(tmp_path, "recall", AGENT, query, "--json", "--explain")
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "[]", "")
@@ -109,7 +109,7 @@ def test_cli_explain_of_a_meaningless_or_foreign_query_is_empty_and_well_formed(
 
 @pytest.mark.parametrize("query", ["the of and", "?!...", "привет мир"])
 def test_mcp_explain_of_a_meaningless_or_foreign_query_is_empty(
-    gm: Store, clock: Clock, query: str
+    gm: LmdbStore, clock: Clock, query: str
 ) -> None:
     _seed(gm, clock)
     gm.retire(gm.put(AGENT, "old billing vendor").id)  # every fact left carries a concept

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.recall import MIN_SIMILARITY, RecallWeights, rank, recall
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.recall.ranking import MIN_SIMILARITY, RecallWeights, rank, recall
 from tests.recall.helpers import AGENT, ALL_WEIGHTS, ids, reference_rank, texts
 from tests.support.concept_vectors import ConceptVectors, NoVectors
 
@@ -20,11 +20,11 @@ PARAPHRASE = "which billing vendor do we use"  # no shared (stemmed) word; money
 FILLER = ["weather sunny today", "coffee beans roasted", "garden roses bloom"]
 
 
-def seed(store: Store, items: list[str]) -> dict[str, str]:
+def seed(store: LmdbStore, items: list[str]) -> dict[str, str]:
     return {text: store.put(AGENT, text).id for text in items}
 
 
-def test_a_paraphrase_is_found_only_through_vectors(gm: Store) -> None:
+def test_a_paraphrase_is_found_only_through_vectors(gm: LmdbStore) -> None:
     made = seed(gm, [POLAR, *FILLER])
     assert rank(gm, AGENT, PARAPHRASE) == []
     hits = rank(gm, AGENT, PARAPHRASE, vectors=ConceptVectors(gm))
@@ -36,7 +36,7 @@ def test_a_paraphrase_is_found_only_through_vectors(gm: Store) -> None:
     assert hit.score == pytest.approx(1.0 / 61 + 0.1 / 61)
 
 
-def test_a_fact_in_both_signals_outranks_one_in_a_single_signal(gm: Store) -> None:
+def test_a_fact_in_both_signals_outranks_one_in_a_single_signal(gm: LmdbStore) -> None:
     # "Polar invoices" matches the keyword "polar" and the money concept; the older
     # "billing runs nightly" shares only the concept; "polar bears" only the keyword.
     made = seed(gm, ["billing runs nightly", "Polar invoices are monthly", "polar bears", *FILLER])
@@ -65,7 +65,7 @@ def test_a_fact_in_both_signals_outranks_one_in_a_single_signal(gm: Store) -> No
     assert vectors.asked == [(AGENT, "polar payments", 50)]
 
 
-def test_a_tombstone_named_by_the_vector_signal_is_never_returned(gm: Store) -> None:
+def test_a_tombstone_named_by_the_vector_signal_is_never_returned(gm: LmdbStore) -> None:
     made = seed(gm, [POLAR, "billing runs nightly", *FILLER])
     retired = gm.retire(made[POLAR])
     revision, old = gm.revise(made["billing runs nightly"], "invoices are sent weekly")
@@ -78,7 +78,7 @@ def test_a_tombstone_named_by_the_vector_signal_is_never_returned(gm: Store) -> 
     assert gm.find(retired.id) is not None and gm.find(retired.id).is_tombstone  # type: ignore[union-attr]
 
 
-def test_ids_the_store_does_not_hold_for_this_agent_are_ignored(gm: Store) -> None:
+def test_ids_the_store_does_not_hold_for_this_agent_are_ignored(gm: LmdbStore) -> None:
     made = seed(gm, [POLAR, *FILLER])
     other = gm.put("someone-else", "billing vendor is Stripe")
     stale = [
@@ -94,7 +94,7 @@ def test_ids_the_store_does_not_hold_for_this_agent_are_ignored(gm: Store) -> No
     assert hits[0].vector_rank == 1  # the ignored answers take no rank either
 
 
-def test_neighbours_below_the_similarity_floor_are_not_candidates(gm: Store) -> None:
+def test_neighbours_below_the_similarity_floor_are_not_candidates(gm: LmdbStore) -> None:
     # A query naming n concepts against a fact holding one of them: cosine 1/sqrt(n).
     # Eleven concepts give 0.3015 (kept), twelve 0.2887 (dropped).
     made = seed(gm, [POLAR, *FILLER])
@@ -104,7 +104,7 @@ def test_neighbours_below_the_similarity_floor_are_not_candidates(gm: Store) -> 
     assert rank(gm, AGENT, eleven + " boat", vectors=ConceptVectors(gm)) == []
 
 
-def test_equal_cosines_share_a_vector_rank(gm: Store) -> None:
+def test_equal_cosines_share_a_vector_rank(gm: LmdbStore) -> None:
     # Three facts the concept table cannot tell apart (money alone), one it ranks lower.
     made = seed(gm, ["invoices are monthly", "billing runs nightly", POLAR, "pay the vendor"])
     hits = rank(gm, AGENT, "which charges", vectors=ConceptVectors(gm))
@@ -119,7 +119,7 @@ def test_equal_cosines_share_a_vector_rank(gm: Store) -> None:
 
 @pytest.mark.parametrize("weights", ALL_WEIGHTS, ids=str)
 def test_no_vector_signal_gives_exactly_the_keyword_and_recency_order(
-    gm: Store, weights: RecallWeights
+    gm: LmdbStore, weights: RecallWeights
 ) -> None:
     seed(
         gm,
@@ -153,7 +153,7 @@ def test_no_vector_signal_gives_exactly_the_keyword_and_recency_order(
     ["the and of", "?!... ,,, ---", "   ", "привет мир", "支払いの業者"],
     ids=["stop-words", "punctuation", "blank", "cyrillic", "japanese"],
 )
-def test_meaningless_or_foreign_queries_return_nothing(gm: Store, query: str) -> None:
+def test_meaningless_or_foreign_queries_return_nothing(gm: LmdbStore, query: str) -> None:
     # Facts that all carry concepts: a query with no concept word is orthogonal to them.
     seed(gm, [POLAR, "deploy on fridays", "rotate the password"])
     vectors = ConceptVectors(gm)
@@ -161,14 +161,14 @@ def test_meaningless_or_foreign_queries_return_nothing(gm: Store, query: str) ->
     assert recall(gm, AGENT, query, vectors=vectors) == []
 
 
-def test_stop_word_queries_do_not_ask_the_vector_signal(gm: Store) -> None:
+def test_stop_word_queries_do_not_ask_the_vector_signal(gm: LmdbStore) -> None:
     seed(gm, [POLAR])
     vectors = ConceptVectors(gm)
     assert rank(gm, AGENT, "the of and", vectors=vectors) == []
     assert vectors.asked == []
 
 
-def test_recall_records_the_access_of_vector_only_hits(gm: Store) -> None:
+def test_recall_records_the_access_of_vector_only_hits(gm: LmdbStore) -> None:
     made = seed(gm, [POLAR, *FILLER])
     recall(gm, AGENT, PARAPHRASE, vectors=ConceptVectors(gm))
     assert gm.find(made[POLAR]).access_count == 1  # type: ignore[union-attr]

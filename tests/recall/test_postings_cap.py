@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from graymatter_tui.recall import POSTINGS_PER_TERM, RecallWeights, rank
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.recall.ranking import POSTINGS_PER_TERM, RecallWeights, rank
+from graymatter_tui.storage import NewFact
 from tests.recall.helpers import AGENT, FIXED, reference_rank
 
 COMMON = POSTINGS_PER_TERM + 300  # facts holding "deploy": over the cap
@@ -17,7 +18,7 @@ OTHERS = COMMON + 50  # so "deploy" stays under half the store (an informative t
 KEYWORD_ONLY = RecallWeights(1.0, 0.0)
 
 
-def _fill(store: Store) -> list[str]:
+def _fill(store: LmdbStore) -> list[str]:
     """Oldest first: ten old facts hold the rare word "zanzibar" (four also "deploy", one
     of them twice and short, the best "deploy" fact of all; "zanzibar archive note" would
     tie with "zanzibar deploy window" without the common term's weight, and win the tie by
@@ -40,7 +41,7 @@ def _fill(store: Store) -> list[str]:
     return texts
 
 
-def test_a_fact_holding_a_rare_query_term_scores_as_without_the_cap(gm: Store) -> None:
+def test_a_fact_holding_a_rare_query_term_scores_as_without_the_cap(gm: LmdbStore) -> None:
     _fill(gm)
     live = gm.list_facts(AGENT, "live")
     for query in ("zanzibar deploy", "deploy zanzibar checklist"):
@@ -52,7 +53,7 @@ def test_a_fact_holding_a_rare_query_term_scores_as_without_the_cap(gm: Store) -
         assert any(h.fact.text == "deploy deploy zanzibar" for h in got)
 
 
-def test_a_query_of_a_common_term_alone_ranks_its_newest_facts(gm: Store) -> None:
+def test_a_query_of_a_common_term_alone_ranks_its_newest_facts(gm: LmdbStore) -> None:
     texts = _fill(gm)
     holding = [t for t in texts if "deploy" in t.split()]
     newest = set(holding[-POSTINGS_PER_TERM:])
@@ -63,7 +64,7 @@ def test_a_query_of_a_common_term_alone_ranks_its_newest_facts(gm: Store) -> Non
     assert len(holding) > POSTINGS_PER_TERM
 
 
-def test_no_cap_below_it(gm: Store) -> None:
+def test_no_cap_below_it(gm: LmdbStore) -> None:
     gm.put_many(NewFact(AGENT, f"deploy note {n}") for n in range(50))
     live = gm.list_facts(AGENT, "live")
     got = rank(gm, AGENT, "deploy note", weights=RecallWeights())

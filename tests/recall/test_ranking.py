@@ -19,13 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graymatter_tui import clock as gm_clock_module
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.errors import Conflict, InvalidInput
-from graymatter_tui.model import Fact
-from graymatter_tui.recall import RecallWeights, rank, recall
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core import clock as gm_clock_module
+from graymatter_tui.core.errors import Conflict, InvalidInput
+from graymatter_tui.core.model import Fact
+from graymatter_tui.recall.ranking import RecallWeights, rank, recall
+from graymatter_tui.storage import NewFact
 from tests.recall.helpers import (
     AGENT,
     ALL_WEIGHTS,
@@ -50,7 +51,7 @@ FILLER = [
 ]
 
 
-def put_all(store: Store, items: list[str], agent: str = AGENT) -> list[Fact]:
+def put_all(store: LmdbStore, items: list[str], agent: str = AGENT) -> list[Fact]:
     """Facts inserted one by one: ids (and so recency) follow list order."""
     return [store.put(agent, text) for text in items]
 
@@ -59,7 +60,7 @@ def fused(weights: RecallWeights, keyword_rank: int, recency_rank: int) -> float
     return weights.keyword / (60 + keyword_rank) + weights.recency / (60 + recency_rank)
 
 
-def assert_index_matches(store: Store, agent: str = AGENT) -> None:
+def assert_index_matches(store: LmdbStore, agent: str = AGENT) -> None:
     live = store.list_facts(agent, "live")
     assert index_contents(store, agent) == expected_index(live)
 
@@ -68,7 +69,7 @@ def assert_index_matches(store: Store, agent: str = AGENT) -> None:
 
 
 @pytest.mark.parametrize("rare_first", [True, False], ids=["rare-oldest", "rare-newest"])
-def test_rarer_term_ranks_above_common_term(gm: Store, rare_first: bool) -> None:
+def test_rarer_term_ranks_above_common_term(gm: LmdbStore, rare_first: bool) -> None:
     # N = 6; df(zebra) = 1, df(lemon) = 3 (exactly half: still informative).
     # idf(zebra) = ln(7/2) + 1 > idf(lemon) = ln(7/4) + 1, all facts two tokens long.
     rare = "zebra mango"
@@ -85,7 +86,7 @@ def test_rarer_term_ranks_above_common_term(gm: Store, rare_first: bool) -> None
 
 
 @pytest.mark.parametrize("winner_first", [True, False], ids=["winner-oldest", "winner-newest"])
-def test_term_frequency_matters(gm: Store, winner_first: bool) -> None:
+def test_term_frequency_matters(gm: LmdbStore, winner_first: bool) -> None:
     # Same length (3 tokens), same df: (1 + ln 2) > (1 + ln 1) for "kernel".
     high, low = "kernel kernel panic", "kernel panic panic"
     put_all(gm, ([high, low] if winner_first else [low, high]) + FILLER[:2])
@@ -94,14 +95,14 @@ def test_term_frequency_matters(gm: Store, winner_first: bool) -> None:
 
 
 @pytest.mark.parametrize("winner_first", [True, False], ids=["short-oldest", "short-newest"])
-def test_shorter_fact_beats_longer_with_same_matches(gm: Store, winner_first: bool) -> None:
+def test_shorter_fact_beats_longer_with_same_matches(gm: LmdbStore, winner_first: bool) -> None:
     # Both match "disk" and "full" once; lengths 2 and 5 ("on" is a stop-word).
     short, long = "disk full", "disk full on volume seven tonight"
     put_all(gm, ([short, long] if winner_first else [long, short]) + FILLER[:2])
     assert texts(rank(gm, AGENT, "disk full", weights=KEYWORD_ONLY)) == [short, long]
 
 
-def test_stopwords_do_not_lengthen_a_fact(gm: Store) -> None:
+def test_stopwords_do_not_lengthen_a_fact(gm: LmdbStore) -> None:
     """Length is counted in tokens, so stop-words do not penalise a fact."""
     plain, wordy = "disk full", "the disk is full and it is on the"
     put_all(gm, [plain, wordy, *FILLER[:2]])
@@ -112,7 +113,7 @@ def test_stopwords_do_not_lengthen_a_fact(gm: Store) -> None:
 
 
 @pytest.mark.parametrize("both_first", [True, False], ids=["both-oldest", "one-oldest"])
-def test_every_query_term_adds_to_the_score(gm: Store, both_first: bool) -> None:
+def test_every_query_term_adds_to_the_score(gm: LmdbStore, both_first: bool) -> None:
     both, one = "vpn certificate expired", "vpn tunnel dropped"
     put_all(gm, ([both, one] if both_first else [one, both]) + FILLER)
     # "certificate" adds to `both`'s score: it leads whichever is older.
@@ -131,7 +132,7 @@ def test_every_query_term_adds_to_the_score(gm: Store, both_first: bool) -> None
     assert [(h.fact.id, h.score) for h in once] == [(h.fact.id, h.score) for h in thrice]
 
 
-def test_common_terms_skipped_unless_nothing_else_matches(gm: Store) -> None:
+def test_common_terms_skipped_unless_nothing_else_matches(gm: LmdbStore) -> None:
     # "server" is in 3 of 4 live facts (> half): skipped when "oslo" also matches.
     put_all(gm, ["server oslo", "server bergen", "server bergen bergen rack", "laptop"])
     hits = rank(gm, AGENT, "server oslo", weights=KEYWORD_ONLY)
@@ -144,7 +145,7 @@ def test_common_terms_skipped_unless_nothing_else_matches(gm: Store) -> None:
 # ---- recency and weights ----------------------------------------------------------------
 
 
-def test_recency_breaks_near_tie_only_when_weighted(gm: Store) -> None:
+def test_recency_breaks_near_tie_only_when_weighted(gm: LmdbStore) -> None:
     # The older fact is a slightly better keyword match (length 2 vs 3): keyword rank
     # 1 vs 2, recency rank 2 vs 1.
     older, newer = "backup nightly", "backup nightly rotation"
@@ -163,7 +164,7 @@ def test_recency_breaks_near_tie_only_when_weighted(gm: Store) -> None:
     assert texts(rank(gm, AGENT, query, weights=RECENCY_ONLY)) == [newer, older]
 
 
-def test_recency_weight_zero_ignores_age_on_exact_keyword_tie(gm: Store) -> None:
+def test_recency_weight_zero_ignores_age_on_exact_keyword_tie(gm: LmdbStore) -> None:
     # Same tokens, different texts: an exact keyword tie. With recency off, the keyword
     # tie-break (older id) decides and the newer fact does not jump ahead.
     older, newer = "alpha beta", "beta alpha"
@@ -173,7 +174,7 @@ def test_recency_weight_zero_ignores_age_on_exact_keyword_tie(gm: Store) -> None
     assert [h.score for h in hits] == pytest.approx([1 / 61, 1 / 62])
 
 
-def test_keyword_weight_zero_is_pure_recency_among_candidates(gm: Store) -> None:
+def test_keyword_weight_zero_is_pure_recency_among_candidates(gm: LmdbStore) -> None:
     facts = put_all(
         gm,
         [
@@ -192,7 +193,7 @@ def test_keyword_weight_zero_is_pure_recency_among_candidates(gm: Store) -> None
     assert [h.score for h in hits] == pytest.approx([1 / 61, 1 / 62, 1 / 63])
 
 
-def test_hit_fields_are_consistent(gm: Store) -> None:
+def test_hit_fields_are_consistent(gm: LmdbStore) -> None:
     put_all(gm, ["alpha one", "alpha alpha two", "alpha three three", *FILLER])
     for weights in ALL_WEIGHTS:
         hits = rank(gm, AGENT, "alpha", weights=weights)
@@ -206,7 +207,7 @@ def test_hit_fields_are_consistent(gm: Store) -> None:
 # ---- deterministic ties, duplicates, k ----------------------------------------------------
 
 
-def test_identical_scores_order_by_created_at_then_id_same_clock(gm: Store) -> None:
+def test_identical_scores_order_by_created_at_then_id_same_clock(gm: LmdbStore) -> None:
     # Equal weights and mirrored ranks: A = (kw 1, rec 2), B = (kw 2, rec 1) score exactly
     # the same. Both were created at FIXED, so the id decides: A (older id) first.
     a, b = put_all(gm, ["alpha alpha beta", "alpha beta", *FILLER[:2]])[:2]
@@ -219,7 +220,7 @@ def test_identical_scores_order_by_created_at_then_id_same_clock(gm: Store) -> N
         assert ids(rank(gm, AGENT, "alpha", weights=equal)) == [a.id, b.id]
 
 
-def _tie_with_created_at_against_id_order(store: Store) -> tuple[Fact, Fact]:
+def _tie_with_created_at_against_id_order(store: LmdbStore) -> tuple[Fact, Fact]:
     """A (smaller id, created now) and B (larger id, created a day earlier) with exactly
     equal fused scores under weights (1, 1): A is the better keyword match, B the newer
     by id."""
@@ -240,14 +241,14 @@ def _tie_with_created_at_against_id_order(store: Store) -> tuple[Fact, Fact]:
     return a, b
 
 
-def test_identical_scores_order_by_created_at_before_id(gm: Store) -> None:
+def test_identical_scores_order_by_created_at_before_id(gm: LmdbStore) -> None:
     a, b = _tie_with_created_at_against_id_order(gm)
     hits = rank(gm, AGENT, "alpha", k=2, weights=RecallWeights(1.0, 1.0))
     assert hits[0].score == hits[1].score
     assert ids(hits) == [b.id, a.id]  # older created_at first, although its id is larger
 
 
-def test_top_k_is_a_prefix_of_the_documented_order(gm: Store) -> None:
+def test_top_k_is_a_prefix_of_the_documented_order(gm: LmdbStore) -> None:
     _a, b = _tie_with_created_at_against_id_order(gm)
     equal = RecallWeights(1.0, 1.0)
     two = rank(gm, AGENT, "alpha", k=2, weights=equal)
@@ -255,7 +256,7 @@ def test_top_k_is_a_prefix_of_the_documented_order(gm: Store) -> None:
     assert ids(one) == ids(two)[:1] == [b.id]
 
 
-def test_duplicate_texts_returned_once(gm: Store) -> None:
+def test_duplicate_texts_returned_once(gm: LmdbStore) -> None:
     first = gm.put(AGENT, "vpn certificate renewed")
     second = gm.put(AGENT, "vpn certificate renewed")
     other = gm.put(AGENT, "vpn outage in berlin")
@@ -270,7 +271,7 @@ def test_duplicate_texts_returned_once(gm: Store) -> None:
     assert ids(rank(gm, AGENT, "certificate", weights=KEYWORD_ONLY)) == [first.id]
 
 
-def test_k_honoured(gm: Store) -> None:
+def test_k_honoured(gm: LmdbStore) -> None:
     words = ["red", "green", "blue", "cyan", "pink", "gold", "grey", "navy", "teal", "plum"]
     put_all(gm, [f"pager alert {w}" for w in words] + [f"filler note {w}" for w in words])
     everything = rank(gm, AGENT, "pager", k=100)
@@ -282,7 +283,7 @@ def test_k_honoured(gm: Store) -> None:
     assert len(rank(gm, AGENT, "pager")) == 8  # default k
 
 
-def test_no_keyword_match_is_empty(gm: Store) -> None:
+def test_no_keyword_match_is_empty(gm: LmdbStore) -> None:
     assert rank(gm, AGENT, "anything") == []  # empty store
     put_all(gm, ["deploy the staging server", *FILLER])
     assert rank(gm, AGENT, "nonexistentword") == []
@@ -294,14 +295,14 @@ def test_no_keyword_match_is_empty(gm: Store) -> None:
         assert recall(gm, AGENT, "kubernetes", weights=weights) == []
 
 
-def test_stopwords_only_query_is_empty(gm: Store) -> None:
+def test_stopwords_only_query_is_empty(gm: LmdbStore) -> None:
     put_all(gm, ["the cat is on the mat", "el perro de la casa", "der Hund und die Katze"])
     for query in ("the", "the and of is on", "el la de", "der die und", "", "   ", "a b c", "?!"):
         for weights in ALL_WEIGHTS:
             assert rank(gm, AGENT, query, weights=weights) == []
 
 
-def test_agents_are_isolated(gm: Store) -> None:
+def test_agents_are_isolated(gm: LmdbStore) -> None:
     put_all(gm, ["shared secret token", "shared note"], agent="ops")
     put_all(gm, ["shared secret token"], agent="ops-2")
     put_all(gm, ["shared secret token"], agent="op")
@@ -314,7 +315,7 @@ def test_agents_are_isolated(gm: Store) -> None:
     assert texts(rank(gm, "ops", "shared secret", k=10)) == ["shared secret token"]
 
 
-def test_bad_arguments_rejected(gm: Store) -> None:
+def test_bad_arguments_rejected(gm: LmdbStore) -> None:
     put_all(gm, ["deploy server"])
     with pytest.raises(InvalidInput):
         rank(gm, AGENT, "deploy", k=0)
@@ -331,7 +332,7 @@ def test_bad_arguments_rejected(gm: Store) -> None:
 
 
 @pytest.mark.parametrize("how", ["revise", "retire"])
-def test_tombstones_never_recalled(gm: Store, how: str) -> None:
+def test_tombstones_never_recalled(gm: LmdbStore, how: str) -> None:
     target = gm.put(AGENT, "quarterly budget spreadsheet location")
     put_all(gm, FILLER)
     revision = None
@@ -354,7 +355,7 @@ def test_tombstones_never_recalled(gm: Store, how: str) -> None:
     assert_index_matches(gm)
 
 
-def test_revising_to_the_same_text_changes_nothing(gm: Store) -> None:
+def test_revising_to_the_same_text_changes_nothing(gm: LmdbStore) -> None:
     target = gm.put(AGENT, "quarterly budget spreadsheet location")
     put_all(gm, FILLER)
     generation = gm.generation()
@@ -366,7 +367,7 @@ def test_revising_to_the_same_text_changes_nothing(gm: Store) -> None:
     assert_index_matches(gm)
 
 
-def _seed_near_duplicates(store: Store) -> list[Fact]:
+def _seed_near_duplicates(store: LmdbStore) -> list[Fact]:
     """Six live facts of weight 1.0. Select takes the weakest half by (weight, id), so with
     equal weights the three oldest: the near-duplicates the local summariser merges."""
     return store.put_many(
@@ -382,7 +383,7 @@ def _seed_near_duplicates(store: Store) -> list[Fact]:
     )
 
 
-def test_consolidation_tombstones_not_recalled_and_revert_restores(gm: Store) -> None:
+def test_consolidation_tombstones_not_recalled_and_revert_restores(gm: LmdbStore) -> None:
     facts = _seed_near_duplicates(gm)
     dupes = facts[:3]
     record = Cycle(gm, AGENT, LocalSummariser(), CycleOptions(threshold=3)).run_sync()
@@ -411,7 +412,7 @@ def test_consolidation_tombstones_not_recalled_and_revert_restores(gm: Store) ->
     assert ids(rank(gm, AGENT, "owner ops team", weights=KEYWORD_ONLY))[0] == dupes[1].id
 
 
-def test_pruned_facts_gone_from_index(gm: Store) -> None:
+def test_pruned_facts_gone_from_index(gm: LmdbStore) -> None:
     doomed = gm.put_many([NewFact(AGENT, "obsolete pager rotation xyzzy", weight=0.005)])[0]
     keep = gm.put(AGENT, "current pager rotation")
     put_all(gm, FILLER)
@@ -425,7 +426,7 @@ def test_pruned_facts_gone_from_index(gm: Store) -> None:
     assert_index_matches(gm)
 
 
-def test_deleting_live_and_tombstoned_facts_keeps_index(gm: Store) -> None:
+def test_deleting_live_and_tombstoned_facts_keeps_index(gm: LmdbStore) -> None:
     live, tombstoned, other = put_all(gm, ["ledger alpha", "ledger beta", "ledger gamma"])
     put_all(gm, FILLER)
     gm.retire(tombstoned.id)
@@ -434,7 +435,7 @@ def test_deleting_live_and_tombstoned_facts_keeps_index(gm: Store) -> None:
     assert ids(rank(gm, AGENT, "ledger alpha beta gamma")) == [other.id]
 
 
-def test_long_agent_and_long_astral_token_can_be_stored(gm: Store) -> None:
+def test_long_agent_and_long_astral_token_can_be_stored(gm: LmdbStore) -> None:
     agent = "a" * 256  # the longest agent name validate_agent accepts
     # One 64-character token of 256 bytes (CJK Extension B, 4 bytes each): cut to its first
     # 200 bytes in the index and in the query alike.
@@ -482,7 +483,7 @@ operation = st.one_of(
 query_text = st.lists(st.sampled_from([*VOCAB, "missing"]), max_size=4).map(" ".join)
 
 
-def _apply(store: Store, op: tuple) -> None:  # type: ignore[type-arg]
+def _apply(store: LmdbStore, op: tuple) -> None:  # type: ignore[type-arg]
     kind = op[0]
     if kind == "put":
         store.put(op[1], op[2])
@@ -531,7 +532,7 @@ def test_index_and_rank_match_brute_force(
     queries: list[tuple[str, int, RecallWeights]],
 ) -> None:
     with tempfile.TemporaryDirectory() as directory:
-        store = Store.open(Path(directory) / "s", clock_fn=lambda: FIXED)
+        store = LmdbStore.open(Path(directory) / "s", clock_fn=lambda: FIXED)
         try:
             for op in ops:
                 _apply(store, op)
@@ -552,13 +553,13 @@ def test_index_and_rank_match_brute_force(
 # ---- access write-back ------------------------------------------------------------------------
 
 
-def _seed_routers(store: Store) -> tuple[list[Fact], list[Fact]]:
+def _seed_routers(store: LmdbStore) -> tuple[list[Fact], list[Fact]]:
     matching = put_all(store, ["router firmware upgrade", "router password rotated"])
     others = put_all(store, ["printer toner low", *FILLER])
     return matching, others
 
 
-def test_recall_records_access_of_exactly_the_returned_facts(gm: Store, clock: Clock) -> None:
+def test_recall_records_access_of_exactly_the_returned_facts(gm: LmdbStore, clock: Clock) -> None:
     matching, _ = _seed_routers(gm)
     later = clock.advance(hours=5)
     before = {f.id: f for f in gm.all_facts()}
@@ -590,7 +591,7 @@ def test_recall_records_access_of_exactly_the_returned_facts(gm: Store, clock: C
     assert gm.generation() == generation + 2
 
 
-def test_rank_changes_nothing(gm: Store, clock: Clock) -> None:
+def test_rank_changes_nothing(gm: LmdbStore, clock: Clock) -> None:
     _seed_routers(gm)
     clock.advance(hours=5)
     before = gm.all_facts()
@@ -603,7 +604,7 @@ def test_rank_changes_nothing(gm: Store, clock: Clock) -> None:
     assert index_contents(gm, AGENT) == index_before
 
 
-def test_recall_with_no_hits_writes_nothing(gm: Store) -> None:
+def test_recall_with_no_hits_writes_nothing(gm: LmdbStore) -> None:
     _seed_routers(gm)
     generation = gm.generation()
     assert recall(gm, AGENT, "kubernetes") == []
@@ -611,7 +612,7 @@ def test_recall_with_no_hits_writes_nothing(gm: Store) -> None:
     assert gm.generation() == generation
 
 
-def test_recall_never_resurrects_a_tombstone(gm: Store, clock: Clock) -> None:
+def test_recall_never_resurrects_a_tombstone(gm: LmdbStore, clock: Clock) -> None:
     (first, second), _ = _seed_routers(gm)
     # A fact tombstoned before recall is neither returned nor touched.
     gm.retire(first.id)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from graymatter_tui.recall import RecallWeights, rank
+from graymatter_tui.recall.ranking import RecallWeights, rank
 from tests.recall.helpers import AGENT, FIXED
 from tests.support.backends import CliStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.model import Fact
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import Fact
 from tests.recall.test_recall_cli import run
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -20,7 +20,7 @@ HOSTILE_ID = "01KG0000000000000000000001"
 
 
 def _seed(path: Path) -> tuple[Fact, Fact, Fact]:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         first = store.put(AGENT, "The build cache lives on disk one")
         second, _ = store.revise(first.id, "The build cache lives on disk two")
         third, _ = store.revise(second.id, "The build cache lives on disk three")
@@ -62,7 +62,7 @@ def test_json_adds_the_explain_keys_and_keeps_the_old_ones(tmp_path: Path) -> No
 
 
 def test_a_cycle_of_ids_and_hostile_stored_text_are_shown_safely(tmp_path: Path) -> None:
-    with Store.open(tmp_path) as store:
+    with LmdbStore.open(tmp_path) as store:
         live = store.put(AGENT, "The release train leaves on Tuesday")
         hostile = Fact(
             id=HOSTILE_ID,

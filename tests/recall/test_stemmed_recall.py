@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.recall import rank
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.recall.ranking import rank
+from graymatter_tui.storage import NewFact
 from tests.recall.helpers import AGENT, texts
 from tests.recall.test_recall_cli import run
 
@@ -19,7 +20,7 @@ FILLER = [f"routine call log {n} with no payment details" for n in range(1, 9)]
 POLAR = "Payments go through Polar since March"
 
 
-def test_an_inflected_query_finds_the_fact(gm: Store) -> None:
+def test_an_inflected_query_finds_the_fact(gm: LmdbStore) -> None:
     # The case: `payment` never matched `payments`, and eight routine logs that
     # said `payment` outranked the one fact that answers the question.
     gm.put_many(NewFact(AGENT, text) for text in [POLAR, *FILLER])
@@ -28,7 +29,7 @@ def test_an_inflected_query_finds_the_fact(gm: Store) -> None:
     assert texts(rank(gm, AGENT, "Polar's payment", k=1)) == [POLAR]
 
 
-def test_inflections_of_every_kind_meet(gm: Store) -> None:
+def test_inflections_of_every_kind_meet(gm: LmdbStore) -> None:
     gm.put_many(
         NewFact(AGENT, text)
         for text in [
@@ -48,7 +49,7 @@ def test_inflections_of_every_kind_meet(gm: Store) -> None:
     ]
 
 
-def test_a_ticket_id_is_found_as_written(gm: Store) -> None:
+def test_a_ticket_id_is_found_as_written(gm: LmdbStore) -> None:
     ticket = "Outage INC-9418: the payments API returned 502 for an hour."
     noise = [f"Incident review notes, part {n}: nothing was closed." for n in range(12)]
     gm.put_many(NewFact(AGENT, text) for text in [ticket, *noise])
@@ -58,7 +59,7 @@ def test_a_ticket_id_is_found_as_written(gm: Store) -> None:
     assert texts(rank(gm, AGENT, "INC")) == [ticket]
 
 
-def test_emails_and_urls_are_found_as_written(gm: Store) -> None:
+def test_emails_and_urls_are_found_as_written(gm: LmdbStore) -> None:
     mail = "Refund requests go to billing.ops@example.com"
     link = "The runbook is at https://wiki.example.org/payments/refunds"
     gm.put_many(NewFact(AGENT, text) for text in [mail, link, "Refunds take a week."])
@@ -70,13 +71,13 @@ def test_emails_and_urls_are_found_as_written(gm: Store) -> None:
     "query",
     ["the of and", "?!... — ;;", "which is the", "Какой платёжный провайдер?", "東京タワー"],
 )
-def test_stop_words_punctuation_and_other_scripts_find_nothing(gm: Store, query: str) -> None:
+def test_stop_words_punctuation_and_other_scripts_find_nothing(gm: LmdbStore, query: str) -> None:
     gm.put_many(NewFact(AGENT, text) for text in [POLAR, *FILLER])
     assert rank(gm, AGENT, query) == []
 
 
 def test_the_cli_answers_such_queries_with_an_empty_list(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         store.put_many(NewFact(AGENT, text) for text in [POLAR, *FILLER])
     for query in ("the of and", "?!...", "Какой платёжный провайдер?"):
         done = run(tmp_path / "s", "recall", AGENT, query, "--json")

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.tokens import Analyzer, check_language, languages, tokens
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.tokens import Analyzer, check_language, languages, tokens
 
 ENGLISH = Analyzer("english")
 

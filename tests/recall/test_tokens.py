@@ -10,8 +10,8 @@ import unicodedata
 
 import pytest
 
-from graymatter_tui.lexicon import STOPWORDS
-from graymatter_tui.tokens import MAX_TOKEN_BYTES, term_counts, tokens
+from graymatter_tui.core.lexicon import STOPWORDS
+from graymatter_tui.core.tokens import MAX_TOKEN_BYTES, term_counts, tokens
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter_tui.lexicon import STOPWORDS, WORD
-from graymatter_tui.tokens import _clip, term_counts, tokens
+from graymatter_tui.core.lexicon import STOPWORDS, WORD
+from graymatter_tui.core.tokens import _clip, term_counts, tokens
 
 
 def general_route(text: str) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.store import Store
 from tests.reliability.conftest import start_worker
 from tests.reliability.worker import read_refusals
 
@@ -16,7 +16,7 @@ from tests.reliability.worker import read_refusals
 def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
     seconds = 60 if soak else 8
     path = tmp_path / "store"
-    Store.open(path).close()
+    LmdbStore.open(path).close()
     acks = [tmp_path / f"ack{i}.jsonl" for i in range(3)]
     report = tmp_path / "reader.json"
     refusals = tmp_path / "cycler-refusals.jsonl"
@@ -37,7 +37,7 @@ def test_writers_cycler_and_reader_together(tmp_path: Path, soak: bool) -> None:
     acknowledged = [json.loads(line) for ack in acks for line in ack.read_text().splitlines()]
     latencies = sorted(a["ms"] for a in acknowledged)
     reader = json.loads(report.read_text())
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         missing = [a["id"] for a in acknowledged if store.find(a["id"]) is None]
         pruned = {f.id for r in store.records() for f in r.pruned}
         missing = [m for m in missing if m not in pruned]

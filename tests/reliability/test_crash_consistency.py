@@ -9,8 +9,8 @@ import signal
 import time
 from pathlib import Path
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.store import Store
 from tests.reliability.conftest import start_worker
 from tests.reliability.worker import read_refusals, refusal_problems
 
@@ -33,7 +33,7 @@ def test_random_kills_leave_a_consistent_store(tmp_path: Path, soak: bool) -> No
             died_early.append(f"worker {attempt} exited {child.returncode}: {tail}")
         if child.stderr:
             child.stderr.close()
-        with Store.open(path) as store:
+        with LmdbStore.open(path) as store:
             for check in check_invariants(store):
                 violations += [f"kill {attempt}: {v}" for v in check.violations]
             applied_seen = store.counters().consolidations

@@ -9,7 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
 from tests.reliability.conftest import start_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_growth_from_a_tiny_map_while_another_process_works(tmp_path: Path, soak: bool) -> None:
     target_mb = 520 if soak else 60
     path = tmp_path / "store"
-    store = Store.open(path, map_size=64 * 1024)
+    store = LmdbStore.open(path, map_size=64 * 1024)
     ack = tmp_path / "ack.jsonl"
     other = start_worker("writer", str(path), str(ack), "0", "1")
     chunk = "x" * 4000
@@ -49,10 +50,11 @@ DISK_FULL_CHILD = textwrap.dedent(
     """
     import resource, signal, sys
     sys.path.insert(0, {root!r})
-    from graymatter_tui.errors import StoreError
-    from graymatter_tui.store import NewFact, Store
+    from graymatter_tui.core.errors import StoreError
+    from graymatter_tui.storage import NewFact
+    from graymatter_tui.backends.lmdb import LmdbStore
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of a signal
-    store = Store.open({path!r})
+    store = LmdbStore.open({path!r})
     limit = {limit}
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     written = 0
@@ -69,7 +71,7 @@ DISK_FULL_CHILD = textwrap.dedent(
 
 def test_a_full_disk_gives_a_clear_error_and_keeps_committed_data(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         kept = store.put("full", "written before the disk filled")
     limit = (path / "data.mdb").stat().st_size + 2_000_000
     child = subprocess.run(
@@ -82,7 +84,7 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_committed_data(tmp_path: Path
     written_text, message = child.stdout.strip().split("|", 1)
     written = int(written_text)
     assert "disk is full" in message or "grow" in message, message
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert store.require(kept.id).text == "written before the disk filled"
         live = store.agents()[0].live_facts
     assert live == written + 1  # every committed batch, nothing of the failed one

@@ -14,11 +14,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.textsafe import MAX_TEXT_BYTES
+from graymatter_tui.core.textsafe import MAX_TEXT_BYTES
+from graymatter_tui.storage import NewFact
 from tests.support.ollama_fake import FakeOllama, RecordedRequest, Reply
 from tests.support.over_socket import OllamaOverSocket
 
@@ -49,12 +50,12 @@ def cli(*args: str, path: Path) -> subprocess.CompletedProcess[bytes]:
 
 def test_hostile_text_round_trips_byte_for_byte(tmp_path: Path) -> None:
     source, copy = tmp_path / "a", tmp_path / "b"
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         ids = [store.put("agent", text).id for text in HOSTILE]
     export = tmp_path / "out.jsonl"
     assert cli("export", "--out", str(export), path=source).returncode == 0
     assert cli("import", str(export), path=copy).returncode == 0
-    with Store.open(copy) as store:
+    with LmdbStore.open(copy) as store:
         for fact_id, text in zip(ids, HOSTILE, strict=True):
             assert store.require(fact_id).text.encode() == text.encode()
     listing = cli("list", "agent", path=source)
@@ -78,7 +79,7 @@ def test_one_byte_over_64_kib_is_refused_on_remember_and_import(tmp_path: Path) 
     assert over.stderr.decode().splitlines() == [
         "graymatter-tui: error: text is 65537 bytes; the limit is 65536 bytes (64 KiB)"
     ]
-    with Store.open(source) as store:
+    with LmdbStore.open(source) as store:
         assert [f.text for f in store.list_facts("agent", "all")] == [AT_LIMIT]
     # An export edited to carry the longer text is refused whole on import.
     export = tmp_path / "out.jsonl"
@@ -90,7 +91,7 @@ def test_one_byte_over_64_kib_is_refused_on_remember_and_import(tmp_path: Path) 
     refused = cli("import", str(export), path=copy)
     assert refused.returncode == 1
     assert b"line 2: text is 65537 bytes" in refused.stderr
-    with Store.open(copy) as store:
+    with LmdbStore.open(copy) as store:
         assert store.list_facts(None, "all") == []
 
 
@@ -116,7 +117,7 @@ def test_undecodable_argv_bytes_are_refused_clearly(tmp_path: Path) -> None:
 
 def test_symlinked_data_dirs(tmp_path: Path) -> None:
     real = tmp_path / "real"
-    with Store.open(real) as store:
+    with LmdbStore.open(real) as store:
         fact = store.put("agent", "through a link")
     link = tmp_path / "link"
     link.symlink_to(real)
@@ -135,8 +136,8 @@ def test_symlinked_data_dirs(tmp_path: Path) -> None:
     assert (tmp_path / "a-file").read_text() == "keep me"
 
 
-def _store_with_batch(path: Path) -> Store:
-    store = Store.open(path, clock_fn=lambda: NOW)
+def _store_with_batch(path: Path) -> LmdbStore:
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
     store.put_many(
         NewFact(
             agent_id="agent", text=f"fact {i} about ticket SUP-{1000 + i}", weight=0.2 + i / 100

@@ -30,11 +30,11 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from graymatter_tui.backends.lmdb import LmdbStore  # noqa: E402
+from graymatter_tui.backends.lmdb.tx import Tx  # noqa: E402
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions  # noqa: E402
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser  # noqa: E402
-from graymatter_tui.errors import GraymatterError  # noqa: E402
-from graymatter_tui.store import Store  # noqa: E402
-from graymatter_tui.store.tx import Tx  # noqa: E402
+from graymatter_tui.core.errors import GraymatterError  # noqa: E402
 
 AGENTS = ("alpha", "beta")
 TEXTS = (
@@ -94,7 +94,7 @@ def refusal_problems(counts: Counter[str]) -> list[str]:
     ]
 
 
-def mixed(store: Store, rng: random.Random, until: float, out: TextIO) -> None:
+def mixed(store: LmdbStore, rng: random.Random, until: float, out: TextIO) -> None:
     options = CycleOptions(threshold=5, max_batch=16)
     while not until or time.monotonic() < until:
         agent = rng.choice(AGENTS)
@@ -138,7 +138,7 @@ def mixed(store: Store, rng: random.Random, until: float, out: TextIO) -> None:
             log_refusal(out, op, exc)
 
 
-def writer(store: Store, ack: Path, until: float, name: str) -> None:
+def writer(store: LmdbStore, ack: Path, until: float, name: str) -> None:
     with open(ack, "a", encoding="utf-8") as out:
         n = 0
         while not until or time.monotonic() < until:
@@ -150,7 +150,7 @@ def writer(store: Store, ack: Path, until: float, name: str) -> None:
             n += 1
 
 
-def cycler(store: Store, until: float, rng: random.Random, out: TextIO) -> None:
+def cycler(store: LmdbStore, until: float, rng: random.Random, out: TextIO) -> None:
     options = CycleOptions(threshold=5, max_batch=16)
     while not until or time.monotonic() < until:
         agent = rng.choice(("agent-w0", "agent-w1", "agent-w2"))
@@ -164,7 +164,7 @@ def cycler(store: Store, until: float, rng: random.Random, out: TextIO) -> None:
             log_refusal(out, op, exc)
 
 
-def reader(store: Store, until: float, report: Path) -> None:
+def reader(store: LmdbStore, until: float, report: Path) -> None:
     """Within one read transaction, every applied cycle must be whole: its summary present
     (or pruned) and each consumed fact a tombstone pointing at it (or pruned/restored)."""
     checks = violations = 0
@@ -173,7 +173,7 @@ def reader(store: Store, until: float, report: Path) -> None:
         def check(tx: Tx) -> int:
             bad = 0
             cursor = tx.txn.cursor(db=tx.dbs.journal)
-            from graymatter_tui.store.codec import decode_record
+            from graymatter_tui.storage.codec import decode_record
 
             records = [decode_record(v) for _k, v in cursor.iternext()]
             restored = {i for r in records if r.kind == "revert" for i in r.restored}
@@ -204,7 +204,7 @@ def main() -> None:
     seed = int(sys.argv[5]) if len(sys.argv) > 5 else os.getpid()
     until = time.monotonic() + seconds if seconds else 0.0
     rng = random.Random(seed)
-    store = Store.open(directory)
+    store = LmdbStore.open(directory)
     print("ready", flush=True)  # a test may time its kill from here, not from start-up
     if mode in ("mixed", "cycler"):
         with open(extra, "a", encoding="utf-8") as out:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graymatter_tui import provenance
-from graymatter_tui.activity_feed import FeedFilter, read_page
-from graymatter_tui.store import Store
-from graymatter_tui.store.tx import Tx
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import Tx
+from graymatter_tui.core import provenance
+from graymatter_tui.views.activity_feed import FeedFilter, read_page
 from tests.support.backends import AnyStore
 
 
-def _feed(store: Store, count: int) -> None:
+def _feed(store: LmdbStore, count: int) -> None:
     """`count` entries: every third one from mcp:claude for agent ops, the rest from cli
     for agent dev."""
 
@@ -51,7 +51,7 @@ def _all_pages(store: AnyStore, wanted: FeedFilter, want: int, scan: int | None)
 
 
 def test_pages_of_a_filter_cover_every_match_once(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         _feed(store, 5000)
         everything = [e.seq for e in store.activity()]
         from_ops = [s for s in everything if (s - 1) % 3 == 0]  # entry n has write n + 1

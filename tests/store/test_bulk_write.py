@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import exchange
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.tx import bulk_size
-from graymatter_tui.tokens import term_counts
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import bulk_size
+from graymatter_tui.core.tokens import term_counts
+from graymatter_tui.exchange import transfer as exchange
+from graymatter_tui.storage import NewFact
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -59,7 +60,7 @@ SHAPES: dict[str, Callable[[int], list[NewFact]]] = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_put_many_runs_once_and_the_estimate_covers_the_rows(tmp_path: Path, shape: str) -> None:
     items = SHAPES[shape](4000)
-    with Store.open(tmp_path / "s", map_size=SMALL_MAP) as store:
+    with LmdbStore.open(tmp_path / "s", map_size=SMALL_MAP) as store:
         before = store.info().map_used
         store.put_many(items)
         assert store.retries == 0
@@ -70,10 +71,10 @@ def test_put_many_runs_once_and_the_estimate_covers_the_rows(tmp_path: Path, sha
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_import_runs_once(tmp_path: Path, shape: str) -> None:
-    with Store.open(tmp_path / "source") as source:
+    with LmdbStore.open(tmp_path / "source") as source:
         source.put_many(SHAPES[shape](4000))
         data = exchange.export_json(source)
-    with Store.open(tmp_path / "target", map_size=SMALL_MAP) as target:
+    with LmdbStore.open(tmp_path / "target", map_size=SMALL_MAP) as target:
         result = exchange.import_file(target, data)
         assert result.facts_added == 4000
         assert target.retries == 0
@@ -81,7 +82,7 @@ def test_import_runs_once(tmp_path: Path, shape: str) -> None:
 
 def test_put_many_into_a_full_store_runs_once(tmp_path: Path) -> None:
     """Inserting among existing facts copies the pages it changes: that room is counted."""
-    with Store.open(tmp_path / "s", map_size=SMALL_MAP) as store:
+    with LmdbStore.open(tmp_path / "s", map_size=SMALL_MAP) as store:
         for shape in sorted(SHAPES):
             store.put_many(SHAPES[shape](3000))
         retries = store.retries

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from graymatter_tui.errors import Conflict, InvalidInput, NotFound
+from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from tests.support.backends import AnyStore
 
 

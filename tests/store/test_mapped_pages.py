@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.store import NewFact, Store, mapped_pages
-from graymatter_tui.store.files import DATA_FILE
+from graymatter_tui.backends.lmdb import LmdbStore, mapped_pages
+from graymatter_tui.backends.lmdb.files import DATA_FILE
+from graymatter_tui.storage import NewFact
 
 
 def resident_file_kb() -> int:
@@ -24,7 +25,7 @@ def resident_file_kb() -> int:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="madvise on the map is Linux-only")
 def test_released_pages_read_back_the_same(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "store")
+    store = LmdbStore.open(tmp_path / "store")
     try:
         store.put_many(NewFact("agent", f"fact {i} " + "x" * 400) for i in range(5000))
         before = store.texts("agent")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import StoreError
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -31,9 +31,9 @@ KILLS = 10
 REMEMBER = textwrap.dedent(
     """
     import os, sys, time
-    from graymatter_tui.store import Store
+    from graymatter_tui.backends.lmdb import LmdbStore
     path, agent, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    store = Store.open(path)
+    store = LmdbStore.open(path)
     print("ready", flush=True)
     deadline = time.monotonic() + 60
     while not os.path.exists(go):
@@ -50,8 +50,9 @@ REMEMBER = textwrap.dedent(
 BULK_WRITER = textwrap.dedent(
     f"""
     import sys
-    from graymatter_tui.store import NewFact, Store
-    store = Store.open(sys.argv[1])
+    from graymatter_tui.storage import NewFact
+    from graymatter_tui.backends.lmdb import LmdbStore
+    store = LmdbStore.open(sys.argv[1])
     agent = sys.argv[2]
     print("ready", flush=True)
     b = 0
@@ -67,8 +68,8 @@ BULK_WRITER = textwrap.dedent(
 COUNTS = textwrap.dedent(
     """
     import sys
-    from graymatter_tui.store import Store
-    store = Store.open(sys.argv[1])
+    from graymatter_tui.backends.lmdb import LmdbStore
+    store = LmdbStore.open(sys.argv[1])
     for a in store.agents():
         print(a.agent_id, a.live_facts, len(store.fact_ids(a.agent_id)))
     """
@@ -78,7 +79,7 @@ COUNTS = textwrap.dedent(
 def test_two_writers_at_once(tmp_path: Path) -> None:
     path = tmp_path / "store"
     go = tmp_path / "go"
-    with Store.open(path) as created:
+    with LmdbStore.open(path) as created:
         start_generation = created.generation()
     procs = [
         subprocess.Popen(
@@ -103,7 +104,7 @@ def test_two_writers_at_once(tmp_path: Path) -> None:
                 proc.kill()
                 proc.wait()
 
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         counts = {a.agent_id: (a.live_facts, a.tombstones, a.pinned) for a in store.agents()}
         assert counts == {
             "writer-one": (N_PER_WRITER, 0, 0),
@@ -120,7 +121,7 @@ def test_two_writers_at_once(tmp_path: Path) -> None:
 def test_writer_killed_mid_transaction(tmp_path: Path) -> None:
     path = tmp_path / "store"
     rng = random.Random(20261130)
-    parent = Store.open(path)
+    parent = LmdbStore.open(path)
     try:
         for kill in range(KILLS):
             writer = f"writer-{kill}"
@@ -174,7 +175,7 @@ def test_writer_killed_mid_transaction(tmp_path: Path) -> None:
     assert counts["parent"] == KILLS
     assert sum(counts.values()) > KILLS  # some batches did commit before the kills
     assert all(n % BATCH == 0 for agent, n in counts.items() if agent != "parent")
-    with Store.open(path) as reopened:
+    with LmdbStore.open(path) as reopened:
         for agent, n in counts.items():
             assert len(reopened.list_facts(agent)) == n
 
@@ -200,7 +201,7 @@ def _in_forked_child(check: Callable[[], int]) -> int:
 
 
 def test_a_store_is_not_usable_after_fork(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "store") as parent:
+    with LmdbStore.open(tmp_path / "store") as parent:
         fact = parent.put("a", "x")
 
         def child() -> int:
@@ -218,12 +219,12 @@ def test_a_forked_child_gets_a_clear_error_opening_the_store(tmp_path: Path) -> 
     """py-lmdb refuses a second Environment on the same files in a process that inherited
     one through fork(); the store says so clearly instead of leaking lmdb's message."""
     path = tmp_path / "store"
-    with Store.open(path) as parent:
+    with LmdbStore.open(path) as parent:
         fact = parent.put("a", "x")
 
         def child() -> int:
             try:
-                Store.open(path)
+                LmdbStore.open(path)
             except StoreError as exc:
                 return 0 if "spawn" in str(exc) and "fork" in str(exc) else 3
             return 1
@@ -236,14 +237,14 @@ def test_a_forked_child_gets_a_clear_error_opening_the_store(tmp_path: Path) -> 
 CREATE_AND_REMEMBER = textwrap.dedent(
     """
     import os, sys, time
-    from graymatter_tui.store import Store
+    from graymatter_tui.backends.lmdb import LmdbStore
     path, agent, go = sys.argv[1], sys.argv[2], sys.argv[3]
     deadline = time.monotonic() + 60
     while not os.path.exists(go):
         if time.monotonic() > deadline:
             sys.exit("never told to go")
         time.sleep(0.001)
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put(agent, f"{agent} was here")
     """
 )
@@ -268,7 +269,7 @@ def test_processes_creating_one_new_store_at_once(tmp_path: Path, attempt: int) 
     go.touch()
     results = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * 6, [err for _out, err in results]
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert sorted(a.agent_id for a in store.agents()) == [f"agent-{i}" for i in range(6)]
         # Each put bumped the generation once after the single initialisation.
         assert store.info().generation == 1 + 6

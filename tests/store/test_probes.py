@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import recall
-from graymatter_tui.errors import Conflict, InvalidInput, NotFound
-from graymatter_tui.exchange import export_bytes, import_file
-from graymatter_tui.store import MAX_PROBE_QUERY_BYTES, Store
-from graymatter_tui.store.probe_ops import MAX_PER_AGENT
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
+from graymatter_tui.exchange.transfer import export_bytes, import_file
+from graymatter_tui.recall import ranking as recall
+from graymatter_tui.storage import MAX_PROBE_QUERY_BYTES
+from graymatter_tui.storage.probe_ops import MAX_PER_AGENT
 from tests.support.backends import AnyStore
 
 UNKNOWN = "01JC0000000000000000000001"
@@ -105,7 +106,7 @@ def test_probes_round_trip_through_the_jsonl_export(any_store: AnyStore, tmp_pat
     data = export_bytes(any_store, "jsonl")
     assert b'"type":"probe"' in data
     assert b"probe" not in export_bytes(any_store, "json")  # memories.json stays upstream-shaped
-    with Store.open(tmp_path / "copy") as copy:
+    with LmdbStore.open(tmp_path / "copy") as copy:
         result = import_file(copy, data)
         assert result.probes_added == 1
         assert copy.probes() == [probe]

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graymatter_tui import provenance
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.store import Store
-from graymatter_tui.store.values import ApplyRequest, NewFact
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core import provenance
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.storage.values import ApplyRequest, NewFact
 from tests.support.backends import AnyStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,10 +91,10 @@ def test_reading_the_feed_after_a_write_number_gives_only_newer_writes(any_store
 
 _WRITER = """
 import sys
-from graymatter_tui import provenance
-from graymatter_tui.store import Store
+from graymatter_tui.core import provenance
+from graymatter_tui.backends.lmdb import LmdbStore
 provenance.name_process(sys.argv[2])
-with Store.open(sys.argv[1]) as store:
+with LmdbStore.open(sys.argv[1]) as store:
     for n in range(50):
         store.put("shared", f"{sys.argv[2]} fact {n}")
 """
@@ -102,13 +102,13 @@ with Store.open(sys.argv[1]) as store:
 
 def test_writes_from_several_processes_share_one_ordered_feed(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    Store.open(path).close()
+    LmdbStore.open(path).close()
     writers = [
         subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name], cwd=ROOT)
         for name in ("mcp:one", "mcp:two", "cli")
     ]
     assert all(w.wait(timeout=120) == 0 for w in writers)
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         feed = store.activity()
         facts = store.list_facts("shared")
     assert len(feed) == len(facts) == 150

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env, run_graymatter
 from tests.support.unprivileged import (
     cli_as_nobody,
@@ -48,7 +49,7 @@ class Seeded:
 
 
 def seed(path: Path) -> Seeded:
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         facts = store.put_many(
             [
                 NewFact(AGENT, "Deploys happen on Tuesdays."),
@@ -268,10 +269,10 @@ import termios, tty, fcntl, select, selectors, signal
 import textual.drivers.linux_driver, textual.drivers.headless_driver, textual.pilot
 import textual.widgets._toast, textual.widgets._toast as _t, textual.notifications
 import rich.traceback
-import graymatter_tui.app
-from graymatter_tui.app import GraymatterApp
+import graymatter_tui.tui.app
+from graymatter_tui.tui.app import GraymatterApp
 # Read the stylesheet now, as root: the checkout may lie where `nobody` cannot read it.
-GraymatterApp.CSS = (Path(graymatter_tui.app.__file__).parent / "app.tcss").read_text()
+GraymatterApp.CSS = (Path(graymatter_tui.tui.app.__file__).parent / "app.tcss").read_text()
 GraymatterApp.CSS_PATH = None
 
 
@@ -279,10 +280,10 @@ async def _warm_up():
     # Textual imports many modules only when a screen first needs them: run the app once,
     # as root, on a scratch store, so none is left to import after the privilege drop.
     import tempfile, shutil
-    from graymatter_tui.config import Settings
-    from graymatter_tui.store import Store
+    from graymatter_tui.core.config import Settings
+    from graymatter_tui.backends.lmdb import LmdbStore
     scratch = tempfile.mkdtemp()
-    scratch_store = Store.open(Path(scratch) / "s")
+    scratch_store = LmdbStore.open(Path(scratch) / "s")
     scratch_store.put("ops", "warm-up")
     warm = GraymatterApp(store=scratch_store, settings=Settings.from_env(data_dir=scratch))
     warm.animation_level = "none"
@@ -301,7 +302,7 @@ asyncio.run(_warm_up())
 
 TUI_SNIPPET = """
 path, flag = sys.argv[1], sys.argv[2] == "--read-only"
-store, settings, read_only = graymatter_tui.launch.open_for_tui(
+store, settings, read_only = graymatter_tui.cli.launch.open_for_tui(
     data_dir=Path(path), demo=False, read_only=flag, llm=None
 )
 app = GraymatterApp(store=store, settings=settings, read_only=read_only, agent="ops")
@@ -412,7 +413,7 @@ def test_doctor_on_no_store_fails_and_creates_nothing(tmp_path: Path) -> None:
 def test_a_store_opened_read_only_refuses_writes_clearly(tmp_path: Path) -> None:
     seeded = seed(tmp_path / "store")
     before = digest(seeded.path)
-    store = Store.open(seeded.path, read_only=True)
+    store = LmdbStore.open(seeded.path, read_only=True)
     try:
         assert len(store.list_facts(AGENT)) == 3
         for write in (
@@ -432,7 +433,7 @@ def test_a_store_opened_read_only_refuses_writes_clearly(tmp_path: Path) -> None
 
 def test_a_read_only_view_of_no_store_is_empty_and_creates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "none"
-    store = Store.open(path, read_only=True)
+    store = LmdbStore.open(path, read_only=True)
     try:
         assert store.agents() == [] and store.records() == []
         assert store.info().data_dir == str(path)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import provenance
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.errors import Conflict, InvalidInput, NotFound
-from graymatter_tui.model import RETIRED, ReviewProposal
-from graymatter_tui.store import Store
+from graymatter_tui.core import provenance
+from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
+from graymatter_tui.core.model import RETIRED, ReviewProposal
 from tests.support.backends import AnyStore
 
 AGENT = "agent-a"
@@ -22,12 +22,12 @@ OLD = "Staging database listens on port 5432."
 NEW = "Staging database listens on port 5433."
 
 
-def _clean(store: Store) -> None:
+def _clean(store: LmdbStore) -> None:
     problems = [v for check in check_invariants(store) for v in check.violations]
     assert problems == []
 
 
-def _hold(store: Store, action: str, target: str = OLD, text: str = "") -> ReviewProposal:
+def _hold(store: LmdbStore, action: str, target: str = OLD, text: str = "") -> ReviewProposal:
     with provenance.writing_as(AGENT_SOURCE):
         return store.hold_change(AGENT, action, target, text)
 
@@ -245,7 +245,7 @@ def test_review_records_survive_export_and_import(any_store: AnyStore, tmp_path:
     any_store.put(AGENT, OLD)
     decision = any_store.approve_proposal(_hold(any_store, "update", OLD, NEW).id)
     facts, records = any_store.all_facts(), any_store.records()
-    with Store.open(tmp_path / "copy") as copy:
+    with LmdbStore.open(tmp_path / "copy") as copy:
         copy.import_all(facts, records)
         assert copy.require_record(decision.record.cycle_id) == decision.record
         assert copy.counters() == any_store.counters()

@@ -20,8 +20,9 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.store import SCHEMA_VERSION, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.schema import SCHEMA_VERSION
+from graymatter_tui.core.errors import GraymatterError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RELEASES = sorted(p for p in FIXTURES.glob("store-*") if (p / "store" / "data.mdb").exists())
@@ -55,10 +56,10 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
     path = _copy(release, tmp_path)
     old = int(_meta(path)[b"schema_version"])
     assert old < SCHEMA_VERSION == 5
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         aliases_before = store.aliases("ops-agent")
         feed_before = store.activity()
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         facts = store.list_facts(None, "all")
         assert facts  # nothing lost on the way
         assert store.activity() == feed_before  # a feed starts with schema 3's upgrade
@@ -68,7 +69,7 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
     meta = _meta(path)
     assert meta[b"schema_version"] == str(SCHEMA_VERSION).encode()
     assert b"graymatter-tui" in meta[f"migrated_from_{old}".encode()]
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert store.latest_checkpoint("ops-agent") == saved
         assert store.aliases("ops-agent") == {**aliases_before, "db": ["database"]}
         assert len(store.list_facts(None, "all")) == len(facts) + 1
@@ -84,7 +85,7 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
 
 def test_the_0_3_0_store_keeps_what_agents_wrote_over_mcp(tmp_path: Path) -> None:
     path = _copy(FIXTURES / "store-0.3.0", tmp_path)
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         checkpoint = store.latest_checkpoint("ops-agent")
         assert checkpoint is not None and checkpoint.state == '{"step": 3, "todo": ["x"]}'
         assert store.aliases("ops-agent") == {"pd": ["PagerDuty"]}  # terms are folded
@@ -94,9 +95,9 @@ def test_the_0_3_0_store_keeps_what_agents_wrote_over_mcp(tmp_path: Path) -> Non
 
 def test_the_0_4_0_store_keeps_its_feed_and_its_pending_review(tmp_path: Path) -> None:
     path = _copy(FIXTURES / "store-0.4.0", tmp_path)
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         before = store.activity()
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert store.activity() == before and before[0].action == "review"
         pending = store.proposals(status="pending")
         assert [p.text for p in pending] == ["Held for review: refunds take 5 days."]
@@ -109,7 +110,7 @@ def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_pat
     path = _copy(release, tmp_path)
     before = _digest(path)
     old = int(_meta(path)[b"schema_version"])
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert store.info().schema_version == old
         if old < 3:
             assert store.activity() == [] and store.last_activity() == 0
@@ -123,8 +124,8 @@ def test_a_read_only_open_of_an_old_store_changes_nothing(release: Path, tmp_pat
 
 _OPEN = """
 import sys
-from graymatter_tui.store import Store
-with Store.open(sys.argv[1]) as store:
+from graymatter_tui.backends.lmdb import LmdbStore
+with LmdbStore.open(sys.argv[1]) as store:
     store.save_checkpoint(sys.argv[2], None)
 print("ok")
 """
@@ -145,6 +146,6 @@ def test_two_processes_upgrading_at_once_both_succeed(tmp_path: Path) -> None:
     for child in children:
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0 and out.strip() == "ok", err
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert store.info().schema_version == SCHEMA_VERSION
         assert all(store.latest_checkpoint(f"agent-{n}") is not None for n in range(4))

@@ -18,10 +18,12 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.recall import rank
-from graymatter_tui.store import SCHEMA_VERSION, NewFact, Store
-from graymatter_tui.tokens import Analyzer
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.schema import SCHEMA_VERSION
+from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.tokens import Analyzer
+from graymatter_tui.recall.ranking import rank
+from graymatter_tui.storage import NewFact
 from tests.cli.test_progress import run_with_terminal_stderr
 from tests.conftest import clean_env
 from tests.recall.helpers import Index, index_contents
@@ -50,7 +52,7 @@ def _meta(path: Path, key: bytes) -> bytes | None:
         env.close()
 
 
-def _expected(store: Store, agent: str, analyzer: Analyzer) -> Index:
+def _expected(store: LmdbStore, agent: str, analyzer: Analyzer) -> Index:
     terms: dict[str, int] = {}
     postings: dict[tuple[str, str], tuple[int, int]] = {}
     for fact in store.list_facts(agent, "live"):
@@ -64,13 +66,13 @@ def _expected(store: Store, agent: str, analyzer: Analyzer) -> Index:
 def test_the_upgrade_reindexes_every_live_fact_with_stems(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     assert _meta(path, b"stem_language") is None
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert store.info().stem_language == "none"
         # Unstemmed: "alert server" shares no token with "Disk alerts … build servers."
         assert rank(store, AGENT, "alert server") == []
         assert rank(store, AGENT, "alerts servers")  # as before
     reports: list[tuple[str, int, int]] = []
-    with Store.open(path, progress=lambda *a: reports.append(a)) as store:
+    with LmdbStore.open(path, progress=lambda *a: reports.append(a)) as store:
         agents = [a.agent_id for a in store.agents()]
         live = sum(a.live_facts for a in store.agents())
         assert store.info().stem_language == "english"
@@ -88,10 +90,10 @@ def test_the_upgrade_reindexes_every_live_fact_with_stems(tmp_path: Path) -> Non
 
 def test_a_later_open_does_not_reindex(tmp_path: Path) -> None:
     path = _copy(tmp_path)
-    with Store.open(path):
+    with LmdbStore.open(path):
         pass
     reports: list[tuple[str, int, int]] = []
-    with Store.open(path, progress=lambda *a: reports.append(a)):
+    with LmdbStore.open(path, progress=lambda *a: reports.append(a)):
         pass
     assert reports == []
 
@@ -101,7 +103,7 @@ def test_the_upgrade_takes_the_language_from_the_environment(
 ) -> None:
     path = _copy(tmp_path)
     monkeypatch.setenv("GRAYMATTER_LANGUAGE", "none")
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert store.info().stem_language == "none"
         assert index_contents(store, AGENT) == _expected(store, AGENT, Analyzer("none"))
         assert rank(store, AGENT, "alert server") == []
@@ -110,24 +112,24 @@ def test_the_upgrade_takes_the_language_from_the_environment(
 def test_the_upgrade_grows_a_map_too_small_for_the_reindex(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     size = (path / "data.mdb").stat().st_size
-    with Store.open(path, map_size=size) as store:
+    with LmdbStore.open(path, map_size=size) as store:
         assert store.info().schema_version == SCHEMA_VERSION
         assert index_contents(store, AGENT) == _expected(store, AGENT, Analyzer("english"))
 
 
 def test_a_new_store_takes_its_language_once(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "de", stem_language="German") as store:
+    with LmdbStore.open(tmp_path / "de", stem_language="German") as store:
         store.put(AGENT, "Die Zahlungen laufen über Polar.")
         assert store.info().stem_language == "german"
         assert rank(store, AGENT, "Zahlung")
-    with Store.open(tmp_path / "de", stem_language="french") as store:
+    with LmdbStore.open(tmp_path / "de", stem_language="french") as store:
         assert store.info().stem_language == "german"  # an existing store keeps its own
     with pytest.raises(GraymatterError, match="unknown stemming language 'klingon'"):
-        Store.open(tmp_path / "x", stem_language="klingon")
+        LmdbStore.open(tmp_path / "x", stem_language="klingon")
 
 
 def test_an_unknown_language_in_a_store_is_refused_clearly(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         store.put(AGENT, "payments")
     env = lmdb.open(str(tmp_path / "s"), max_dbs=32)
     with env.begin(write=True) as txn:
@@ -182,22 +184,22 @@ def test_the_cli_chooses_the_language_of_a_new_store(tmp_path: Path) -> None:
 
 def test_the_two_variables_must_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRAYMATTER_STEM_LANGUAGE", "german")
-    with Store.open(tmp_path / "a") as store:
+    with LmdbStore.open(tmp_path / "a") as store:
         assert store.info().stem_language == "german"
     monkeypatch.setenv("GRAYMATTER_LANGUAGE", "German")
-    with Store.open(tmp_path / "b") as store:
+    with LmdbStore.open(tmp_path / "b") as store:
         assert store.info().stem_language == "german"
     monkeypatch.setenv("GRAYMATTER_LANGUAGE", "french")
     with pytest.raises(GraymatterError, match="name different languages"):
-        Store.open(tmp_path / "c")
+        LmdbStore.open(tmp_path / "c")
     monkeypatch.delenv("GRAYMATTER_STEM_LANGUAGE")
     monkeypatch.setenv("GRAYMATTER_LANGUAGE", "elvish")
     with pytest.raises(GraymatterError, match="GRAYMATTER_LANGUAGE: unknown stemming language"):
-        Store.open(tmp_path / "d")
+        LmdbStore.open(tmp_path / "d")
 
 
 def test_changing_the_language_of_a_store_reindexes_it(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         store.put_many(NewFact(AGENT, t) for t in ["Payments go through Polar.", "INC-9418 closed"])
         assert rank(store, AGENT, "payment")
         reports: list[tuple[str, int, int]] = []

@@ -25,9 +25,10 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.files import check_data_file
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.files import check_data_file
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.storage import NewFact
 from tests.reliability.worker import read_refusals
 from tests.support.unprivileged import cli_as_nobody
 
@@ -39,10 +40,10 @@ NOBODY = 65534
 OPEN_AND_SCAN = textwrap.dedent(
     """
     import sys
-    from graymatter_tui.errors import StoreError
-    from graymatter_tui.store import Store
+    from graymatter_tui.core.errors import StoreError
+    from graymatter_tui.backends.lmdb import LmdbStore
     try:
-        store = Store.open(sys.argv[1])
+        store = LmdbStore.open(sys.argv[1])
         facts = store.list_facts(None, "all")
         print(len(facts))
     except StoreError as exc:
@@ -62,7 +63,7 @@ def digest(path: Path) -> tuple[int, str]:
 
 
 def make_store(path: Path, n: int) -> None:
-    with Store.open(path) as opened:
+    with LmdbStore.open(path) as opened:
         for start in range(0, n, 1000):
             opened.put_many(
                 [
@@ -96,7 +97,7 @@ def open_in_subprocess(path: Path) -> subprocess.CompletedProcess[str]:
 
 def test_new_store_permissions(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "data"
-    with Store.open(path) as opened:
+    with LmdbStore.open(path) as opened:
         opened.put("a", "x")
     assert mode_of(path) == 0o700
     assert mode_of(path / "data.mdb") == 0o600
@@ -107,8 +108,8 @@ def test_permissions_hold_with_a_permissive_umask(tmp_path: Path) -> None:
     path = tmp_path / "umask0"
     script = (
         "import os, sys; os.umask(0)\n"
-        "from graymatter_tui.store import Store\n"
-        "Store.open(sys.argv[1]).put('a', 'x')\n"
+        "from graymatter_tui.backends.lmdb import LmdbStore\n"
+        "LmdbStore.open(sys.argv[1]).put('a', 'x')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
@@ -126,7 +127,7 @@ def test_data_dir_that_is_a_regular_file(tmp_path: Path) -> None:
     path = tmp_path / "not-a-dir"
     path.write_bytes(b"hello")
     with pytest.raises(StoreError, match="not a directory"):
-        Store.open(path)
+        LmdbStore.open(path)
     assert path.read_bytes() == b"hello"
 
 
@@ -134,7 +135,7 @@ def test_data_mdb_that_is_a_directory(tmp_path: Path) -> None:
     path = tmp_path / "store"
     (path / "data.mdb").mkdir(parents=True)
     with pytest.raises(StoreError, match="not a regular file"):
-        Store.open(path)
+        LmdbStore.open(path)
 
 
 # ---- damaged files ----------------------------------------------------------------------
@@ -145,10 +146,10 @@ def test_zero_byte_data_mdb_is_refused_and_kept(tmp_path: Path) -> None:
     path.mkdir(mode=0o700)
     (path / "data.mdb").write_bytes(b"")
     with pytest.raises(StoreError, match="empty"):
-        Store.open(path)
+        LmdbStore.open(path)
     assert (path / "data.mdb").stat().st_size == 0
     with pytest.raises(StoreError, match="empty"):  # and again: nothing was "repaired"
-        Store.open(path)
+        LmdbStore.open(path)
     assert (path / "data.mdb").stat().st_size == 0
 
 
@@ -157,7 +158,7 @@ def test_zero_byte_data_mdb_of_a_real_store(tmp_path: Path) -> None:
     make_store(path, 10)
     os.truncate(path / "data.mdb", 0)
     with pytest.raises(StoreError, match="empty"):
-        Store.open(path)
+        LmdbStore.open(path)
     assert (path / "data.mdb").stat().st_size == 0
 
 
@@ -167,7 +168,7 @@ def test_garbage_data_mdb_is_refused_and_kept(tmp_path: Path) -> None:
     garbage = os.urandom(64 * 1024)
     (path / "data.mdb").write_bytes(garbage)
     with pytest.raises(StoreError) as caught:
-        Store.open(path)
+        LmdbStore.open(path)
     assert "data.mdb" in str(caught.value)
     assert (path / "data.mdb").read_bytes() == garbage
 
@@ -210,7 +211,7 @@ def test_a_store_another_process_is_still_writing_opens(tmp_path: Path, cut_to: 
     writer = threading.Thread(target=finish_writing)
     writer.start()
     try:
-        with Store.open(path) as opened:
+        with LmdbStore.open(path) as opened:
             assert len(opened.fact_ids("agent")) == 3000
     finally:
         writer.join()
@@ -220,7 +221,7 @@ def test_no_false_alarms_while_other_processes_write(tmp_path: Path) -> None:
     """Checking the file over and over while three writers and a cycler commit: every look
     must pass (it used to say "truncated" when a commit landed between two reads)."""
     path = tmp_path / "store"
-    Store.open(path).close()
+    LmdbStore.open(path).close()
     worker = Path(__file__).parents[1] / "reliability" / "worker.py"
     procs = [
         subprocess.Popen(
@@ -258,7 +259,7 @@ def test_foreign_lmdb_file_is_not_touched(tmp_path: Path) -> None:
     env.close()
     before = digest(path / "data.mdb")
     with pytest.raises(StoreError, match="not a graymatter-tui store"):
-        Store.open(path)
+        LmdbStore.open(path)
     assert digest(path / "data.mdb") == before
     env = lmdb.open(str(path), max_dbs=0, readonly=True)
     with env.begin() as txn:
@@ -273,7 +274,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     write_schema_version(path, b"99")
     before = digest(path / "data.mdb")
     with pytest.raises(StoreError, match="newer") as caught:
-        Store.open(path)
+        LmdbStore.open(path)
     assert "99" in str(caught.value)
     assert digest(path / "data.mdb") == before
 
@@ -284,9 +285,9 @@ def test_a_refused_store_does_not_stay_registered(tmp_path: Path) -> None:
     make_store(path, 3)
     write_schema_version(path, b"99")
     with pytest.raises(StoreError):
-        Store.open(path)
+        LmdbStore.open(path)
     write_schema_version(path, b"1")
-    with Store.open(path) as opened:
+    with LmdbStore.open(path) as opened:
         assert len(opened.list_facts("agent")) == 3
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.errors import InvalidInput
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.storage import NewFact
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -28,7 +29,7 @@ def batch(agent: str, start: int, n: int) -> list[NewFact]:
 
 def test_map_grows_past_50_mb_in_one_process(tmp_path: Path) -> None:
     path = tmp_path / "grow"
-    store = Store.open(path, map_size=TINY_MAP)
+    store = LmdbStore.open(path, map_size=TINY_MAP)
     try:
         first_map = store.info().map_size
         assert first_map <= 2 * TINY_MAP
@@ -60,7 +61,7 @@ def test_map_grows_past_50_mb_in_one_process(tmp_path: Path) -> None:
         extra = store.put("a", "after growth")
     finally:
         store.close()
-    with Store.open(path, map_size=TINY_MAP) as reopened:
+    with LmdbStore.open(path, map_size=TINY_MAP) as reopened:
         assert reopened.require(extra.id) == extra
         assert reopened.info().map_size >= reopened.info().file_bytes  # all data mapped
         assert sum(a.live_facts for a in reopened.agents()) == sum(written.values()) + 1
@@ -68,7 +69,7 @@ def test_map_grows_past_50_mb_in_one_process(tmp_path: Path) -> None:
 
 def test_one_big_transaction_grows_the_map(tmp_path: Path) -> None:
     """A single put_many far bigger than the map: grown and retried, all or nothing."""
-    with Store.open(tmp_path / "big", map_size=TINY_MAP) as store:
+    with LmdbStore.open(tmp_path / "big", map_size=TINY_MAP) as store:
         generation = store.generation()
         facts = store.put_many(batch("a", 0, 6000))  # ~24 MB of pages
         assert store.generation() == generation + 1  # the retries were aborted, one commit
@@ -79,8 +80,9 @@ def test_one_big_transaction_grows_the_map(tmp_path: Path) -> None:
 CHILD_WRITER = textwrap.dedent(
     """
     import sys
-    from graymatter_tui.store import NewFact, Store
-    store = Store.open(sys.argv[1], map_size=64 * 1024)
+    from graymatter_tui.storage import NewFact
+    from graymatter_tui.backends.lmdb import LmdbStore
+    store = LmdbStore.open(sys.argv[1], map_size=64 * 1024)
     for b in range(int(sys.argv[2])):
         store.put_many(
             [NewFact("child", f"child {b:03d} {i:05d} " + "y" * 2000) for i in range(1000)]
@@ -93,7 +95,7 @@ CHILD_WRITER = textwrap.dedent(
 
 def test_reader_adopts_a_map_grown_by_another_process(tmp_path: Path) -> None:
     path = tmp_path / "shared"
-    parent = Store.open(path, map_size=TINY_MAP)
+    parent = LmdbStore.open(path, map_size=TINY_MAP)
     try:
         mine = parent.put("parent", "written before the child")
         parent_map = parent.info().map_size
@@ -127,14 +129,14 @@ def test_reader_adopts_a_map_grown_by_another_process(tmp_path: Path) -> None:
     finally:
         parent.close()
 
-    with Store.open(path) as reopened:
+    with LmdbStore.open(path) as reopened:
         counts = {a.agent_id: a.live_facts for a in reopened.agents()}
         assert counts == {"parent": 3002, "child": 12_001}
 
 
 def test_threads_writing_while_the_map_grows(tmp_path: Path) -> None:
     """Writers and readers in several threads of one process share one Environment."""
-    store = Store.open(tmp_path / "threads", map_size=TINY_MAP)
+    store = LmdbStore.open(tmp_path / "threads", map_size=TINY_MAP)
     errors: list[BaseException] = []
 
     writing = threading.Event()
@@ -181,25 +183,25 @@ def test_graymatter_map_size_sets_the_initial_map(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GRAYMATTER_MAP_SIZE", str(3 * 1024 * 1024))
-    with Store.open(tmp_path / "env-map") as store:
+    with LmdbStore.open(tmp_path / "env-map") as store:
         assert store.info().map_size == 3 * 1024 * 1024
     monkeypatch.setenv("GRAYMATTER_MAP_SIZE", "1000")  # clamped to the 64 KiB minimum
-    with Store.open(tmp_path / "env-map-small") as store:
+    with LmdbStore.open(tmp_path / "env-map-small") as store:
         assert store.info().map_size == TINY_MAP
         store.put_many(batch("a", 0, 100))  # and it still grows
         assert store.info().map_size > TINY_MAP
     monkeypatch.setenv("GRAYMATTER_MAP_SIZE", "a lot")
     with pytest.raises(InvalidInput, match="GRAYMATTER_MAP_SIZE"):
-        Store.open(tmp_path / "env-map-bad")
+        LmdbStore.open(tmp_path / "env-map-bad")
 
 
 def test_a_transaction_that_fills_the_map_is_grown_and_run_again(tmp_path: Path) -> None:
     """import_all does not reserve space up front, so its one transaction hits
     MapFullError on a tiny map; the store must grow the map and run it again whole."""
-    from graymatter_tui.model import Fact
-    from graymatter_tui.store.ids import new_id
+    from graymatter_tui.core.model import Fact
+    from graymatter_tui.storage.ids import new_id
 
-    store = Store.open(tmp_path / "imp", map_size=TINY_MAP)
+    store = LmdbStore.open(tmp_path / "imp", map_size=TINY_MAP)
     try:
         stamp = "2026-11-30T12:00:00.000000Z"
         from datetime import UTC, datetime

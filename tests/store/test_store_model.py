@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from graymatter_tui.errors import Conflict, NotFound
-from graymatter_tui.model import RETIRED, FactState
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import Conflict, NotFound
+from graymatter_tui.core.model import RETIRED, FactState
+from graymatter_tui.storage import NewFact
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -48,7 +49,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="gm-model-"))
-        self.store = Store.open(self.dir / "store")
+        self.store = LmdbStore.open(self.dir / "store")
         self.model: dict[str, ModelFact] = {}
         self.deleted: set[str] = set()
         self.generation = self.store.generation()

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from graymatter_tui import clock
-from graymatter_tui.errors import Conflict, InvalidInput, NotFound, StoreError
-from graymatter_tui.model import RETIRED, Fact, FactState
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.store.tx import Tx
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import Tx
+from graymatter_tui.core import clock
+from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound, StoreError
+from graymatter_tui.core.model import RETIRED, Fact, FactState
+from graymatter_tui.storage import NewFact
 from tests.support.backends import AnyStore
 from tests.support.clock import ManualClock
 
@@ -56,7 +57,7 @@ def agent_map(any_store: AnyStore) -> dict[str, Any]:
     return {a.agent_id: a for a in any_store.agents()}
 
 
-def tables_mentioning(store: Store, fact_id: str) -> set[str]:
+def tables_mentioning(store: LmdbStore, fact_id: str) -> set[str]:
     """Names of the store's tables holding a key that contains `fact_id` (a raw scan)."""
 
     def scan(tx: Tx) -> set[str]:
@@ -119,10 +120,10 @@ def test_put_keeps_text_exactly(any_store: AnyStore) -> None:
 
 def test_facts_survive_close_and_reopen(tmp_path: Path) -> None:
     path = tmp_path / "reopen"
-    first = Store.open(path)
+    first = LmdbStore.open(path)
     written = [first.put("a", f"fact {i}") for i in range(5)]
     first.close()
-    second = Store.open(path)
+    second = LmdbStore.open(path)
     try:
         assert second is not first
         assert [second.require(f.id) for f in written] == written
@@ -459,7 +460,7 @@ def test_touch_after_delete_does_not_recreate(any_store: AnyStore) -> None:
 # ---- delete -----------------------------------------------------------------------------
 
 
-def test_delete_leaves_no_key_in_any_lmdb_table(store: Store) -> None:
+def test_delete_leaves_no_key_in_any_lmdb_table(store: LmdbStore) -> None:
     """LMDB only: a raw scan of every table (what each view shows after a delete is
     checked on both backends below)."""
     keep = store.put("a", "keep")
@@ -644,7 +645,7 @@ def test_failed_writes_do_not_bump_the_generation(any_store: AnyStore) -> None:
 
 def test_graymatter_now_pins_created_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRAYMATTER_NOW", "2026-01-15T14:30:00.25+02:00")
-    with Store.open(tmp_path / "pinned-clock") as opened:
+    with LmdbStore.open(tmp_path / "pinned-clock") as opened:
         fact = opened.put("a", "as of a date")
         assert fact.created_at == "2026-01-15T12:30:00.250000Z"
         assert fact.accessed_at == fact.created_at
@@ -656,7 +657,7 @@ def test_graymatter_now_pins_created_at(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_malformed_graymatter_now_is_invalid_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with Store.open(tmp_path / "bad-clock") as opened:
+    with LmdbStore.open(tmp_path / "bad-clock") as opened:
         monkeypatch.setenv("GRAYMATTER_NOW", "yesterday")
         with pytest.raises(InvalidInput, match="GRAYMATTER_NOW"):
             opened.put("a", "x")
@@ -684,17 +685,17 @@ def test_ids_sort_by_creation_time(any_store: AnyStore, manual_clock: ManualCloc
 
 def test_open_twice_returns_the_same_store(tmp_path: Path) -> None:
     path = tmp_path / "shared"
-    first = Store.open(path)
+    first = LmdbStore.open(path)
     try:
-        assert Store.open(path) is first
-        assert Store.open(str(path)) is first
-        assert Store.open(tmp_path / "." / "shared") is first
+        assert LmdbStore.open(path) is first
+        assert LmdbStore.open(str(path)) is first
+        assert LmdbStore.open(tmp_path / "." / "shared") is first
         link = tmp_path / "link"
         os.symlink(path, link)
-        assert Store.open(link) is first
+        assert LmdbStore.open(link) is first
     finally:
         first.close()
-    reopened = Store.open(path)
+    reopened = LmdbStore.open(path)
     try:
         assert reopened is not first
     finally:
@@ -702,7 +703,7 @@ def test_open_twice_returns_the_same_store(tmp_path: Path) -> None:
 
 
 def test_use_after_close_raises_store_error(tmp_path: Path) -> None:
-    opened = Store.open(tmp_path / "closing")
+    opened = LmdbStore.open(tmp_path / "closing")
     fact = opened.put("a", "x")
     opened.close()
     opened.close()  # closing twice is harmless
@@ -720,12 +721,12 @@ def test_use_after_close_raises_store_error(tmp_path: Path) -> None:
     for action in actions:
         with pytest.raises(StoreError, match="closed"):
             action()
-    with Store.open(tmp_path / "closing") as again:
+    with LmdbStore.open(tmp_path / "closing") as again:
         assert again.require(fact.id) == fact  # nothing was lost or changed
 
 
 def test_context_manager_closes(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "ctx") as opened:
+    with LmdbStore.open(tmp_path / "ctx") as opened:
         opened.put("a", "x")
     with pytest.raises(StoreError):
         opened.agents()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.errors import StoreError
 from tests.conftest import FIXED_NOW, clean_env, run_graymatter
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -71,7 +71,7 @@ def test_writes_and_polls_stop_when_the_files_change_under_the_store(
     tmp_path: Path, change: str
 ) -> None:
     path, aside = tmp_path / "store", tmp_path / "aside"
-    store = Store.open(path)
+    store = LmdbStore.open(path)
     try:
         store.put("agent", "written before")
         generation = store.generation()
@@ -101,7 +101,7 @@ def test_writes_and_polls_stop_when_the_files_change_under_the_store(
 
 def test_a_store_moved_away_and_back_keeps_working(tmp_path: Path) -> None:
     path, aside = tmp_path / "store", tmp_path / "aside"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put("agent", "one")
         path.rename(aside)
         aside.rename(path)
@@ -122,7 +122,7 @@ def _waiting_on_stdin(pid: int) -> bool:
 @pytest.mark.parametrize("change", ["deleted", "replaced by another store"])
 def test_a_cli_process_whose_store_goes_away_writes_nothing(tmp_path: Path, change: str) -> None:
     path, aside = tmp_path / "store", tmp_path / "aside"
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         store.put("agent", "written before")
     proc = subprocess.Popen(
         [sys.executable, "-m", "graymatter_tui", "--dir", str(path), "remember", "agent", "-"],

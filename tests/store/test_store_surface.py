@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 import graymatter_tui
-from graymatter_tui.errors import NotFound
-from graymatter_tui.overview import StatusPayload, status_payload
-from graymatter_tui.store import KeywordIndex, MemoryStore, Store, VectorBlockSource
-from graymatter_tui.store.tx import Tx
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.tx import Tx
+from graymatter_tui.core.errors import NotFound
+from graymatter_tui.storage import KeywordIndex, MemoryStore, VectorBlockSource
+from graymatter_tui.views.overview import StatusPayload, status_payload
 
 UNKNOWN_ID = "01JC0000000000000000000001"
 PACKAGE = Path(graymatter_tui.__file__).parent
@@ -35,7 +36,7 @@ def _members(protocol: type) -> list[str]:
 @pytest.mark.parametrize("name", _members(MemoryStore))
 def test_store_has_every_protocol_member_with_its_signature(name: str) -> None:
     wanted = getattr(MemoryStore, name)
-    present = getattr(Store, name, None)
+    present = getattr(LmdbStore, name, None)
     assert present is not None, f"Store lacks {name}"
     if isinstance(wanted, property):
         assert isinstance(present, property)
@@ -46,7 +47,7 @@ def test_store_has_every_protocol_member_with_its_signature(name: str) -> None:
 @pytest.mark.parametrize("name", _members(VectorBlockSource))
 def test_store_is_a_vector_block_source(name: str) -> None:
     wanted = getattr(VectorBlockSource, name)
-    assert inspect.signature(getattr(Store, name)) == inspect.signature(wanted)
+    assert inspect.signature(getattr(LmdbStore, name)) == inspect.signature(wanted)
 
 
 @pytest.mark.parametrize("name", _members(KeywordIndex))
@@ -54,7 +55,7 @@ def test_a_transaction_is_a_keyword_index(name: str) -> None:
     assert inspect.signature(getattr(Tx, name)) == inspect.signature(getattr(KeywordIndex, name))
 
 
-def test_find_returns_none_and_require_raises(gm: Store) -> None:
+def test_find_returns_none_and_require_raises(gm: LmdbStore) -> None:
     assert gm.find(UNKNOWN_ID) is None
     assert gm.find_record(UNKNOWN_ID) is None
     assert gm.find_many([UNKNOWN_ID]) == [None]
@@ -66,7 +67,7 @@ def test_find_returns_none_and_require_raises(gm: Store) -> None:
     assert gm.find(fact.id) == gm.require(fact.id) == fact
 
 
-def test_status_payload_keys_are_the_typed_struct_in_order(gm: Store) -> None:
+def test_status_payload_keys_are_the_typed_struct_in_order(gm: LmdbStore) -> None:
     gm.put("a", "one fact")
     payload = status_payload(gm)
     assert list(payload) == list(StatusPayload.__annotations__)

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import Store
-from graymatter_tui.store.files import check_data_file
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.lmdb.files import check_data_file
+from graymatter_tui.core.errors import StoreError
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "unwritten-tail"
 
@@ -54,11 +54,11 @@ def test_the_fixture_really_is_shorter_than_its_header(tmp_path: Path) -> None:
 def test_a_store_with_unwritten_tail_pages_opens_and_reads_whole(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     assert check_data_file(path) is True
-    with Store.open(path) as store:
+    with LmdbStore.open(path) as store:
         assert len(store.list_facts("a", "all")) == 150
         assert store.list_facts("b", "all") == []
         store.put("a", "written after the reopen")
-    with Store.open(path, read_only=True) as store:
+    with LmdbStore.open(path, read_only=True) as store:
         assert len(store.list_facts("a")) == 151
 
 
@@ -74,18 +74,18 @@ def test_a_store_cut_short_is_still_refused(tmp_path: Path) -> None:
 _OPEN_READ_WRITE = """
 import sys
 from pathlib import Path
-from graymatter_tui.errors import StoreError
-from graymatter_tui.store import Store
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.backends.lmdb import LmdbStore
 path, expected = Path(sys.argv[1]), int(sys.argv[2])
 try:
-    store = Store.open(path)
+    store = LmdbStore.open(path)
 except StoreError as exc:
     print("refused", exc)
     raise SystemExit(0)
 with store:
     assert len(store.list_facts("a", "all")) == expected
     store.put("a", "written after the cut")
-with Store.open(path, read_only=True) as store:
+with LmdbStore.open(path, read_only=True) as store:
     assert len(store.list_facts("a", "all")) == expected + 1
 print("opened")
 """
@@ -99,7 +99,7 @@ def test_every_cut_at_the_end_is_refused_or_harmless(tmp_path: Path) -> None:
     import sys
 
     healthy = tmp_path / "healthy"
-    with Store.open(healthy) as store:
+    with LmdbStore.open(healthy) as store:
         facts = [store.put("a", f"fact number {n} " + "x" * (n % 300)) for n in range(300)]
         store.delete(f.id for f in facts[100:])
     size = os.path.getsize(healthy / "data.mdb")

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.errors import StoreError
-from graymatter_tui.graph import extract_entities
-from graymatter_tui.model import CycleRecord, Fact
-from graymatter_tui.store import ApplyRequest, NewFact, Store
-from graymatter_tui.store.ids import seed_ids
+from graymatter_tui.core.entities import extract_entities
+from graymatter_tui.core.errors import StoreError
+from graymatter_tui.core.model import CycleRecord, Fact
+from graymatter_tui.storage import ApplyRequest, NewFact
+from graymatter_tui.storage.ids import seed_ids
 from tests.support.clock import ManualClock
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -47,11 +48,11 @@ WORDS = ["apple", "river", "cobalt", "lantern", "meadow", "quartz", "saffron", "
 class Case:
     """`setup` prepares a store and returns the operation's arguments; `run` calls it."""
 
-    setup: Callable[[Store, ManualClock], tuple[Any, ...]]
+    setup: Callable[[LmdbStore, ManualClock], tuple[Any, ...]]
     run: Callable[..., Any]
 
 
-def _facts(store: Store, n: int = 6, **kw: Any) -> list[Fact]:
+def _facts(store: LmdbStore, n: int = 6, **kw: Any) -> list[Fact]:
     return store.put_many(
         NewFact(AGENT, f"Staging database restarts nightly, note {i}.", **kw) for i in range(n)
     )
@@ -61,7 +62,7 @@ def _pending_record(cycle_id: str = CYCLE_ID) -> CycleRecord:
     return CycleRecord(cycle_id=cycle_id, agent_id=AGENT, summariser="local", started_at="x")
 
 
-def _apply_args(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _apply_args(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     facts = _facts(store)
     request = ApplyRequest(
         cycle_id=CYCLE_ID,
@@ -73,24 +74,24 @@ def _apply_args(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return request, _pending_record()
 
 
-def _applied(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+def _applied(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     request, record = _apply_args(store, clock)
     assert store.apply_consolidation(request, record).applied
     return (CYCLE_ID,)
 
 
-def _weak_facts(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _weak_facts(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     _facts(store, 4, weight=0.005)
     _facts(store, 2)
     return AGENT, _pending_record()
 
 
-def _aged(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+def _aged(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     _facts(store, 5, accessed_at=NOW - timedelta(days=40))
     return AGENT, 720.0
 
 
-def _graph(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+def _graph(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     store.put_many(
         NewFact(AGENT, text)
         for text in ("Alice Chen owns Project Atlas.", "Bob Stone reviews Project Atlas.")
@@ -100,7 +101,7 @@ def _graph(store: Store, clock: ManualClock) -> tuple[Any, ...]:
     return AGENT, 720.0
 
 
-def _import_args(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _import_args(_store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     stamp = "2026-02-01T10:00:00.000000Z"
     summary = Fact(
         id=IMPORTED,
@@ -129,38 +130,38 @@ def _import_args(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return [summary, consumed], [record]
 
 
-def _one(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _one(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     return (_facts(store, 1)[0].id,)
 
 
-def _pinned(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _pinned(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     return (store.put(AGENT, "pinned note", pinned=True).id,)
 
 
-def _nothing(_store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _nothing(_store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     return ()
 
 
 TWIN = "Staging database restarts nightly, twice noted."
 
 
-def _twins(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _twins(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     store.put(AGENT, TWIN, pinned=True)
     store.put(AGENT, TWIN)
     return (TWIN,)
 
 
-def _aliased(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _aliased(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     store.add_alias(AGENT, "db", ["database"])
     return ("db",)
 
 
-def _held(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _held(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     (text,) = _twins(store, _clock)
     return (store.hold_change(AGENT, "update", text, "Restarts weekly.").id,)
 
 
-def _queued(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _queued(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     facts = _facts(store, 4)
     store.start_embedding("concepts")
     store.retire(facts[0].id)
@@ -170,14 +171,14 @@ def _queued(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
     return "concepts", rows, vectors
 
 
-def _probed(store: Store, _clock: ManualClock) -> tuple[Any, ...]:
+def _probed(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     return (store.add_probe(AGENT, "staging database")[0].id,)
 
 
-def _snapshot_of_another(_store: Store, clock: ManualClock) -> tuple[Any, ...]:
+def _snapshot_of_another(_store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     """Everything a migration carries, from a second store with a cycle, a probe, a
     checkpoint, an alias, a held change and a graph."""
-    with tempfile.TemporaryDirectory() as other, Store.open(other, clock_fn=clock) as source:
+    with tempfile.TemporaryDirectory() as other, LmdbStore.open(other, clock_fn=clock) as source:
         request, record = _apply_args(source, clock)
         assert source.apply_consolidation(request, record).applied
         source.add_probe(AGENT, "staging database")
@@ -188,7 +189,7 @@ def _snapshot_of_another(_store: Store, clock: ManualClock) -> tuple[Any, ...]:
         return (source.snapshot(),)
 
 
-def _trial_args(store: Store, clock: ManualClock) -> tuple[Any, ...]:
+def _trial_args(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     request, _record = _apply_args(store, clock)
 
     def look(index: Any) -> list[tuple[str, int, int]]:
@@ -247,7 +248,7 @@ def write_operations() -> set[str]:
     """Every operation of Store that runs a write transaction (`write` itself, the
     transaction API, is not an operation)."""
     found = set()
-    for cls in Store.__mro__:
+    for cls in LmdbStore.__mro__:
         for name, member in vars(cls).items():
             if name == "write" or not inspect.isfunction(member):
                 continue
@@ -260,7 +261,7 @@ def test_every_write_operation_has_a_retry_case() -> None:
     assert write_operations() == set(CASES)
 
 
-def dump(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
+def dump(store: LmdbStore) -> dict[str, list[tuple[bytes, bytes]]]:
     """Every table, key and value, as bytes."""
 
     def run(tx: Any) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -276,7 +277,7 @@ def run_case(path: Path, case: Case, *, forced_retries: int) -> tuple[Any, Any, 
     """(result, every table, the arguments before, the arguments after) of one run."""
     seed_ids(20260301)
     clock = ManualClock(NOW)
-    with Store.open(path, clock_fn=clock) as store:
+    with LmdbStore.open(path, clock_fn=clock) as store:
         args = case.setup(store, clock)
         before = copy.deepcopy(args)
         retries = store.retries
@@ -302,7 +303,7 @@ def test_a_cycle_whose_apply_never_commits_does_not_say_applied(tmp_path: Path) 
     """The caller's record changes only after the commit: a failed apply leaves no trace
     beyond the record decay journaled (unfinished, no summary, nothing consumed)."""
     clock = ManualClock(NOW)
-    with Store.open(tmp_path / "s", clock_fn=clock) as store:
+    with LmdbStore.open(tmp_path / "s", clock_fn=clock) as store:
         store.put_many(
             NewFact(AGENT, text, weight=0.2)
             for text in (
@@ -332,7 +333,7 @@ def test_prune_retried_by_a_real_full_map_copies_each_fact_once(tmp_path: Path) 
     deletes fit, and the journal record holding 300 fact copies (one large value, which
     needs contiguous new pages) is what overflows: the first attempt has copied the facts
     when the map fills."""
-    with Store.open(tmp_path / "full") as store:
+    with LmdbStore.open(tmp_path / "full") as store:
         weak = store.put_many(
             NewFact(AGENT, f"weak fact {i} " + "x" * 300, weight=0.005) for i in range(300)
         )

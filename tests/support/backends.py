@@ -12,14 +12,14 @@ from typing import Any, TypeVar
 
 import pytest
 
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store import Store
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.postgres import PgStore
+from graymatter_tui.core.store_url import parse_store_url
 
 BACKENDS = ("lmdb", "postgres")
 T = TypeVar("T")
 
-AnyStore = Store | PgStore
+AnyStore = LmdbStore | PgStore
 
 
 def fresh_pg_url(request: pytest.FixtureRequest) -> str:
@@ -37,14 +37,14 @@ def open_backend(
     clock: Callable[[], datetime] | None,
 ) -> AnyStore:
     if backend == "lmdb":
-        return Store.open(tmp_path / f"store-{len(list(tmp_path.iterdir()))}", clock_fn=clock)
+        return LmdbStore.open(tmp_path / f"store-{len(list(tmp_path.iterdir()))}", clock_fn=clock)
     return PgStore.open(fresh_pg_url(request), clock_fn=clock)
 
 
 def read_raw(store: AnyStore, fn: Callable[[Any], T]) -> T:
     """`fn` over the backend's own read transaction (an LMDB `Tx` or a `PgTx`), for a
     test that looks at rows no public read returns (graph rows, signatures)."""
-    if isinstance(store, Store):
+    if isinstance(store, LmdbStore):
         return store.read(fn)
     return store._read(fn)
 
@@ -52,7 +52,7 @@ def read_raw(store: AnyStore, fn: Callable[[Any], T]) -> T:
 def location_of(store: AnyStore) -> str:
     """What `--store` takes to reach `store` from another process (the password URL of a
     PostgreSQL store)."""
-    if isinstance(store, Store):
+    if isinstance(store, LmdbStore):
         return str(store.path)
     return store.url.secret_conninfo
 
@@ -81,5 +81,5 @@ class CliStore:
 
     def open(self, clock_fn: Callable[[], datetime] | None = None) -> AnyStore:
         if self.backend == "lmdb":
-            return Store.open(Path(self.location), clock_fn=clock_fn)
+            return LmdbStore.open(Path(self.location), clock_fn=clock_fn)
         return PgStore.open(self.location, clock_fn=clock_fn)

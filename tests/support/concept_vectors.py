@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from graymatter_tui.store import MemoryStore
+from graymatter_tui.storage import MemoryStore
 from tests.support.concepts import concept_vector
 
 DIMENSION = 64  # plenty for the table; the cosine does not depend on the padding

@@ -30,12 +30,12 @@ from pathlib import Path
 from subprocess import PIPE, Popen
 from typing import Any, TextIO, TypeVar
 
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.errors import GraymatterError
-from graymatter_tui.model import RETIRED
-from graymatter_tui.pg import PgStore
+from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.model import RETIRED
 
 T = TypeVar("T")
 TEXTS = (

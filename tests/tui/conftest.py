@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.demo import create_demo
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.exchange.demo import create_demo
 from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import open_store
 
@@ -34,7 +34,7 @@ def store_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def demo_store(store_path: Path) -> Iterator[Store]:
+def demo_store(store_path: Path) -> Iterator[LmdbStore]:
     """The demo store (three agents, 100 facts each) on the fixed clock; closed after."""
     store = open_store(store_path)
     try:
@@ -45,7 +45,7 @@ def demo_store(store_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def empty_store(store_path: Path) -> Iterator[Store]:
+def empty_store(store_path: Path) -> Iterator[LmdbStore]:
     store = open_store(store_path)
     try:
         yield store

@@ -19,10 +19,10 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.config import Settings
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.config import Settings
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.conftest import clean_env
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -40,8 +40,8 @@ def fixed_clock() -> datetime:
     return FIXED
 
 
-def open_store(path: Path) -> Store:
-    return Store.open(path, clock_fn=fixed_clock)
+def open_store(path: Path) -> LmdbStore:
+    return LmdbStore.open(path, clock_fn=fixed_clock)
 
 
 def settings_for(path: Path, summariser: str = "local", **overrides: Any) -> Settings:
@@ -49,7 +49,7 @@ def settings_for(path: Path, summariser: str = "local", **overrides: Any) -> Set
 
 
 def make_app(
-    store: Store,
+    store: LmdbStore,
     *,
     summariser: str = "local",
     agent: str | None = OPS,
@@ -242,7 +242,7 @@ async def export_to(pilot: Pilot[Any], target: Path) -> None:
     await settle(pilot)
 
 
-async def export_via_palette(store: Store, target: Path) -> list[tuple[str, str]]:
+async def export_via_palette(store: LmdbStore, target: Path) -> list[tuple[str, str]]:
     """Export from a new app to `target`; the notifications it left."""
     app = make_app(store)
     async with running(app) as pilot:

@@ -17,27 +17,27 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent
 
 import graymatter_tui
-import graymatter_tui.screens
-import graymatter_tui.widgets
-from graymatter_tui import app as app_module
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.screens.consolidate import ConsolidatePane
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.screens.dialogs import (
+import graymatter_tui.tui.screens
+import graymatter_tui.tui.widgets
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.tui import app as app_module
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.consolidate import ConsolidatePane
+from graymatter_tui.tui.screens.detail import FactDetailScreen
+from graymatter_tui.tui.screens.dialogs import (
     ChooseScreen,
     ConfirmScreen,
     LineEntryScreen,
     NoStoreScreen,
     TextEntryScreen,
 )
-from graymatter_tui.screens.facts import FactsPane
-from graymatter_tui.screens.help import HelpScreen
-from graymatter_tui.screens.journal import CycleDiffScreen, JournalTable
-from graymatter_tui.screens.probe_panel import ProbePanel
-from graymatter_tui.screens.recall import RecallScreen
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.help import HelpScreen
+from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalTable
+from graymatter_tui.tui.screens.probe_panel import ProbePanel
+from graymatter_tui.tui.screens.recall import RecallScreen
+from graymatter_tui.tui.widgets.virtual_list import VirtualList
 from tests.tui.helpers import (
     OPS,
     make_app,
@@ -58,10 +58,10 @@ LIST_CLASSES = (VirtualList, JournalTable)
 def key_owners() -> list[type[DOMNode]]:
     """Every class of the app's UI that declares keys of its own (bindings, or keys a
     child widget handles): found by walking the app module and every module of
-    graymatter_tui.screens and graymatter_tui.widgets, so a class added there with keys
+    graymatter_tui.tui.screens and graymatter_tui.tui.widgets, so a class added there with keys
     is checked without an edit here."""
     modules = [app_module]
-    for package in (graymatter_tui.screens, graymatter_tui.widgets):
+    for package in (graymatter_tui.tui.screens, graymatter_tui.tui.widgets):
         for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
             modules.append(importlib.import_module(info.name))
     owners: dict[type[DOMNode], None] = {}
@@ -147,7 +147,7 @@ def test_the_walk_finds_the_keys_of_panes_panels_lists_and_screens() -> None:
 
 
 async def test_the_help_lists_every_key_of_every_pane_panel_list_and_screen(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -159,7 +159,7 @@ async def test_the_help_lists_every_key_of_every_pane_panel_list_and_screen(
 
 
 async def test_the_palette_offers_every_action_where_it_can_run(
-    demo_store: Store, tmp_path: Path
+    demo_store: LmdbStore, tmp_path: Path
 ) -> None:
     """On the main screen: the app's, every pane's and every panel's actions. On a
     screen of its own (a dialog, the recall preview): that screen's actions."""
@@ -220,7 +220,7 @@ class NotedApp(GraymatterApp):
 
 
 async def test_a_binding_added_to_a_pane_is_in_the_palette_and_the_help(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     NotedFacts.noted = []
     app = NotedApp(store=demo_store, settings=settings_for(demo_store.path), agent=OPS)
@@ -240,7 +240,7 @@ async def test_a_binding_added_to_a_pane_is_in_the_palette_and_the_help(
         assert len(NotedFacts.noted) == 1 and NotedFacts.noted[0]
 
 
-async def test_a_pane_command_from_the_palette_runs_in_its_pane(demo_store: Store) -> None:
+async def test_a_pane_command_from_the_palette_runs_in_its_pane(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await type_in_palette(pilot, "Step cycle", shows="Run the next stage of the cycle")
@@ -260,7 +260,7 @@ def test_the_app_reaches_panes_only_through_the_pane_contract() -> None:
     assert [name for name, text in sources.items() if "cast(Host" in text] == ["base.py"]
 
 
-async def test_a_panels_command_from_the_palette_runs_on_the_panel(demo_store: Store) -> None:
+async def test_a_panels_command_from_the_palette_runs_on_the_panel(demo_store: LmdbStore) -> None:
     first, _ = demo_store.add_probe(OPS, "staging database")
     second, _ = demo_store.add_probe(OPS, "deploy approvals")
     app = make_app(demo_store)
@@ -272,7 +272,9 @@ async def test_a_panels_command_from_the_palette_runs_on_the_panel(demo_store: S
     assert demo_store.probes(OPS) == [second] and first not in demo_store.probes()
 
 
-async def test_a_screens_command_from_the_palette_runs_on_that_screen(demo_store: Store) -> None:
+async def test_a_screens_command_from_the_palette_runs_on_that_screen(
+    demo_store: LmdbStore,
+) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("R")

@@ -11,16 +11,16 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, TabbedContent
 
-from graymatter_tui import provenance
-from graymatter_tui.app import GraymatterApp
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.model import ActivityEntry
-from graymatter_tui.screens.activity import HELD_MAX, PAGE, SCAN_STEP, ActivityPane
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.screens.dialogs import ChooseScreen
-from graymatter_tui.screens.journal import JournalPane
-from graymatter_tui.store import Store
+from graymatter_tui.core import provenance
+from graymatter_tui.core.model import ActivityEntry
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.activity import HELD_MAX, PAGE, SCAN_STEP, ActivityPane
+from graymatter_tui.tui.screens.detail import FactDetailScreen
+from graymatter_tui.tui.screens.dialogs import ChooseScreen
+from graymatter_tui.tui.screens.journal import JournalPane
 from tests.tui.helpers import (
     OPS,
     cli_env,
@@ -72,7 +72,7 @@ async def choose(pilot: Pilot[Any], value: str) -> None:
 
 
 async def test_writes_from_another_process_appear_newest_first(
-    empty_store: Store,
+    empty_store: LmdbStore,
 ) -> None:
     app = make_app(empty_store)
     async with running(app) as pilot:
@@ -96,11 +96,11 @@ async def test_writes_from_another_process_appear_newest_first(
 WRITER = """
 import sys, time
 from pathlib import Path
-from graymatter_tui import provenance
-from graymatter_tui.store import Store
+from graymatter_tui.core import provenance
+from graymatter_tui.backends.lmdb import LmdbStore
 
 provenance.name_process("mcp:burst")
-with Store.open(Path(sys.argv[1])) as store:
+with LmdbStore.open(Path(sys.argv[1])) as store:
     for n in range(int(sys.argv[2])):
         store.put("ops-agent", f"burst write {n}")
         time.sleep(0.02)  # about 50 writes a second
@@ -118,7 +118,7 @@ class CountingApp(GraymatterApp):
 
 
 async def test_a_burst_of_writes_is_drawn_in_few_redraws_and_every_write_shows(
-    empty_store: Store,
+    empty_store: LmdbStore,
 ) -> None:
     writes = 150
     app = CountingApp(
@@ -155,13 +155,13 @@ async def test_a_burst_of_writes_is_drawn_in_few_redraws_and_every_write_shows(
         assert {e.source for e in shown(app)} == {"mcp:burst"}
 
 
-def _write_feed(store: Store, count: int, agent: str = OPS) -> None:
+def _write_feed(store: LmdbStore, count: int, agent: str = OPS) -> None:
     for n in range(count):
         store.put(agent, f"note {n}")
 
 
 async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_counted(
-    empty_store: Store,
+    empty_store: LmdbStore,
 ) -> None:
     _write_feed(empty_store, 80)
     app = make_app(empty_store)
@@ -205,7 +205,7 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
         assert cursor_entry(app).text == "arrived below the fold 2"
 
 
-async def test_filters_by_source_and_by_the_current_agent(empty_store: Store) -> None:
+async def test_filters_by_source_and_by_the_current_agent(empty_store: LmdbStore) -> None:
     with provenance.writing_as("mcp:claude"):
         empty_store.put(OPS, "claude wrote for ops")
         empty_store.put(DEV, "claude wrote for dev")
@@ -252,7 +252,7 @@ async def test_filters_by_source_and_by_the_current_agent(empty_store: Store) ->
         assert len(shown(app)) == 6
 
 
-async def test_enter_opens_the_fact_or_says_it_was_pruned(empty_store: Store) -> None:
+async def test_enter_opens_the_fact_or_says_it_was_pruned(empty_store: LmdbStore) -> None:
     kept = empty_store.put(OPS, "a fact that stays")
     gone = empty_store.put(OPS, "a fact that will be pruned")
     app = make_app(empty_store)
@@ -272,7 +272,7 @@ async def test_enter_opens_the_fact_or_says_it_was_pruned(empty_store: Store) ->
 
 
 async def test_enter_on_a_consolidation_or_revert_selects_its_cycle_in_the_journal(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     record = await Cycle(demo_store, OPS, LocalSummariser()).run()
     assert record.outcome == "applied"
@@ -296,7 +296,7 @@ async def test_enter_on_a_consolidation_or_revert_selects_its_cycle_in_the_journ
             assert app.focused is app.query_one("#journal-table", DataTable)
 
 
-async def test_enter_on_a_bulk_write_says_it_names_no_single_fact(demo_store: Store) -> None:
+async def test_enter_on_a_bulk_write_says_it_names_no_single_fact(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await show_activity(pilot)
@@ -307,7 +307,7 @@ async def test_enter_on_a_bulk_write_says_it_names_no_single_fact(demo_store: St
         assert any("names no single fact" in m for _s, m in notifications(app))
 
 
-async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
+async def test_hostile_text_is_shown_literally(empty_store: LmdbStore) -> None:
     for text, _shown in HOSTILE:
         empty_store.put("inject-agent", text)
     with provenance.writing_as("mcp:[red]x[/]"):
@@ -330,7 +330,7 @@ def consecutive(entries: list[ActivityEntry]) -> bool:
 
 
 async def test_a_long_feed_is_held_in_a_bounded_window_read_a_page_at_a_time(
-    empty_store: Store,
+    empty_store: LmdbStore,
 ) -> None:
     total = HELD_MAX + 2500
 
@@ -376,7 +376,7 @@ async def test_a_long_feed_is_held_in_a_bounded_window_read_a_page_at_a_time(
         assert "new" not in static_text(app, "#activity-info")
 
 
-async def test_a_filter_looks_through_a_long_feed_a_step_at_a_time(empty_store: Store) -> None:
+async def test_a_filter_looks_through_a_long_feed_a_step_at_a_time(empty_store: LmdbStore) -> None:
     total = 4 * SCAN_STEP + 10
 
     def many(tx: Any) -> None:

@@ -8,8 +8,8 @@ import re
 
 from textual.widgets import TabbedContent
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import STAGE_TITLES, STAGES
-from graymatter_tui.store import Store
 from tests.support.ollama_fake import RecordedRequest, Reply
 from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
@@ -46,12 +46,12 @@ def done_stages(stepper: str) -> list[str]:
     return out
 
 
-def curation(store: Store) -> dict[str, tuple[str, str, bool]]:
+def curation(store: LmdbStore) -> dict[str, tuple[str, str, bool]]:
     """Text, superseded_by and pin of every fact: what only curation or apply changes."""
     return {f.id: (f.text, f.superseded_by, f.pinned) for f in store.all_facts()}
 
 
-def ids_of(store: Store, *texts: str) -> list[str]:
+def ids_of(store: LmdbStore, *texts: str) -> list[str]:
     by_text = {f.text: f.id for f in store.list_facts(OPS)}
     return [by_text[t] for t in texts]
 
@@ -62,7 +62,7 @@ async def step(pilot: object, times: int = 1) -> None:
         await settle(pilot)  # type: ignore[arg-type]
 
 
-async def test_local_step_through_then_apply(demo_store: Store) -> None:
+async def test_local_step_through_then_apply(demo_store: LmdbStore) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -109,7 +109,7 @@ async def test_local_step_through_then_apply(demo_store: Store) -> None:
     assert (counters.consolidations, counters.facts_consolidated, counters.cycles) == (1, 2, 1)
 
 
-async def test_local_propose_again_then_reject_changes_nothing(demo_store: Store) -> None:
+async def test_local_propose_again_then_reject_changes_nothing(demo_store: LmdbStore) -> None:
     before = curation(demo_store)
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -154,7 +154,7 @@ async def test_local_propose_again_then_reject_changes_nothing(demo_store: Store
 
 
 async def test_ollama_step_through_applies_the_servers_proposal(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
     ollama.set_responder(merge_the_staging_pair)
@@ -191,7 +191,7 @@ async def test_ollama_step_through_applies_the_servers_proposal(
 
 
 async def test_ollama_hang_is_cancelled_with_escape(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.hang(30))
     before = curation(demo_store)
@@ -242,7 +242,7 @@ async def test_ollama_hang_is_cancelled_with_escape(
     assert demo_store.counters().consolidations == 0
 
 
-async def test_m_switches_the_summariser_for_the_next_cycle(demo_store: Store) -> None:
+async def test_m_switches_the_summariser_for_the_next_cycle(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("3", "m")
@@ -258,7 +258,7 @@ async def test_m_switches_the_summariser_for_the_next_cycle(demo_store: Store) -
         assert "no summariser: nothing to summarise" in stepper
 
 
-async def test_status_follows_the_summariser_chosen_with_m(demo_store: Store) -> None:
+async def test_status_follows_the_summariser_chosen_with_m(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("5")
@@ -276,7 +276,7 @@ async def test_status_follows_the_summariser_chosen_with_m(demo_store: Store) ->
 
 
 async def test_long_diff_rows_wrap_under_their_text_and_rewrap_on_resize(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     async with running(app, size=(64, 34)) as pilot:
@@ -305,7 +305,7 @@ async def test_long_diff_rows_wrap_under_their_text_and_rewrap_on_resize(
 
 
 async def test_the_proposal_is_shown_before_review_then_what_review_made_of_it(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     """Right after propose the diff shows the model's answer as it stands (every id it
     named, unclamped); after review, what review kept."""
@@ -338,7 +338,7 @@ async def test_the_proposal_is_shown_before_review_then_what_review_made_of_it(
 
 
 async def test_an_unreadable_answer_is_shown_as_such_before_review(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.text("Sure! Here is my summary: [not json]"))
     app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
@@ -351,7 +351,7 @@ async def test_an_unreadable_answer_is_shown_as_such_before_review(
 
 
 async def test_after_esc_the_hint_names_the_key_that_asks_again(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.hang(30))
     ollama.set_responder(merge_the_staging_pair)
@@ -380,7 +380,7 @@ async def test_after_esc_the_hint_names_the_key_that_asks_again(
         assert f" + {MERGED}\n" in static_text(app, "#diff-body")
 
 
-async def test_a_stale_apply_is_not_marked_done(demo_store: Store) -> None:
+async def test_a_stale_apply_is_not_marked_done(demo_store: LmdbStore) -> None:
     """Another process changes a batch fact between review and apply: apply discards the
     stale proposal, and the stepper must not show it as a green ✓."""
     app = make_app(demo_store)

@@ -12,16 +12,17 @@ import click
 import pytest
 from textual.widgets import TabbedContent
 
-from graymatter_tui.app import TABS, GraymatterApp
-from graymatter_tui.backends import open_location
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.backends.opening import open_location
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.cli.mcp import mcp
-from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.pg import PgStore
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.store import ApplyRequest, MemoryStore, NewFact, Store
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.core.store_url import parse_store_url
+from graymatter_tui.storage import ApplyRequest, MemoryStore, NewFact
+from graymatter_tui.tui.app import TABS, GraymatterApp
+from graymatter_tui.tui.screens.detail import FactDetailScreen
 from tests.support.counted_words import words_ok
 from tests.tui.helpers import (
     detail_fields,
@@ -52,7 +53,7 @@ def key_of(tab: str) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[LmdbStore]:
     opened = open_store(tmp_path / "store")
     try:
         yield opened
@@ -60,7 +61,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
         opened.close()
 
 
-async def fill(store: Store, n: int) -> None:
+async def fill(store: LmdbStore, n: int) -> None:
     """n of everything: n facts recalled n times (and found by "alpha"), n tombstones
     from one applied consolidation that consumed n facts, n journal records, n probes and
     n changes held for review."""
@@ -85,7 +86,7 @@ async def fill(store: Store, n: int) -> None:
 
 
 @pytest.mark.parametrize("n", [1, 2])
-async def test_every_pane_counts_in_the_number_it_takes(store: Store, n: int) -> None:
+async def test_every_pane_counts_in_the_number_it_takes(store: LmdbStore, n: int) -> None:
     await fill(store, n)
     s = "" if n == 1 else "s"
     app = make_app(store, agent=AGENT)
@@ -139,7 +140,7 @@ async def test_every_pane_counts_in_the_number_it_takes(store: Store, n: int) ->
         assert f"({n + 1} live, {n} tombstone{s})" in words_ok(screen_text(app))
 
 
-async def test_the_empty_review_tab_names_the_real_review_flags(store: Store) -> None:
+async def test_the_empty_review_tab_names_the_real_review_flags(store: LmdbStore) -> None:
     store.put(AGENT, "Nothing is held.")
     app = make_app(store, agent=AGENT)
     async with running(app) as pilot:
@@ -164,7 +165,7 @@ def size_row(text: str) -> str:
 
 async def test_status_of_no_store_shows_no_map_and_creates_nothing(tmp_path: Path) -> None:
     where = tmp_path / "none"
-    absent = Store.open(where, read_only=True)
+    absent = LmdbStore.open(where, read_only=True)
     try:
         app = make_app(absent, read_only=True)
         async with running(app) as pilot:
@@ -179,7 +180,7 @@ async def test_status_of_no_store_shows_no_map_and_creates_nothing(tmp_path: Pat
     assert not where.exists()
 
 
-async def test_status_of_an_lmdb_store_shows_its_map(store: Store) -> None:
+async def test_status_of_an_lmdb_store_shows_its_map(store: LmdbStore) -> None:
     store.put(AGENT, "A fact.")
     app = make_app(store, agent=AGENT)
     async with running(app) as pilot:

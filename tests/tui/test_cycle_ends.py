@@ -5,10 +5,10 @@ and the detail of a summary a revert retired. Real app, real store, real sockets
 
 from __future__ import annotations
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
-from graymatter_tui.model import CycleRecord
-from graymatter_tui.screens.dialogs import ConfirmScreen
-from graymatter_tui.store import Store
+from graymatter_tui.core.model import CycleRecord
+from graymatter_tui.tui.screens.dialogs import ConfirmScreen
 from tests.support.ollama_fake import Reply
 from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
@@ -30,12 +30,12 @@ def _the_cycle(app: object) -> Cycle:
     return cycle  # type: ignore[no-any-return]
 
 
-def _only_record(store: Store) -> CycleRecord:
+def _only_record(store: LmdbStore) -> CycleRecord:
     (record,) = [r for r in store.records() if r.kind == "consolidate"]
     return record
 
 
-async def test_quitting_at_review_journals_the_cycle_as_discarded(demo_store: Store) -> None:
+async def test_quitting_at_review_journals_the_cycle_as_discarded(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await press_each(pilot, "3", "n", "n", "n", "n")  # decay … review
@@ -51,7 +51,7 @@ async def test_quitting_at_review_journals_the_cycle_as_discarded(demo_store: St
     assert record.finished_at
 
 
-async def test_quitting_after_decay_journals_the_cycle_as_skipped(demo_store: Store) -> None:
+async def test_quitting_after_decay_journals_the_cycle_as_skipped(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await press_each(pilot, "3", "n")
@@ -65,7 +65,7 @@ async def test_quitting_after_decay_journals_the_cycle_as_skipped(demo_store: St
 
 
 async def test_a_tab_switch_keeps_the_cycle_which_is_journaled_meanwhile(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -80,7 +80,7 @@ async def test_a_tab_switch_keeps_the_cycle_which_is_journaled_meanwhile(
         assert "unfinished" in screen_text(app)
 
 
-async def test_c_asks_before_abandoning_a_cycle_in_progress(demo_store: Store) -> None:
+async def test_c_asks_before_abandoning_a_cycle_in_progress(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await press_each(pilot, "3", "n", "n", "c")
@@ -100,7 +100,7 @@ async def test_c_asks_before_abandoning_a_cycle_in_progress(demo_store: Store) -
     )
 
 
-async def test_c_with_no_stage_run_asks_nothing(demo_store: Store) -> None:
+async def test_c_with_no_stage_run_asks_nothing(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await press_each(pilot, "3", "c")
@@ -108,7 +108,7 @@ async def test_c_with_no_stage_run_asks_nothing(demo_store: Store) -> None:
     assert demo_store.records() == []
 
 
-async def test_an_agent_switch_journals_the_abandoned_cycle(demo_store: Store) -> None:
+async def test_an_agent_switch_journals_the_abandoned_cycle(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await press_each(pilot, "3", "n", "n")
@@ -124,7 +124,7 @@ async def test_an_agent_switch_journals_the_abandoned_cycle(demo_store: Store) -
 
 
 async def test_a_failed_propose_stays_failed_and_a_says_why(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     ollama.script(Reply.error(500, "model crashed"), Reply.error(500, "model crashed"))
     app = make_app(demo_store, summariser="ollama", ollama_url=ollama.url, ollama_timeout=5.0)
@@ -145,7 +145,7 @@ async def test_a_failed_propose_stays_failed_and_a_says_why(
 
 
 async def test_tombstones_and_detail_name_the_revert_that_retired_a_summary(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     from graymatter_tui.consolidation.cycle import CycleOptions
     from graymatter_tui.consolidation.summarisers.local import LocalSummariser
@@ -169,7 +169,7 @@ async def test_tombstones_and_detail_name_the_revert_that_retired_a_summary(
 
 
 async def test_a_stage_that_fails_leaves_the_cycle_failed_when_the_tui_closes(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     """The apply's transaction fails for real (the map cannot grow: LMDB's test seam makes
     every attempt fill it); nothing is applied, and leaving records the failure."""

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import exchange
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.exchange import transfer as exchange
 from tests.tui.helpers import export_via_palette
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -31,7 +31,7 @@ def failed(notes: list[tuple[str, str]], *needles: str) -> str:
 
 
 async def test_a_new_file_gets_the_same_mode_as_from_the_cli(
-    demo_store: Store, tmp_path: Path
+    demo_store: LmdbStore, tmp_path: Path
 ) -> None:
     target = tmp_path / "new.jsonl"
     old_umask = os.umask(0o022)
@@ -44,7 +44,7 @@ async def test_a_new_file_gets_the_same_mode_as_from_the_cli(
     assert target.read_bytes() == exchange.export_bytes(demo_store)
 
 
-async def test_an_existing_file_keeps_its_mode(demo_store: Store, tmp_path: Path) -> None:
+async def test_an_existing_file_keeps_its_mode(demo_store: LmdbStore, tmp_path: Path) -> None:
     target = tmp_path / "old.jsonl"
     target.write_bytes(b"old\n")
     target.chmod(0o640)
@@ -54,7 +54,7 @@ async def test_an_existing_file_keeps_its_mode(demo_store: Store, tmp_path: Path
 
 
 async def test_a_fifo_without_a_reader_is_refused_not_waited_on(
-    demo_store: Store, tmp_path: Path
+    demo_store: LmdbStore, tmp_path: Path
 ) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -63,7 +63,7 @@ async def test_a_fifo_without_a_reader_is_refused_not_waited_on(
 
 
 async def test_a_full_device_is_an_error_and_stays_a_device(
-    demo_store: Store, tmp_path: Path
+    demo_store: LmdbStore, tmp_path: Path
 ) -> None:
     full = tmp_path / "full"
     try:
@@ -75,7 +75,7 @@ async def test_a_full_device_is_an_error_and_stays_a_device(
     assert os.lstat(full).st_rdev == os.makedev(1, 7)
 
 
-async def test_the_stores_own_file_is_refused(demo_store: Store) -> None:
+async def test_the_stores_own_file_is_refused(demo_store: LmdbStore) -> None:
     data = demo_store.path / "data.mdb"
     before = data.read_bytes()
     failed(await export_via_palette(demo_store, data), "store's own files")

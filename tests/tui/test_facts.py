@@ -11,11 +11,11 @@ import msgspec
 import pytest
 from textual.widgets import Input, TextArea
 
-from graymatter_tui.demo import create_demo
-from graymatter_tui.model import RETIRED
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.screens.dialogs import ConfirmScreen, TextEntryScreen
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.model import RETIRED
+from graymatter_tui.exchange.demo import create_demo
+from graymatter_tui.tui.screens.detail import FactDetailScreen
+from graymatter_tui.tui.screens.dialogs import ConfirmScreen, TextEntryScreen
 from tests.tui.helpers import (
     FIXED,
     FIXED_TEXT,
@@ -37,7 +37,7 @@ from tests.tui.helpers import (
 )
 
 
-def everything(store: Store) -> dict[str, object]:
+def everything(store: LmdbStore) -> dict[str, object]:
     return {f.id: msgspec.to_builtins(f) for f in store.all_facts()}
 
 
@@ -48,7 +48,7 @@ def row_of(app: object, text: str) -> str:
     return matches[0]
 
 
-async def test_list_filter_and_sort(demo_store: Store) -> None:
+async def test_list_filter_and_sort(demo_store: LmdbStore) -> None:
     live = demo_store.list_facts(OPS, "live")
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -114,7 +114,7 @@ def cursor_in_view(app: Any) -> bool:
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)])
 async def test_a_new_sort_shows_its_direction_and_starts_at_the_top(
-    demo_store: Store, size: tuple[int, int]
+    demo_store: LmdbStore, size: tuple[int, int]
 ) -> None:
     """The header marks the sorted column with its direction; weight starts from the
     heaviest; wherever the cursor was, a new sort shows the list from its top with the
@@ -148,7 +148,7 @@ async def test_a_new_sort_shows_its_direction_and_starts_at_the_top(
                 assert ids[0] == newest.id
 
 
-async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store) -> None:
+async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("down", "down")
@@ -195,7 +195,7 @@ async def test_detail_shows_every_field_and_p_pins_then_unpins(demo_store: Store
         assert "★" not in row_of(app, fact.text)
 
 
-async def test_a_adds_and_e_revises(demo_store: Store) -> None:
+async def test_a_adds_and_e_revises(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("a")
@@ -232,7 +232,7 @@ async def test_a_adds_and_e_revises(demo_store: Store) -> None:
         assert old.id in demo_store.fact_ids(OPS, "tombstones")
 
 
-async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) -> None:
+async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         target = cursor_fact_id(app)
@@ -283,7 +283,7 @@ async def test_x_then_n_changes_nothing_and_x_then_y_retires(demo_store: Store) 
         assert "retired by agent" in screen_text(app)
 
 
-async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store: Store) -> None:
+async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("slash", *"staging", "enter")
@@ -297,7 +297,7 @@ async def test_cursor_stays_on_the_fact_after_a_write_while_filtered(demo_store:
         assert cursor_fact_id(app) == target
 
 
-async def test_new_facts_above_the_cursor_come_into_view(demo_store: Store) -> None:
+async def test_new_facts_above_the_cursor_come_into_view(demo_store: LmdbStore) -> None:
     """A list at its top stays at its top: facts written while another tab was open, or
     while the list was sorted by weight, are on screen above the cursor's fact."""
     app = make_app(demo_store)
@@ -327,7 +327,7 @@ async def test_new_facts_above_the_cursor_come_into_view(demo_store: Store) -> N
             assert text in shown, text
 
 
-async def test_a_scrolled_list_keeps_the_cursor_on_its_screen_line(demo_store: Store) -> None:
+async def test_a_scrolled_list_keeps_the_cursor_on_its_screen_line(demo_store: LmdbStore) -> None:
     """Away from the top, a new fact above must not move what the reader is looking at."""
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -345,7 +345,7 @@ async def test_a_scrolled_list_keeps_the_cursor_on_its_screen_line(demo_store: S
 
 async def test_ages_follow_the_clock_without_a_store_read(store_path: object) -> None:
     now = [FIXED]
-    store = Store.open(store_path, clock_fn=lambda: now[0])  # type: ignore[arg-type]
+    store = LmdbStore.open(store_path, clock_fn=lambda: now[0])  # type: ignore[arg-type]
     try:
         create_demo(store)
         newest = store.list_facts(OPS)[0].text
@@ -362,7 +362,7 @@ async def test_ages_follow_the_clock_without_a_store_read(store_path: object) ->
         store.close()
 
 
-async def test_column_titles_sit_over_their_columns(demo_store: Store) -> None:
+async def test_column_titles_sit_over_their_columns(demo_store: LmdbStore) -> None:
     fact = demo_store.list_facts(OPS)[0]
     app = make_app(demo_store)
     async with running(app, size=(100, 24)):
@@ -379,7 +379,7 @@ async def test_column_titles_sit_over_their_columns(demo_store: Store) -> None:
         assert row.index("█") >= len("pin")  # the weight bar is right of the pin column
 
 
-async def test_a_filter_without_a_match_says_so(demo_store: Store) -> None:
+async def test_a_filter_without_a_match_says_so(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("slash", *"no such [b]thing")
@@ -389,7 +389,7 @@ async def test_a_filter_without_a_match_says_so(demo_store: Store) -> None:
         assert "No live facts for this agent." not in shown
 
 
-async def test_no_sideways_scrollbar_after_a_filter(demo_store: Store) -> None:
+async def test_no_sideways_scrollbar_after_a_filter(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
         fact_list: Any = app.query_one("#fact-list")
@@ -403,7 +403,9 @@ async def test_no_sideways_scrollbar_after_a_filter(demo_store: Store) -> None:
         assert fact_list.max_scroll_x == 0
 
 
-async def test_e_on_text_with_control_characters_edits_what_is_shown(empty_store: Store) -> None:
+async def test_e_on_text_with_control_characters_edits_what_is_shown(
+    empty_store: LmdbStore,
+) -> None:
     """The editor holds the text as shown (placeholders for controls, which it would
     otherwise draw raw): saving it untouched revises nothing; an edit saves what is shown."""
     stored = "key \x1b]52;c;aGk=\x07 here\nsecond line"

@@ -8,12 +8,12 @@ from typing import Any
 import msgspec
 from textual.widgets import DataTable
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.model import RETIRED, CycleRecord
-from graymatter_tui.screens.dialogs import ConfirmScreen
-from graymatter_tui.screens.journal import JOURNAL_COLUMNS, CycleDiffScreen
-from graymatter_tui.store import Store
+from graymatter_tui.core.model import RETIRED, CycleRecord
+from graymatter_tui.tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.tui.screens.journal import JOURNAL_COLUMNS, CycleDiffScreen
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
@@ -42,7 +42,7 @@ def table_rows(app: Any) -> list[dict[str, str]]:
     ]
 
 
-def state(store: Store) -> dict[str, Any]:
+def state(store: LmdbStore) -> dict[str, Any]:
     return {
         "facts": {f.id: msgspec.to_builtins(f) for f in store.all_facts()},
         "counters": msgspec.to_builtins(store.counters()),
@@ -50,7 +50,7 @@ def state(store: Store) -> dict[str, Any]:
     }
 
 
-async def two_cycles(store: Store) -> tuple[CycleRecord, CycleRecord]:
+async def two_cycles(store: LmdbStore) -> tuple[CycleRecord, CycleRecord]:
     """An applied cycle (local merge) and, after it, a skipped one (no summariser)."""
     applied = await Cycle(store, OPS, LocalSummariser()).run()
     skipped = await Cycle(store, OPS, None).run()
@@ -68,7 +68,7 @@ async def move_to(pilot: Any, cycle_id: str) -> None:
     assert pane.selected().cycle_id == cycle_id, "the cycle is not in the journal table"
 
 
-async def test_journal_lists_cycles_newest_first_and_replays_a_diff(demo_store: Store) -> None:
+async def test_journal_lists_cycles_newest_first_and_replays_a_diff(demo_store: LmdbStore) -> None:
     applied, skipped = await two_cycles(demo_store)
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -110,7 +110,7 @@ async def test_journal_lists_cycles_newest_first_and_replays_a_diff(demo_store: 
         await pilot.pause()
 
 
-async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: Store) -> None:
+async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: LmdbStore) -> None:
     applied, _skipped = await two_cycles(demo_store)
     summary_id = applied.summary_id
     app = make_app(demo_store)
@@ -167,7 +167,7 @@ async def test_u_then_y_reverts_and_a_second_revert_is_refused(demo_store: Store
 
 
 async def test_selection_stays_on_its_cycle_when_another_process_adds_one(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     applied, _skipped = await two_cycles(demo_store)
     app = make_app(demo_store)

@@ -12,16 +12,16 @@ from rich.cells import cell_len
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from graymatter_tui.app import TABS, GraymatterApp
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.screens.consolidate import ConsolidatePane
-from graymatter_tui.screens.facts import FactsPane
-from graymatter_tui.screens.journal import CycleDiffScreen, JournalPane
-from graymatter_tui.screens.review import ReviewPane
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.key_bar import Key, plan
-from graymatter_tui.widgets.top_bar import shorten_path
+from graymatter_tui.tui.app import TABS, GraymatterApp
+from graymatter_tui.tui.screens.consolidate import ConsolidatePane
+from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane
+from graymatter_tui.tui.screens.review import ReviewPane
+from graymatter_tui.tui.widgets.key_bar import Key, plan
+from graymatter_tui.tui.widgets.top_bar import shorten_path
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
@@ -58,7 +58,7 @@ def footer_keys(app: GraymatterApp) -> dict[str, Any]:
 
 @pytest.mark.parametrize("tab", sorted(PANE_KEYS))
 async def test_at_80_columns_the_footer_shows_every_key_of_the_pane(
-    demo_store: Store, tab: str
+    demo_store: LmdbStore, tab: str
 ) -> None:
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -71,7 +71,7 @@ async def test_at_80_columns_the_footer_shows_every_key_of_the_pane(
         assert screen_lines(app)[-1].rstrip().endswith("? Help")
 
 
-async def test_at_80_columns_the_review_keys_fit_whole(demo_store: Store) -> None:
+async def test_at_80_columns_the_review_keys_fit_whole(demo_store: LmdbStore) -> None:
     """Review's two keys are short: the full footer (with the palette key) fits."""
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -84,7 +84,7 @@ async def test_at_80_columns_the_review_keys_fit_whole(demo_store: Store) -> Non
 
 
 @pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", REVIEW_KEY])
-async def test_at_60_columns_help_is_always_in_the_footer(demo_store: Store, tab: str) -> None:
+async def test_at_60_columns_help_is_always_in_the_footer(demo_store: LmdbStore, tab: str) -> None:
     app = make_app(demo_store)
     async with running(app, size=(60, 20)) as pilot:
         await pilot.press(tab)
@@ -105,7 +105,7 @@ def open_dialog(app: GraymatterApp, which: str) -> None:
 @pytest.mark.parametrize("size", [(60, 20), (80, 24)], ids=["60x20", "80x24"])
 @pytest.mark.parametrize("which", ["add", "revise", "retire", "export", "agent"])
 async def test_dialogs_stay_inside_the_screen(
-    demo_store: Store, size: tuple[int, int], which: str
+    demo_store: LmdbStore, size: tuple[int, int], which: str
 ) -> None:
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:
@@ -119,13 +119,13 @@ async def test_dialogs_stay_inside_the_screen(
         assert any(title[:40] in line for line in screen_lines(app))
 
 
-async def applied(store: Store) -> Any:
+async def applied(store: LmdbStore) -> Any:
     record = await Cycle(store, OPS, LocalSummariser()).run()
     assert record.outcome == "applied"
     return record
 
 
-async def test_journal_fits_80_columns_and_gives_the_whole_id(demo_store: Store) -> None:
+async def test_journal_fits_80_columns_and_gives_the_whole_id(demo_store: LmdbStore) -> None:
     record = await applied(demo_store)
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -145,7 +145,7 @@ async def test_journal_fits_80_columns_and_gives_the_whole_id(demo_store: Store)
         assert any(record.cycle_id in message for _, message in notifications(app))
 
 
-async def test_u_on_a_cycle_that_applied_nothing_warns_before_asking(demo_store: Store) -> None:
+async def test_u_on_a_cycle_that_applied_nothing_warns_before_asking(demo_store: LmdbStore) -> None:
     skipped = await Cycle(demo_store, OPS, None).run()
     assert skipped.outcome == "skipped"
     app = make_app(demo_store)
@@ -159,7 +159,7 @@ async def test_u_on_a_cycle_that_applied_nothing_warns_before_asking(demo_store:
     assert demo_store.counters().reverts == 0
 
 
-async def test_replay_at_80x24_shows_the_diff(demo_store: Store) -> None:
+async def test_replay_at_80x24_shows_the_diff(demo_store: LmdbStore) -> None:
     await applied(demo_store)
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -171,7 +171,7 @@ async def test_replay_at_80x24_shows_the_diff(demo_store: Store) -> None:
         assert any("2 consumed" in line for line in lines)
 
 
-async def test_consolidate_at_80x24_shows_the_summary_after_review(demo_store: Store) -> None:
+async def test_consolidate_at_80x24_shows_the_summary_after_review(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
         await pilot.press("3")
@@ -185,7 +185,7 @@ async def test_consolidate_at_80x24_shows_the_summary_after_review(demo_store: S
 
 @pytest.mark.parametrize("size", [(64, 40), (64, 20)], ids=["tall", "short"])
 async def test_wrapped_stage_results_hang_under_their_text(
-    demo_store: Store, size: tuple[int, int]
+    demo_store: LmdbStore, size: tuple[int, int]
 ) -> None:
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:

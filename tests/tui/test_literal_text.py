@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.text import Text
 
 import graymatter_tui
-from graymatter_tui.widgets.literal import literal
+from graymatter_tui.tui.widgets.literal import literal
 
 PACKAGE = Path(graymatter_tui.__file__).parent
 ALLOWED = {

@@ -15,10 +15,11 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 from textual.widgets._toast import Toast
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.storage import NewFact
+from graymatter_tui.tui.screens.detail import FactDetailScreen
 from tests.tui.helpers import (
     OPS,
     cli_env,
@@ -49,7 +50,7 @@ HOSTILE = [
 ]
 
 
-def everything(store: Store) -> dict[str, Any]:
+def everything(store: LmdbStore) -> dict[str, Any]:
     return {
         "facts": {f.id: msgspec.to_builtins(f) for f in store.all_facts()},
         "counters": msgspec.to_builtins(store.counters()),
@@ -68,7 +69,7 @@ def svg_text(svg: str) -> str:
     return html.unescape(svg).replace("\xa0", " ")
 
 
-async def test_write_from_another_process_appears_without_a_key(demo_store: Store) -> None:
+async def test_write_from_another_process_appears_without_a_key(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("down", "down", "down")
@@ -103,7 +104,7 @@ async def test_write_from_another_process_appears_without_a_key(demo_store: Stor
         assert "(101 live)" in static_text(app, "#topbar")
 
 
-async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
+async def test_hostile_text_is_shown_literally(empty_store: LmdbStore) -> None:
     for stored, _ in HOSTILE:
         empty_store.put(INJECT, stored)
     app = make_app(empty_store, agent=INJECT)
@@ -142,7 +143,7 @@ async def test_hostile_text_is_shown_literally(empty_store: Store) -> None:
         assert app.is_running
 
 
-async def test_journal_shows_markup_in_agent_names_literally(empty_store: Store) -> None:
+async def test_journal_shows_markup_in_agent_names_literally(empty_store: LmdbStore) -> None:
     agent = "[bold red]red agent[/]"
     empty_store.put(agent, "a fact")
     await Cycle(empty_store, agent, None).run()
@@ -155,7 +156,7 @@ async def test_journal_shows_markup_in_agent_names_literally(empty_store: Store)
         assert "[bold red]red agen" in row  # the column keeps 20 characters
 
 
-async def test_read_only_mode_changes_nothing(demo_store: Store) -> None:
+async def test_read_only_mode_changes_nothing(demo_store: LmdbStore) -> None:
     await Cycle(demo_store, OPS, LocalSummariser()).run()  # something for u to try to revert
     before = everything(demo_store)
     app = make_app(demo_store, read_only=True)
@@ -201,7 +202,7 @@ async def test_read_only_badge_is_visible_with_a_long_store_path(tmp_path: Path)
         store.close()
 
 
-async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: Store) -> None:
+async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: LmdbStore) -> None:
     path = demo_store.path
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -240,7 +241,7 @@ async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: S
 
 
 async def test_scrolling_while_the_store_is_unreadable_keeps_the_app_alive(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
@@ -251,7 +252,7 @@ async def test_scrolling_while_the_store_is_unreadable_keeps_the_app_alive(
         assert app.is_running
 
 
-async def test_export_to_an_unwritable_path_says_so(demo_store: Store, tmp_path: Path) -> None:
+async def test_export_to_an_unwritable_path_says_so(demo_store: LmdbStore, tmp_path: Path) -> None:
     target = tmp_path / "no-such-dir" / "export.jsonl"
     notes = await export_via_palette(demo_store, target)
     assert not target.exists()
@@ -259,7 +260,7 @@ async def test_export_to_an_unwritable_path_says_so(demo_store: Store, tmp_path:
 
 
 async def test_export_notification_names_the_file_literally(
-    demo_store: Store, tmp_path: Path
+    demo_store: LmdbStore, tmp_path: Path
 ) -> None:
     target = tmp_path / "exp[bold]ort.jsonl"
     app = make_app(demo_store)
@@ -298,7 +299,7 @@ async def press_and_check(pilot: Pilot[Any], key: str, where: str) -> None:
     assert_no_raw_control(pilot.app, where)
 
 
-async def test_no_screen_shows_a_raw_control_character(empty_store: Store) -> None:
+async def test_no_screen_shows_a_raw_control_character(empty_store: LmdbStore) -> None:
     """A fact whose text holds ESC, BEL, C1 and bidi controls, of an agent whose name
     holds invisible marks, shown on every pane, dialog, detail screen and journal entry:
     the placeholders are drawn, the characters never are."""

@@ -3,9 +3,10 @@ plain casefolded scan gives, in the same order, and the cursor keeps its fact.""
 
 from __future__ import annotations
 
-from graymatter_tui.screens.facts import BACKGROUND_FILTER, FIRST_MATCHES
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
+from graymatter_tui.tui.screens.facts import BACKGROUND_FILTER, FIRST_MATCHES
+from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.tui.helpers import make_app, running, static_text, wait_until
 
 AGENT = "bulk"
@@ -19,7 +20,7 @@ def fact_rows(app: object) -> FactRows:
     return source
 
 
-async def test_a_worker_search_equals_a_plain_scan(empty_store: Store) -> None:
+async def test_a_worker_search_equals_a_plain_scan(empty_store: LmdbStore) -> None:
     empty_store.put_many(
         NewFact(AGENT, f"entry {i} {WORDS[i % len(WORDS)]} {'rare' if i % 997 == 0 else ''}")
         for i in range(COUNT)

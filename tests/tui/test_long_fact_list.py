@@ -3,9 +3,10 @@ on the fact it was on, even one beyond that first page."""
 
 from __future__ import annotations
 
-from graymatter_tui.screens.facts import FIRST_PAGE
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
+from graymatter_tui.tui.screens.facts import FIRST_PAGE
+from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.tui.helpers import make_app, running, static_text, wait_until
 
 AGENT = "bulk"
@@ -18,7 +19,7 @@ def fact_rows(app: object) -> FactRows:
     return source
 
 
-async def test_the_cursor_keeps_its_fact_beyond_the_first_page(empty_store: Store) -> None:
+async def test_the_cursor_keeps_its_fact_beyond_the_first_page(empty_store: LmdbStore) -> None:
     empty_store.put_many(NewFact(AGENT, f"bulk fact {i}") for i in range(COUNT))
     app = make_app(empty_store, agent=AGENT)
     async with running(app) as pilot:

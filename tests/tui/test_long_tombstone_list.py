@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from graymatter_tui.clock import format_time
-from graymatter_tui.model import RETIRED, Fact
-from graymatter_tui.screens.facts import FIRST_PAGE
-from graymatter_tui.store import Store
-from graymatter_tui.store.ids import new_id
-from graymatter_tui.widgets.fact_rows import TombstoneRows
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.clock import format_time
+from graymatter_tui.core.model import RETIRED, Fact
+from graymatter_tui.storage.ids import new_id
+from graymatter_tui.tui.screens.facts import FIRST_PAGE
+from graymatter_tui.tui.widgets.fact_rows import TombstoneRows
 from tests.tui.helpers import FIXED, make_app, running, screen_text, static_text, wait_until
 
 AGENT = "archivist"
@@ -43,7 +43,7 @@ def tomb_source(app: object) -> TombstoneRows:
     return source
 
 
-async def test_a_long_tombstone_list_pages_in_and_keeps_its_cursor(empty_store: Store) -> None:
+async def test_a_long_tombstone_list_pages_in_and_keeps_its_cursor(empty_store: LmdbStore) -> None:
     facts = retired_facts(COUNT)
     empty_store.import_all(facts, [])
     app = make_app(empty_store, agent=AGENT)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.launch import tui_app
-from graymatter_tui.screens.dialogs import NoStoreScreen
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.cli.launch import tui_app
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.dialogs import NoStoreScreen
 from tests.tui.helpers import modal_text, notifications, running, settle, static_text, wait_until
 
 
@@ -90,7 +90,7 @@ async def test_create_makes_the_store_and_it_takes_writes(tmp_path: Path, xdg: P
         await pilot.press(*"first fact here", "ctrl+s")
         await settle(pilot)
         await wait_until(pilot, lambda: "(1 live)" in static_text(app, "#topbar"), what="the fact")
-    with Store.open(wanted, read_only=True) as store:
+    with LmdbStore.open(wanted, read_only=True) as store:
         assert [f.text for f in store.all_facts()] == ["first fact here"]
 
 
@@ -162,7 +162,7 @@ async def test_read_only_on_a_missing_store_asks_nothing_and_says_nothing_was_ma
 
 async def test_an_existing_store_opens_without_a_question(tmp_path: Path, xdg: Path) -> None:
     there = tmp_path / "there"
-    with Store.open(there) as store:
+    with LmdbStore.open(there) as store:
         store.put("ops", "already here")
     app = app_for(there)
     async with running(app) as pilot:

@@ -7,9 +7,9 @@ import pytest
 from textual import events
 from textual.widgets import Input, OptionList, TabbedContent
 
-from graymatter_tui.screens.dialogs import ChooseScreen
-from graymatter_tui.screens.help import HelpScreen
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.screens.dialogs import ChooseScreen
+from graymatter_tui.tui.screens.help import HelpScreen
 from tests.tui.helpers import (
     OPS,
     SIZE,
@@ -38,7 +38,7 @@ TAB_KEYS = [
 ]
 
 
-async def test_number_keys_switch_tabs_and_focus(demo_store: Store) -> None:
+async def test_number_keys_switch_tabs_and_focus(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         tabs = app.query_one("#tabs", TabbedContent)
@@ -51,7 +51,7 @@ async def test_number_keys_switch_tabs_and_focus(demo_store: Store) -> None:
             assert shown in screen_text(app), key
 
 
-async def test_tab_key_typed_ahead_at_startup(demo_store: Store) -> None:
+async def test_tab_key_typed_ahead_at_startup(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")  # no pause: the key arrives with the first frame
@@ -60,7 +60,7 @@ async def test_tab_key_typed_ahead_at_startup(demo_store: Store) -> None:
         assert app.query_one("#tabs", TabbedContent).active == "consolidate"
 
 
-async def test_question_mark_and_f1_open_the_help(demo_store: Store) -> None:
+async def test_question_mark_and_f1_open_the_help(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         for key in ("question_mark", "f1"):
@@ -94,7 +94,7 @@ async def test_question_mark_and_f1_open_the_help(demo_store: Store) -> None:
         assert app.query_one("#tabs", TabbedContent).active == "facts"
 
 
-async def test_capital_a_chooses_another_agent(demo_store: Store) -> None:
+async def test_capital_a_chooses_another_agent(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         assert visible_texts(app) == [f.text for f in demo_store.list_facts(OPS)]
@@ -130,7 +130,7 @@ async def test_capital_a_chooses_another_agent(demo_store: Store) -> None:
         assert visible_texts(app) == expected
 
 
-async def test_palette_switch_agent_opens_the_chooser(demo_store: Store) -> None:
+async def test_palette_switch_agent_opens_the_chooser(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         titles = [c.title for c in app.get_system_commands(app.screen)]
@@ -155,7 +155,7 @@ async def test_palette_switch_agent_opens_the_chooser(demo_store: Store) -> None
         assert visible_texts(app) == [f.text for f in demo_store.list_facts(SUPPORT)]
 
 
-async def test_q_quits_but_is_typed_into_the_filter(demo_store: Store) -> None:
+async def test_q_quits_but_is_typed_into_the_filter(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:
         await pilot.press("slash", "q")
@@ -168,7 +168,7 @@ async def test_q_quits_but_is_typed_into_the_filter(demo_store: Store) -> None:
     assert app.return_code == 0
 
 
-async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: Store) -> None:
+async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: LmdbStore) -> None:
     """Closing removes the widgets before the poll timer stops; a tick in between must
     not turn a clean exit into a traceback."""
     app = make_app(demo_store)
@@ -184,7 +184,7 @@ async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: Store) -
 
 
 @pytest.mark.parametrize("key", ["e", "a", "A", "R", "question_mark"])
-async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: Store, key: str) -> None:
+async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: LmdbStore, key: str) -> None:
     """`q` then `e` in one burst of input: the second key arrives after the app began to
     close. It must start nothing (a dialog mounted then crashed the exit with NoMatches)."""
     app = make_app(demo_store)
@@ -200,7 +200,7 @@ async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: Store, key
 
 
 async def test_a_pane_key_typed_in_the_same_burst_as_its_tab_reaches_the_pane(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     async with running(app) as pilot:

@@ -11,10 +11,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.screens.dialogs import ConfirmScreen
-from graymatter_tui.screens.recall import RecallScreen
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.tui.screens.recall import RecallScreen
 from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
     OPS,
@@ -34,7 +34,7 @@ from tests.tui.test_consolidate import ids_of, merge_the_staging_pair, step
 
 
 async def test_review_shows_each_probe_and_a_flagged_cycle_asks_before_apply(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
     losing, _ = demo_store.add_probe(OPS, "database", 50)  # the summary says "DB"
@@ -96,7 +96,7 @@ def probe_rows(app: GraymatterApp, queries: tuple[str, ...]) -> list[re.Match[st
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 async def test_the_probe_columns_never_run_together(
-    demo_store: Store, size: tuple[int, int]
+    demo_store: LmdbStore, size: tuple[int, int]
 ) -> None:
     queries = ("which port does staging use", "who approves deploys")
     demo_store.add_probe(OPS, queries[0])
@@ -116,7 +116,7 @@ async def test_the_probe_columns_never_run_together(
                 assert "not checked" not in screen_text(app)
 
 
-async def test_d_removes_the_highlighted_probe(demo_store: Store) -> None:
+async def test_d_removes_the_highlighted_probe(demo_store: LmdbStore) -> None:
     first, _ = demo_store.add_probe(OPS, "staging database")
     second, _ = demo_store.add_probe(OPS, "deploy approvals")
     app = make_app(demo_store)
@@ -138,7 +138,7 @@ async def test_d_removes_the_highlighted_probe(demo_store: Store) -> None:
 
 
 async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = make_app(demo_store)
     before = {f.id: (f.access_count, f.accessed_at) for f in demo_store.list_facts(OPS)}
@@ -164,7 +164,7 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
     assert all(after[i] == before[i] for i in shown)
 
 
-async def test_saving_a_query_that_is_already_a_probe_keeps_its_k(demo_store: Store) -> None:
+async def test_saving_a_query_that_is_already_a_probe_keeps_its_k(demo_store: LmdbStore) -> None:
     saved, _ = demo_store.add_probe(OPS, "staging database", 3)
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
@@ -204,7 +204,7 @@ async def rank_in_preview(pilot: Pilot[None], query: str) -> DataTable[object]:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 async def test_the_preview_fits_its_columns_and_ends_cut_text_with_an_ellipsis(
-    demo_store: Store, size: tuple[int, int]
+    demo_store: LmdbStore, size: tuple[int, int]
 ) -> None:
     demo_store.put(OPS, LONG_FACT)
     app = make_app(demo_store)
@@ -224,7 +224,7 @@ async def test_the_preview_fits_its_columns_and_ends_cut_text_with_an_ellipsis(
 
 
 async def test_the_preview_shows_the_highlighted_fact_whole_in_its_free_lines(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     demo_store.put(OPS, LONG_FACT)
     app = make_app(demo_store)
@@ -246,7 +246,7 @@ async def test_the_preview_shows_the_highlighted_fact_whole_in_its_free_lines(
         assert second.text in detail and "lineage: replaced nothing" in detail
 
 
-async def test_the_preview_shows_a_summarys_lineage(demo_store: Store) -> None:
+async def test_the_preview_shows_a_summarys_lineage(demo_store: LmdbStore) -> None:
     staging = ids_of(demo_store, STAGING_A, STAGING_B)
     from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
     from graymatter_tui.consolidation.summarisers.local import LocalSummariser
@@ -265,7 +265,7 @@ async def test_the_preview_shows_a_summarys_lineage(demo_store: Store) -> None:
         assert "replaced 2 facts (1 deep)" in lineage and staging[0] in lineage
 
 
-async def test_a_read_only_preview_saves_no_probe(demo_store: Store) -> None:
+async def test_a_read_only_preview_saves_no_probe(demo_store: LmdbStore) -> None:
     app = make_app(demo_store, read_only=True)
     async with running(app) as pilot:
         await pilot.press("R")
@@ -277,7 +277,7 @@ async def test_a_read_only_preview_saves_no_probe(demo_store: Store) -> None:
 
 
 async def test_the_journal_detail_shows_what_the_probes_said(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     demo_store.add_probe(OPS, "database", 50)
     ollama.set_responder(merge_the_staging_pair)
@@ -303,8 +303,8 @@ def test_every_key_of_the_screens_with_probes_has_its_handler() -> None:
     """A binding whose `action_…` method went missing does nothing when pressed."""
     from textual.binding import Binding
 
-    from graymatter_tui.screens.consolidate import ConsolidatePane
-    from graymatter_tui.screens.probe_panel import ProbePanel
+    from graymatter_tui.tui.screens.consolidate import ConsolidatePane
+    from graymatter_tui.tui.screens.probe_panel import ProbePanel
 
     for owner in (ConsolidatePane, ProbePanel, RecallScreen):
         for binding in owner.BINDINGS:
@@ -314,7 +314,7 @@ def test_every_key_of_the_screens_with_probes_has_its_handler() -> None:
 
 
 async def test_with_embeddings_the_preview_finds_a_paraphrase_and_shows_its_vector_rank(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: LmdbStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graymatter_tui.embedding.ollama import OllamaEmbedder
     from graymatter_tui.embedding.worker import Worker

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from graymatter_tui import provenance
-from graymatter_tui.app import TABS
-from graymatter_tui.model import ReviewProposal
-from graymatter_tui.screens.dialogs import LineEntryScreen
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core import provenance
+from graymatter_tui.core.model import ReviewProposal
+from graymatter_tui.tui.app import TABS
+from graymatter_tui.tui.screens.dialogs import LineEntryScreen
 from tests.tui.helpers import (
     make_app,
     notifications,
@@ -35,7 +35,7 @@ REVIEW_KEY = str(TABS.index("review") + 1)
 
 
 @pytest.fixture
-def review_store(tmp_path: Path) -> Iterator[Store]:
+def review_store(tmp_path: Path) -> Iterator[LmdbStore]:
     store = open_store(tmp_path / "store")
     try:
         yield store
@@ -43,12 +43,12 @@ def review_store(tmp_path: Path) -> Iterator[Store]:
         store.close()
 
 
-def _hold(store: Store, action: str, target: str, text: str = "") -> ReviewProposal:
+def _hold(store: LmdbStore, action: str, target: str, text: str = "") -> ReviewProposal:
     with provenance.writing_as("mcp:claude-code"):
         return store.hold_change(AGENT, action, target, text)
 
 
-async def test_pending_changes_show_as_a_diff_and_approve_applies(review_store: Store) -> None:
+async def test_pending_changes_show_as_a_diff_and_approve_applies(review_store: LmdbStore) -> None:
     old = review_store.put(AGENT, OLD)
     review_store.put(AGENT, PINNED)
     update = _hold(review_store, "update", OLD, NEW)
@@ -80,7 +80,7 @@ async def test_pending_changes_show_as_a_diff_and_approve_applies(review_store: 
         assert any("Approved update" in message for _s, message in notifications(app))
 
 
-async def test_a_stale_approval_is_a_warning_and_changes_nothing(review_store: Store) -> None:
+async def test_a_stale_approval_is_a_warning_and_changes_nothing(review_store: LmdbStore) -> None:
     old = review_store.put(AGENT, OLD)
     forget = _hold(review_store, "forget", OLD)
     revision, _ = review_store.revise(old.id, NEW)
@@ -97,7 +97,7 @@ async def test_a_stale_approval_is_a_warning_and_changes_nothing(review_store: S
         assert review_store.require(revision.id).is_live
 
 
-async def test_reject_asks_for_a_reason_and_shows_markup_literally(review_store: Store) -> None:
+async def test_reject_asks_for_a_reason_and_shows_markup_literally(review_store: LmdbStore) -> None:
     review_store.put(AGENT, OLD)
     held = _hold(review_store, "update", OLD, "[bold red]Port[/] 5433 [link=x]y[/link]")
     app = make_app(review_store, agent=AGENT)
@@ -119,7 +119,7 @@ async def test_reject_asks_for_a_reason_and_shows_markup_literally(review_store:
 
 
 async def test_a_reason_with_a_control_character_is_refused_and_loses_nothing(
-    review_store: Store,
+    review_store: LmdbStore,
 ) -> None:
     review_store.put(AGENT, OLD)
     held = _hold(review_store, "forget", OLD)
@@ -138,7 +138,7 @@ async def test_a_reason_with_a_control_character_is_refused_and_loses_nothing(
         assert review_store.require_proposal(held.id).pending
 
 
-async def test_a_read_only_app_shows_the_queue_but_decides_nothing(review_store: Store) -> None:
+async def test_a_read_only_app_shows_the_queue_but_decides_nothing(review_store: LmdbStore) -> None:
     review_store.put(AGENT, OLD)
     held = _hold(review_store, "forget", OLD)
     app = make_app(review_store, agent=AGENT, read_only=True)
@@ -151,7 +151,7 @@ async def test_a_read_only_app_shows_the_queue_but_decides_nothing(review_store:
         assert review_store.require_proposal(held.id).pending
 
 
-async def test_the_journal_replays_and_reverts_an_approval(review_store: Store) -> None:
+async def test_the_journal_replays_and_reverts_an_approval(review_store: LmdbStore) -> None:
     old = review_store.put(AGENT, OLD)
     decision = review_store.approve_proposal(_hold(review_store, "update", OLD, NEW).id)
     record = decision.record

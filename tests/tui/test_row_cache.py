@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from graymatter_tui.store import NewFact, Store
-from graymatter_tui.widgets.fact_rows import CACHED_FACTS, FactRows, TombstoneRows
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
+from graymatter_tui.tui.widgets.fact_rows import CACHED_FACTS, FactRows, TombstoneRows
 
 
-def test_scrolling_through_a_long_list_keeps_a_bounded_cache(empty_store: Store) -> None:
+def test_scrolling_through_a_long_list_keeps_a_bounded_cache(empty_store: LmdbStore) -> None:
     empty_store.put_many(NewFact("agent", f"fact {i}") for i in range(CACHED_FACTS * 3))
     ids = empty_store.fact_ids("agent")
     rows = FactRows(ids, empty_store.find_many, empty_store.now())
@@ -17,7 +18,7 @@ def test_scrolling_through_a_long_list_keeps_a_bounded_cache(empty_store: Store)
     assert rows.fact(0) is not None and rows.fact(0).id == ids[0]  # fetched again on demand
 
 
-def test_tombstone_summaries_are_bounded_too(empty_store: Store) -> None:
+def test_tombstone_summaries_are_bounded_too(empty_store: LmdbStore) -> None:
     facts = empty_store.put_many(NewFact("agent", f"fact {i}") for i in range(CACHED_FACTS + 50))
     for fact in facts:
         empty_store.revise(fact.id, fact.text + " (revised)")

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from graymatter_tui import provenance
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.demo import create_demo
-from graymatter_tui.store import Store
-from graymatter_tui.store.ids import seed_ids
+from graymatter_tui.core import provenance
+from graymatter_tui.exchange.demo import create_demo
+from graymatter_tui.storage.ids import seed_ids
 from tests.tui.helpers import OPS, SIZE, make_app, open_store, settle
 
 # The topbar and the Status pane show the store's path, so it must not vary.
@@ -32,7 +32,7 @@ Compare = Callable[..., bool]
 
 
 @pytest.fixture
-def snapshot_store() -> Iterator[Store]:
+def snapshot_store() -> Iterator[LmdbStore]:
     # Two test runs on one machine (two checkouts) would share the fixed path; the lock
     # makes the second wait instead of drawing the first one's store.
     with open(f"{SNAPSHOT_DIR}.lock", "w") as lock:
@@ -55,35 +55,35 @@ async def ready(pilot: Pilot[Any]) -> None:
     await settle(pilot)
 
 
-def applied_cycle(store: Store) -> None:
+def applied_cycle(store: LmdbStore) -> None:
     assert Cycle(store, OPS, LocalSummariser()).run_sync().outcome == "applied"
 
 
-def test_facts(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_facts(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready)
 
 
-def test_fact_detail(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_fact_detail(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     app = make_app(snapshot_store)
     assert snap_compare(app, terminal_size=SIZE, run_before=ready, press=["down", "enter"])
 
 
-def test_status(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_status(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["5"])
 
 
-def test_help(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_help(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     assert snap_compare(
         make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["question_mark"]
     )
 
 
-def test_tombstones_after_a_cycle(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_tombstones_after_a_cycle(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     applied_cycle(snapshot_store)
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["2"])
 
 
-def test_consolidate_at_review(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_consolidate_at_review(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     async def to_review(pilot: Pilot[Any]) -> None:
         await ready(pilot)
         await pilot.press("3")
@@ -95,12 +95,12 @@ def test_consolidate_at_review(snap_compare: Compare, snapshot_store: Store) -> 
     assert snap_compare(app, terminal_size=SIZE, run_before=to_review)
 
 
-def test_journal(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_journal(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     applied_cycle(snapshot_store)
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["4"])
 
 
-def test_activity(snap_compare: Compare, snapshot_store: Store) -> None:
+def test_activity(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     # Every write names its source: a write without one would take the process's name,
     # which an app made by an earlier test sets to "tui".
     with provenance.writing_as(provenance.TUI):
@@ -136,14 +136,14 @@ async def to_review(pilot: Pilot[Any]) -> None:
 
 
 @pytest.mark.parametrize("theme", THEMES)
-def test_facts_in_theme(snap_compare: Compare, snapshot_store: Store, theme: str) -> None:
+def test_facts_in_theme(snap_compare: Compare, snapshot_store: LmdbStore, theme: str) -> None:
     app = make_app(snapshot_store)
     assert snap_compare(app, terminal_size=SIZE, run_before=in_theme(theme))
 
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_consolidate_at_review_in_theme(
-    snap_compare: Compare, snapshot_store: Store, theme: str
+    snap_compare: Compare, snapshot_store: LmdbStore, theme: str
 ) -> None:
     app = make_app(snapshot_store)
     assert snap_compare(app, terminal_size=SIZE, run_before=in_theme(theme, to_review))

@@ -10,11 +10,11 @@ from typing import ClassVar
 
 from textual.widgets import TabbedContent
 
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.screens.facts import FactsPane
-from graymatter_tui.screens.status import StatusPane
-from graymatter_tui.screens.tombstones import TombstonesPane
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.status import StatusPane
+from graymatter_tui.tui.screens.tombstones import TombstonesPane
 from tests.support.over_socket import OllamaOverSocket
 from tests.tui.helpers import (
     OPS,
@@ -64,7 +64,7 @@ class CountingApp(GraymatterApp):
     )
 
 
-def counting_app(store: Store) -> CountingApp:
+def counting_app(store: LmdbStore) -> CountingApp:
     for pane in (CountingFacts, CountingTombstones, CountingStatus):
         pane.reloads = []
     app = CountingApp(store=store, settings=settings_for(store.path), agent=OPS)
@@ -72,7 +72,7 @@ def counting_app(store: Store) -> CountingApp:
     return app
 
 
-def a_loose_fact(store: Store) -> str:
+def a_loose_fact(store: LmdbStore) -> str:
     return next(f.id for f in store.list_facts(OPS) if not f.pinned)
 
 
@@ -85,7 +85,7 @@ async def polls(pilot: object, app: GraymatterApp, count: int = 3) -> None:
 
 
 async def test_another_process_write_reloads_the_shown_pane_and_not_a_hidden_one(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = counting_app(demo_store)
     async with running(app) as pilot:
@@ -115,7 +115,7 @@ async def test_another_process_write_reloads_the_shown_pane_and_not_a_hidden_one
 
 
 async def test_a_new_agent_reloads_the_shown_pane_and_the_others_when_shown(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     app = counting_app(demo_store)
     async with running(app) as pilot:
@@ -139,7 +139,7 @@ async def test_a_new_agent_reloads_the_shown_pane_and_the_others_when_shown(
 
 
 async def test_the_summariser_is_probed_once_for_both_panes(
-    demo_store: Store, ollama: OllamaOverSocket
+    demo_store: LmdbStore, ollama: OllamaOverSocket
 ) -> None:
     def probes() -> int:
         return sum(1 for r in ollama.requests if r.route == "/api/version")

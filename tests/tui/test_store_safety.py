@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from graymatter_tui.launch import open_for_tui
-from graymatter_tui.store import Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.cli.launch import open_for_tui
 from tests.conftest import run_graymatter
 from tests.tui.helpers import (
     OPS,
@@ -26,7 +26,7 @@ from tests.tui.helpers import (
 GONE = "were deleted or replaced while open; nothing was written"
 
 
-async def test_the_demo_store_says_so_in_the_top_bar(demo_store: Store) -> None:
+async def test_the_demo_store_says_so_in_the_top_bar(demo_store: LmdbStore) -> None:
     app = make_app(demo_store)
     async with running(app):
         topbar = static_text(app, "#topbar")
@@ -35,7 +35,7 @@ async def test_the_demo_store_says_so_in_the_top_bar(demo_store: Store) -> None:
         assert "DEMO" in screen_lines(app)[0]
 
 
-async def test_a_store_of_ones_own_has_no_demo_badge(empty_store: Store) -> None:
+async def test_a_store_of_ones_own_has_no_demo_badge(empty_store: LmdbStore) -> None:
     empty_store.put(OPS, "a real fact")
     app = make_app(empty_store)
     async with running(app):
@@ -60,7 +60,7 @@ async def test_dash_dash_demo_shows_where_the_demo_store_is(
 
 @pytest.mark.parametrize("change", ["deleted", "replaced by another store"])
 async def test_a_store_changed_under_the_app_stops_writes(
-    empty_store: Store, tmp_path: Path, change: str
+    empty_store: LmdbStore, tmp_path: Path, change: str
 ) -> None:
     empty_store.put(OPS, "written before")
     path = empty_store.path

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from rich.style import Style
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.fact_rows import FactRows
+from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.tui.helpers import (
     OPS,
     STAGING_A,
@@ -45,7 +45,7 @@ def on_screen(app: Any, text: str) -> bool:
     ("size", "env", "theme"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 async def test_every_screen_works(
-    demo_store: Store,
+    demo_store: LmdbStore,
     monkeypatch: pytest.MonkeyPatch,
     size: tuple[int, int],
     env: dict[str, str],
@@ -89,7 +89,7 @@ async def test_every_screen_works(
     assert app.return_code == 0
 
 
-async def test_every_segment_of_a_list_line_has_a_style(demo_store: Store) -> None:
+async def test_every_segment_of_a_list_line_has_a_style(demo_store: LmdbStore) -> None:
     """Textual's NO_COLOR filter reads every segment's style: none may be None, not in the
     rows, the cursor row, the padding, the empty list's text or the blank lines below."""
     await Cycle(demo_store, OPS, LocalSummariser()).run()  # two tombstones
@@ -111,7 +111,7 @@ async def test_every_segment_of_a_list_line_has_a_style(demo_store: Store) -> No
 
 
 @pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
-async def test_the_cursor_row_stands_out(demo_store: Store, theme: str) -> None:
+async def test_the_cursor_row_stands_out(demo_store: LmdbStore, theme: str) -> None:
     """The cursor row's background is not the other rows' (the list's colours go under
     each row's segments; the cursor's must still go over them)."""
     app = make_app(demo_store)

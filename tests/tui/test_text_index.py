@@ -9,8 +9,8 @@ from array import array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter_tui.widgets.id_list import IdList, Picked
-from graymatter_tui.widgets.text_index import BLOCK, TextIndex
+from graymatter_tui.tui.widgets.id_list import IdList, Picked
+from graymatter_tui.tui.widgets.text_index import BLOCK, TextIndex
 
 
 def reference(texts: list[str], needle: str) -> list[int]:

@@ -13,14 +13,15 @@ from rich.segment import Segment
 from textual.color import Color as TextualColor
 from textual.widget import Widget
 
-from graymatter_tui.store import NewFact, Store
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.storage import NewFact
 from tests.tui.helpers import OPS, make_app, running, settle, static_text, wait_until
 
 AGENT = "colour-agent"
 LIGHT, DARK = "textual-light", "textual-dark"
 
 
-def put_rows(store: Store) -> None:
+def put_rows(store: LmdbStore) -> None:
     store.put_many(
         [
             NewFact(AGENT, "a fact near pruning", weight=0.05),
@@ -50,7 +51,7 @@ def row_parts(app: Any) -> dict[str, Color | None]:
     return parts
 
 
-async def test_row_colours_follow_the_theme(empty_store: Store) -> None:
+async def test_row_colours_follow_the_theme(empty_store: LmdbStore) -> None:
     put_rows(empty_store)
     app = make_app(empty_store, agent=AGENT)
     seen: dict[str, dict[str, Color | None]] = {}
@@ -79,7 +80,7 @@ def colours_of(widget: Widget) -> set[Color]:
 
 
 async def test_diff_journal_stage_and_histogram_colours_follow_the_theme(
-    demo_store: Store,
+    demo_store: LmdbStore,
 ) -> None:
     """Consumed and summary rows of the diff, a journal outcome, a stage mark and the
     histogram's bars: each drawn in a colour of the current theme."""
@@ -139,7 +140,7 @@ def assert_grey_after_filters(app: Any, widget: Widget) -> int:
 
 @pytest.mark.parametrize("theme", [DARK, LIGHT])
 async def test_no_color_draws_no_colour(
-    demo_store: Store, monkeypatch: pytest.MonkeyPatch, theme: str
+    demo_store: LmdbStore, monkeypatch: pytest.MonkeyPatch, theme: str
 ) -> None:
     """Under NO_COLOR, Textual's filter turns every colour grey: the rows' coloured parts
     and the diff reach the terminal as greys (the pinned star stays bold, so it still

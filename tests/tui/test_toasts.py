@@ -10,12 +10,12 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets._toast import Toast  # Textual's own toast widget (Textual pinned: ADR 0002)
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
-from graymatter_tui.screens.dialogs import ConfirmScreen
-from graymatter_tui.screens.recall import RecallScreen
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.virtual_list import VirtualList
+from graymatter_tui.tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.tui.screens.recall import RecallScreen
+from graymatter_tui.tui.widgets.virtual_list import VirtualList
 from tests.tui.helpers import make_app, running, screen_lines, screen_text, settle, wait_until
 
 SIZES = [(80, 24), (200, 60)]
@@ -54,7 +54,9 @@ def cursor_row(fact_list: VirtualList) -> Region:
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_toasts_never_cover_the_cursor_row(demo_store: Store, size: tuple[int, int]) -> None:
+async def test_toasts_never_cover_the_cursor_row(
+    demo_store: LmdbStore, size: tuple[int, int]
+) -> None:
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:
         fact_list = app.query_one("#fact-list", VirtualList)
@@ -72,7 +74,7 @@ async def test_toasts_never_cover_the_cursor_row(demo_store: Store, size: tuple[
         assert text[:30] in screen_lines(app)[row.y]  # the cursor's fact is still read there
 
 
-async def test_toasts_never_cover_the_journals_cursor_row(demo_store: Store) -> None:
+async def test_toasts_never_cover_the_journals_cursor_row(demo_store: LmdbStore) -> None:
     for _ in range(24):  # more records than the journal shows at 80×24
         await Cycle(demo_store, "ops-agent", LocalSummariser(), CycleOptions()).run()
     app = make_app(demo_store)
@@ -94,7 +96,9 @@ async def test_toasts_never_cover_the_journals_cursor_row(demo_store: Store) -> 
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_toasts_never_cover_a_confirmation(demo_store: Store, size: tuple[int, int]) -> None:
+async def test_toasts_never_cover_a_confirmation(
+    demo_store: LmdbStore, size: tuple[int, int]
+) -> None:
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:
         await pilot.press("x")  # retire the highlighted fact: a confirmation first
@@ -110,7 +114,7 @@ async def test_toasts_never_cover_a_confirmation(demo_store: Store, size: tuple[
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_toasts_never_cover_a_dialog_that_fills_the_screen(
-    demo_store: Store, size: tuple[int, int]
+    demo_store: LmdbStore, size: tuple[int, int]
 ) -> None:
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:

@@ -8,11 +8,11 @@ from pathlib import Path
 from rich.cells import cell_len
 from textual.widgets import OptionList
 
+from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
-from graymatter_tui.screens.detail import FactDetailScreen
-from graymatter_tui.store import Store
-from graymatter_tui.widgets.fact_rows import (
+from graymatter_tui.tui.screens.detail import FactDetailScreen
+from graymatter_tui.tui.widgets.fact_rows import (
     TombstoneRows,
     tombstone_header,
     tombstone_text_cells,
@@ -36,7 +36,9 @@ def drawn_row(app: object, index: int) -> str:
     return "".join(segment.text for segment in source.row(index, 120))
 
 
-async def test_tombstones_show_their_summary_and_open_the_receipt_chain(demo_store: Store) -> None:
+async def test_tombstones_show_their_summary_and_open_the_receipt_chain(
+    demo_store: LmdbStore,
+) -> None:
     record = await Cycle(demo_store, OPS, LocalSummariser()).run()
     assert record.outcome == "applied"
     summary = demo_store.require(record.summary_id)
@@ -109,7 +111,7 @@ async def test_tombstones_show_their_summary_and_open_the_receipt_chain(demo_sto
         assert source.fact(1) is not None and source.fact(1).id == selected  # type: ignore[union-attr]
 
 
-async def test_retired_fact_opens_its_own_detail(demo_store: Store) -> None:
+async def test_retired_fact_opens_its_own_detail(demo_store: LmdbStore) -> None:
     victim = demo_store.list_facts(OPS)[0]
     demo_store.retire(victim.id)
     app = make_app(demo_store)
@@ -128,7 +130,7 @@ async def test_retired_fact_opens_its_own_detail(demo_store: Store) -> None:
 
 
 def test_tombstone_columns_line_up_for_wide_text_at_any_width(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "s") as store:
+    with LmdbStore.open(tmp_path / "s") as store:
         wide = "漢字のとても長い文章です。" * 6
         texts = ["短い", wide, "plain ascii words " * 8, "x", "e\u0301" * 70]
         for text in texts:

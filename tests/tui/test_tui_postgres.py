@@ -13,12 +13,12 @@ from urllib.parse import unquote
 import pytest
 from textual.widgets import TabbedContent
 
-from graymatter_tui.app import GraymatterApp
-from graymatter_tui.config import Settings
+from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.consolidation.invariants import check_invariants
-from graymatter_tui.demo import create_demo
-from graymatter_tui.pg import PgStore
-from graymatter_tui.store_url import parse_store_url
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.store_url import parse_store_url
+from graymatter_tui.exchange.demo import create_demo
+from graymatter_tui.tui.app import GraymatterApp
 from tests.support.postgres import Cluster
 from tests.tui.helpers import (
     OPS,
@@ -140,9 +140,9 @@ async def test_a_cycle_stepped_through_in_the_tui_applies_on_postgres(
 async def test_a_database_with_no_store_is_asked_about_before_any_table_is_made(
     pg_url: str, answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graymatter_tui.launch import tui_app
-    from graymatter_tui.pg import NoStoreYet
-    from graymatter_tui.screens.dialogs import NoStoreScreen
+    from graymatter_tui.backends.postgres import NoStoreYet
+    from graymatter_tui.cli.launch import tui_app
+    from graymatter_tui.tui.screens.dialogs import NoStoreScreen
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     app = tui_app(data_dir=None, store=pg_url, demo=False, read_only=False, agent=None, llm=None)

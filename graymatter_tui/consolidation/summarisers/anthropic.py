@@ -12,8 +12,8 @@ import msgspec
 from graymatter_tui.consolidation.prompt import prompt_hash, text_prompt
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply, redact
 from graymatter_tui.consolidation.summarisers.http import post_with_retry
-from graymatter_tui.model import BatchItem
-from graymatter_tui.summariser_names import SummariserName
+from graymatter_tui.core.model import BatchItem
+from graymatter_tui.core.summariser_names import SummariserName
 
 API_VERSION = "2023-06-01"
 

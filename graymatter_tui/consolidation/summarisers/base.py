@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from graymatter_tui.model import BatchItem
+from graymatter_tui.core.model import BatchItem
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 JOURNAL_RESPONSE_CAP = 64 * 1024

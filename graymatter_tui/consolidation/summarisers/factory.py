@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from graymatter_tui.config import Settings
 from graymatter_tui.consolidation.summarisers.anthropic import AnthropicSummariser
 from graymatter_tui.consolidation.summarisers.base import Summariser
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser
-from graymatter_tui.summariser_names import SummariserName
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.summariser_names import SummariserName
 
 
 def from_settings(settings: Settings) -> Summariser | None:

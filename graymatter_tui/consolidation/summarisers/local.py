@@ -12,9 +12,9 @@ import msgspec
 from graymatter_tui.consolidation.guard import detail_key, key_details
 from graymatter_tui.consolidation.prompt import prompt_hash, structured_prompt
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply
-from graymatter_tui.lexicon import STOPWORDS
-from graymatter_tui.model import BatchItem
-from graymatter_tui.summariser_names import SummariserName
+from graymatter_tui.core.lexicon import STOPWORDS
+from graymatter_tui.core.model import BatchItem
+from graymatter_tui.core.summariser_names import SummariserName
 
 SIMILARITY = 0.8
 _WORD = re.compile(r"\w+")

@@ -1,0 +1,1 @@
+"""Recall: ranking an agent's live facts for a query, and explaining the ranking."""

@@ -1,0 +1,260 @@
+"""Row sources for the fact lists: facts fetched from the store a page at a time, only
+for the rows being drawn, and formatted as literal text (never markup)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual.cache import LRUCache
+
+from graymatter_tui.core import clock
+from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.model import CycleRecord, Fact
+from graymatter_tui.core.retirement import Retirement, retirement_of
+from graymatter_tui.core.textsafe import neutralise
+from graymatter_tui.tui.widgets.row_styles import NO_COLOUR, RowStyles
+
+PAGE = 64
+CACHED_FACTS = 32 * PAGE
+BAR_CELLS = 8
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+PLAIN = Style.null()  # every segment has a real style: NO_COLOR's filter reads them all
+DIM = Style(dim=True)
+STRUCK = Style(strike=True)
+
+
+def fit(segments: list[Segment], width: int) -> list[Segment]:
+    """Cut the row to `width` cells, ending in "…" when text was cut off."""
+    used = 0
+    out: list[Segment] = []
+    for segment in segments:
+        length = cell_len(segment.text)
+        if used + length <= width:
+            out.append(segment)
+            used += length
+            continue
+        room = width - used - 1
+        if room > 0:
+            out.append(Segment(set_cell_size(segment.text, room), segment.style or PLAIN))
+        out.append(Segment("…", DIM))
+        break
+    return out
+
+
+def column(text: str, cells: int, style: Style) -> list[Segment]:
+    """`text` in exactly `cells` cells: cut with "…" when too long, padded (plain) when short."""
+    cut = fit([Segment(text, style)], cells)
+    return [*cut, Segment(" " * (cells - sum(cell_len(s.text) for s in cut)), PLAIN)]
+
+
+# The cells before a tombstone's text: " ▍▍▍▍ 0.10    99d ".
+TOMBSTONE_LEAD = 18
+
+
+def tombstone_text_cells(width: int) -> int:
+    """The tombstone's own text gets two fifths of what the fixed columns leave, 12 to 48
+    cells; the receipt (the summary that replaced it) gets the rest."""
+    return max(12, min(48, (width - TOMBSTONE_LEAD) * 2 // 5))
+
+
+def tombstone_header(width: int) -> str:
+    """Column titles aligned with `TombstoneRows.row` at the same width."""
+    lead = " " + "weight".ljust(10) + "prune".rjust(6) + " "
+    return lead + "tombstone".ljust(tombstone_text_cells(width)) + " → [cycle] summary"
+
+
+# The columns of a live fact's row, in cells; `fact_header` titles them from the same
+# numbers, so the titles stay over their columns.
+PIN_CELLS = 3  # " ★ "
+NUMBER_CELLS = 5  # " 0.99" after the bar
+AGE_CELLS = 6  # "   17d", or "age ↑" over it with a space before
+USES_CELLS = 5  # "   12"
+GAP = "  "
+# The column each sort orders by, and its direction: newest first is the youngest age
+# first (ascending), heaviest first the largest weight first (descending).
+SORT_MARKS = {"recency": ("age", "↑"), "weight": ("weight", "↓")}
+
+
+def fact_header(sort: str = "recency") -> str:
+    """Column titles over `FactRows.row`: pin, weight (bar and number), age, uses, text;
+    the column the list is sorted by carries the sort's direction (`weight ↓`)."""
+    sorted_by, arrow = SORT_MARKS.get(sort, ("", ""))
+
+    def title(name: str) -> str:
+        return f"{name} {arrow}" if name == sorted_by else name
+
+    return (
+        "pin".ljust(PIN_CELLS)
+        + title("weight").rjust(BAR_CELLS + NUMBER_CELLS)
+        + title("age").rjust(AGE_CELLS)
+        + "uses".rjust(USES_CELLS)
+        + GAP
+        + "text"
+    )
+
+
+def count_text(count: int) -> str:
+    """An access count in at most four cells: 9999, then 12k, then 3M."""
+    if count < 10_000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count // 1000}k"
+    return f"{min(count // 1_000_000, 999)}M"
+
+
+def weight_bar(weight: float, cells: int = BAR_CELLS) -> str:
+    eighths = max(0, min(round(weight * cells * 8), cells * 8))
+    full, part = divmod(eighths, 8)
+    bar = "█" * full + (_BLOCKS[part] if part else "")
+    return bar.ljust(cells)
+
+
+def weight_style(weight: float, styles: RowStyles) -> Style:
+    """A weight below 0.1 is near pruning: drawn in the theme's error colour."""
+    return styles.weight_low if weight < 0.1 else styles.weight
+
+
+def days_until_prune(fact: Fact, now: datetime, half_life_hours: float) -> float:
+    """Days until decay takes the weight below 0.01 (0 when it already is)."""
+    if fact.pinned:
+        return math.inf
+    if fact.weight < 0.01:
+        return 0.0
+    hours = (now - clock.parse_time(fact.accessed_at)).total_seconds() / 3600
+    return max(half_life_hours * math.log2(100) - hours, 0.0) / 24
+
+
+class FactRows:
+    """Live facts: pin star, weight bar, age, access count, text."""
+
+    def __init__(
+        self, ids: Sequence[str], fetch: Callable[[list[str]], list[Fact | None]], now: datetime
+    ) -> None:
+        self.ids = ids
+        self._fetch = fetch
+        self.now = now
+        # Facts of the rows drawn lately, a page at a time; bounded, so scrolling through
+        # 1M facts keeps only the last few thousand in memory.
+        self._cache: LRUCache[str, Fact | None] = LRUCache(CACHED_FACTS)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def fact(self, index: int) -> Fact | None:
+        if not 0 <= index < len(self.ids):
+            return None
+        fact_id = self.ids[index]
+        if fact_id not in self._cache:
+            start = max(index - PAGE // 4, 0)
+            wanted = [i for i in self.ids[start : start + PAGE] if i not in self._cache]
+            try:
+                fetched = self._fetch(wanted)
+            except GraymatterError:
+                return None  # drawn as unavailable; the app's poll shows the error bar
+            for wanted_id, found in zip(wanted, fetched, strict=True):
+                self._cache[wanted_id] = found
+        return self._cache.get(fact_id)
+
+    def index_of(self, fact_id: str) -> int | None:
+        try:
+            return self.ids.index(fact_id)
+        except ValueError:
+            return None
+
+    def row(self, index: int, width: int, styles: RowStyles = NO_COLOUR) -> list[Segment]:
+        fact = self.fact(index)
+        if fact is None:
+            return [Segment("  (unavailable)", DIM)]
+        star = Segment((" ★ " if fact.pinned else "").ljust(PIN_CELLS), styles.pinned)
+        bar_style = weight_style(fact.weight, styles)
+        age = clock.short_age(self.now, fact.created_at)
+        row = [
+            star,
+            Segment(weight_bar(fact.weight), bar_style),
+            Segment(
+                f"{fact.weight:4.2f}".rjust(NUMBER_CELLS)
+                + age.rjust(AGE_CELLS)
+                + count_text(fact.access_count).rjust(USES_CELLS)
+                + GAP,
+                DIM,
+            ),
+            Segment(neutralise(fact.text, one_line=True), PLAIN),
+        ]
+        return fit(row, width)
+
+
+class TombstoneRows(FactRows):
+    """Tombstones with their receipt: what replaced them, the cycle, days until prune."""
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        fetch: Callable[[list[str]], list[Fact | None]],
+        now: datetime,
+        half_life_hours: float,
+        find_record: Callable[[str], CycleRecord | None] | None = None,
+    ) -> None:
+        super().__init__(ids, fetch, now)
+        self.half_life_hours = half_life_hours
+        self._summaries: LRUCache[str, Fact | None] = LRUCache(CACHED_FACTS)
+        # The journal says which retired facts a revert or an approved review retired.
+        self._find_record = find_record
+        self._retirements: LRUCache[str, Retirement | None] = LRUCache(CACHED_FACTS)
+
+    def retirement_of(self, fact: Fact) -> Retirement | None:
+        if self._find_record is None or not fact.is_retired:
+            return None
+        if fact.id not in self._retirements:
+            try:
+                self._retirements[fact.id] = retirement_of(fact, self._find_record)
+            except GraymatterError:
+                return None
+        return self._retirements[fact.id]
+
+    def summary_of(self, fact: Fact) -> Fact | None:
+        target = fact.superseded_by
+        if fact.is_retired or not target:
+            return None
+        if target not in self._summaries:
+            try:
+                self._summaries[target] = self._fetch([target])[0]
+            except GraymatterError:
+                return None
+        return self._summaries[target]
+
+    def row(self, index: int, width: int, styles: RowStyles = NO_COLOUR) -> list[Segment]:
+        fact = self.fact(index)
+        if fact is None:
+            return [Segment("  (gone)", DIM)]
+        days = days_until_prune(fact, self.now, self.half_life_hours)
+        text = neutralise(fact.text, one_line=True)
+        cells = tombstone_text_cells(width)
+        head = [
+            Segment(f" {weight_bar(fact.weight, 4)}", weight_style(fact.weight, styles)),
+            Segment(f" {fact.weight:4.2f} {days:>5.0f}d ", DIM),
+            *column(text, cells, STRUCK),
+            Segment(" ", PLAIN),
+        ]
+        if fact.is_retired:
+            retirement = self.retirement_of(fact)
+            if retirement is not None:
+                mark = "↺ " if retirement.by_revert else "→ "
+                return fit([*head, Segment(mark + retirement.short(), DIM)], width)
+            return fit([*head, Segment("→ retired by agent", DIM)], width)
+        summary = self.summary_of(fact)
+        cycle = f"[{fact.cycle_id[-6:]}] " if fact.cycle_id else "[revise] "
+        if summary is None:
+            return fit([*head, Segment(f"→ {cycle}", DIM), Segment("summary pruned", DIM)], width)
+        return fit(
+            [
+                *head,
+                Segment(f"→ {cycle}", DIM),
+                Segment(neutralise(summary.text, one_line=True), styles.summary),
+            ],
+            width,
+        )
