@@ -17,6 +17,7 @@ from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.core.config import Settings
 from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.review_modes import REVIEW_MODES
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.mcp.client_config import (
     CLIENTS,
@@ -28,7 +29,6 @@ from graymatter_tui.mcp.client_config import (
     snippet,
 )
 from graymatter_tui.mcp.http_guard import parse_bind
-from graymatter_tui.mcp.tools import REVIEW_MODES
 
 
 def _bind_form(value: str) -> str:

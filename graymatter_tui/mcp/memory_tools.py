@@ -10,6 +10,7 @@ from datetime import datetime
 
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.receipts import Lineage, lineage_fields
+from graymatter_tui.core.review_modes import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.core.tokens import tokens
 from graymatter_tui.core.words import counted
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
@@ -29,7 +30,6 @@ from graymatter_tui.mcp.replies import (
     reflect_reply,
     search_reply,
 )
-from graymatter_tui.mcp.tools import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.recall.explain_fields import signal_fields
 from graymatter_tui.recall.ranking import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
 from graymatter_tui.recall.vector_signal import QueryVectors

@@ -7,16 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from graymatter_tui.core.review_modes import REFLECT_ACTIONS
 from graymatter_tui.mcp.arguments import DEFAULT_TOP_K, MAX_QUERIES, MAX_TOP_K
 
-REFLECT_ACTIONS = ("add", "update", "forget", "link", "pin", "unpin")
-# `mcp --review`: which writes are held for a person instead of applied (ADR 0027).
-REVIEW_MODES = ("none", "curation", "all")
-HELD_BY_MODE: dict[str, frozenset[str]] = {
-    "none": frozenset(),
-    "curation": frozenset({"update", "forget", "pin", "unpin"}),
-    "all": frozenset({"add", "update", "forget", "pin", "unpin"}),
-}
 MAX_DESCRIPTION = 800
 
 

@@ -1,13 +1,13 @@
 """Checkpoints (an agent's working state saved for its next session) and aliases (terms
-an agent declared equivalent, which widen its later searches), as functions over Tx."""
+an agent declared equivalent, which widen its later searches), as functions over Transaction."""
 
 from __future__ import annotations
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core import clock
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import Checkpoint
 
 
@@ -20,7 +20,7 @@ class _AliasRecord(msgspec.Struct, frozen=True):
     equivalents: list[str]
 
 
-def save_checkpoint(tx: Tx, agent: str, state: str | None) -> Checkpoint:
+def save_checkpoint(tx: Transaction, agent: str, state: str | None) -> Checkpoint:
     checkpoint_id = tx.new_id()
     created_at = clock.format_time(tx.now)
     record = _CheckpointRecord(created_at=created_at, state=state)
@@ -30,7 +30,7 @@ def save_checkpoint(tx: Tx, agent: str, state: str | None) -> Checkpoint:
     return Checkpoint(id=checkpoint_id, agent_id=agent, created_at=created_at, state=state)
 
 
-def latest_checkpoint(tx: Tx, agent: str) -> Checkpoint | None:
+def latest_checkpoint(tx: Transaction, agent: str) -> Checkpoint | None:
     raw = tx.latest_checkpoint(agent)
     if raw is None:
         return None
@@ -41,7 +41,7 @@ def latest_checkpoint(tx: Tx, agent: str) -> Checkpoint | None:
     )
 
 
-def add_alias(tx: Tx, agent: str, term: str, equivalents: list[str]) -> list[str]:
+def add_alias(tx: Transaction, agent: str, term: str, equivalents: list[str]) -> list[str]:
     """Join `equivalents` to what `term` already stands for; returns the whole set."""
     known = aliases(tx, agent).get(term, [])
     joined = list(dict.fromkeys([*known, *equivalents]))
@@ -50,7 +50,7 @@ def add_alias(tx: Tx, agent: str, term: str, equivalents: list[str]) -> list[str
     return joined
 
 
-def aliases(tx: Tx, agent: str) -> dict[str, list[str]]:
+def aliases(tx: Transaction, agent: str) -> dict[str, list[str]]:
     return {
         term: msgspec.json.decode(raw, type=_AliasRecord).equivalents
         for term, raw in tx.iter_aliases(agent)

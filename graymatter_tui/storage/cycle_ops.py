@@ -15,13 +15,13 @@ from typing import TypeVar
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Tx
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import Conflict, NotFound
 from graymatter_tui.core.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import review_ops
 from graymatter_tui.storage.protocol import KeywordIndex
+from graymatter_tui.storage.transaction import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Transaction
 from graymatter_tui.storage.values import (
     PRUNE_BELOW,
     ApplyOutcome,
@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 
 def decay(
-    tx: Tx, agent: str, half_life_hours: float, journal: JournalDecay | None = None
+    tx: Transaction, agent: str, half_life_hours: float, journal: JournalDecay | None = None
 ) -> DecayOutcome:
     """Decay every unpinned fact of `agent` (tombstones too). Only the vitals rows are
     rewritten; in a read transaction (a dry run) nothing is, and the outcome says what
@@ -81,7 +81,7 @@ def decay(
     return outcome
 
 
-def weights(tx: Tx, agent: str, state: FactState = "live") -> dict[str, float]:
+def weights(tx: Transaction, agent: str, state: FactState = "live") -> dict[str, float]:
     """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
     prefix_len = len(agent.encode()) + 1
     want_tomb = {"live": (False,), "tombstones": (True,), "all": (False, True)}[state]
@@ -92,7 +92,7 @@ def weights(tx: Tx, agent: str, state: FactState = "live") -> dict[str, float]:
     }
 
 
-def selection(tx: Tx, agent: str, half_life_hours: float, max_batch: int) -> Selection:
+def selection(tx: Transaction, agent: str, half_life_hours: float, max_batch: int) -> Selection:
     """The live count, every live unpinned fact's (weight, id) from vitals alone, and
     the batch: the weakest half of them (weakest first, ties by id), at most
     `max_batch`. Weights are taken as decay would leave them now, so a dry run
@@ -116,7 +116,9 @@ def selection(tx: Tx, agent: str, half_life_hours: float, max_batch: int) -> Sel
     return Selection(live=live, candidates=out, batch=batch)
 
 
-def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
+def apply_consolidation(
+    tx: Transaction, request: ApplyRequest, record: CycleRecord
+) -> ApplyOutcome:
     """Summary, tombstones, receipts, counters and journal record: all or nothing.
     `record` is left as it is; the outcome carries the record as committed.
 
@@ -170,7 +172,9 @@ def apply_consolidation(tx: Tx, request: ApplyRequest, record: CycleRecord) -> A
     return ApplyOutcome(True, summary=summary, consumed=consumed, record=applied)
 
 
-def trial_apply(tx: Tx, request: ApplyRequest, look: Callable[[KeywordIndex], T]) -> TrialApply[T]:
+def trial_apply(
+    tx: Transaction, request: ApplyRequest, look: Callable[[KeywordIndex], T]
+) -> TrialApply[T]:
     """`look` before and after the very apply `apply_consolidation` makes, in this write
     transaction, which is then abandoned: the second look is of the real post-apply
     state, with no second ranking code to drift from the first (ADR 0039)."""
@@ -186,11 +190,11 @@ def trial_apply(tx: Tx, request: ApplyRequest, look: Callable[[KeywordIndex], T]
     )
 
 
-def _refused(tx: Tx, reason: str) -> ApplyOutcome:
+def _refused(tx: Transaction, reason: str) -> ApplyOutcome:
     return tx.unchanged(ApplyOutcome(False, reason))
 
 
-def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
+def prune(tx: Transaction, agent: str, record: CycleRecord) -> PruneOutcome:
     """Delete unpinned facts below 0.01 and copy each into the journal record, together.
     `record` is left as it is; the outcome carries the record as committed."""
     doomed_keys = [
@@ -209,7 +213,7 @@ def prune(tx: Tx, agent: str, record: CycleRecord) -> PruneOutcome:
     return PruneOutcome(pruned=doomed, record=saved)
 
 
-def revert_refusal(tx: Tx, cycle_id: str) -> str | None:
+def revert_refusal(tx: Transaction, cycle_id: str) -> str | None:
     """Why `revert(cycle_id)` would be refused right now, or None: the same checks, so a
     UI can say so before asking for confirmation (the revert itself checks again)."""
     try:
@@ -223,7 +227,7 @@ def revert_refusal(tx: Tx, cycle_id: str) -> str | None:
     return None
 
 
-def revert(tx: Tx, cycle_id: str) -> CycleRecord:
+def revert(tx: Transaction, cycle_id: str) -> CycleRecord:
     """Undo an applied cycle: consumed facts live again, summary retired. An approved
     review is undone likewise: what it made tombstones lives again, the fact it wrote is
     retired, a pin it changed goes back."""
@@ -248,7 +252,7 @@ def revert(tx: Tx, cycle_id: str) -> CycleRecord:
     )
 
 
-def _revert_review(tx: Tx, cycle_id: str) -> CycleRecord:
+def _revert_review(tx: Transaction, cycle_id: str) -> CycleRecord:
     original = _applied_record(tx, cycle_id)
     restored = review_ops.undo(tx, review_ops.revert_steps(tx, original))
     return _record_revert(
@@ -263,7 +267,7 @@ def _revert_review(tx: Tx, cycle_id: str) -> CycleRecord:
 
 
 def _record_revert(
-    tx: Tx,
+    tx: Transaction,
     original: CycleRecord,
     *,
     reason: str,
@@ -301,7 +305,7 @@ def _record_revert(
     return reverted
 
 
-def _applied_record(tx: Tx, cycle_id: str) -> CycleRecord:
+def _applied_record(tx: Transaction, cycle_id: str) -> CycleRecord:
     """The record of an applied, not yet reverted cycle or review; raises Conflict or
     NotFound saying why it cannot be reverted."""
     original = tx.require_record(cycle_id)
@@ -318,7 +322,7 @@ def _applied_record(tx: Tx, cycle_id: str) -> CycleRecord:
     return original
 
 
-def _revertible(tx: Tx, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:
+def _revertible(tx: Transaction, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:
     """The record, its summary and the facts a revert would restore; raises Conflict or
     NotFound saying why the cycle cannot be reverted."""
     original = tx.require_record(cycle_id)
@@ -361,7 +365,7 @@ def _revertible(tx: Tx, cycle_id: str) -> tuple[CycleRecord, Fact, list[Fact]]:
     return original, summary, restored
 
 
-def _summary_origins(tx: Tx, fact_ids: set[str]) -> dict[str, str]:
+def _summary_origins(tx: Transaction, fact_ids: set[str]) -> dict[str, str]:
     """For facts that are summaries, the cycle that wrote each (journal scan; reverts are
     rare and the journal holds one record per cycle)."""
     wanted = {i for i in fact_ids if tx.receipts(i)}
@@ -374,7 +378,7 @@ def _summary_origins(tx: Tx, fact_ids: set[str]) -> dict[str, str]:
     return found
 
 
-def save_record(tx: Tx, record: CycleRecord) -> None:
+def save_record(tx: Transaction, record: CycleRecord) -> None:
     """Write a journal record; a consolidation cycle's first save counts the cycle."""
     if record.kind == "consolidate" and tx.find_record(record.cycle_id) is None:
         tx.bump("cycles")

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core import clock
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import RETIRED, ActivityAction, Fact
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage.ids import new_id
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import NewFact
 
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
 
-def put(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
+def put(tx: Transaction, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
     fact = _new_fact(tx, agent, text, pinned, cycle_id=cycle_id)
     tx.log("add", agent, text=text, fact_id=fact.id)
     if pinned:
@@ -30,7 +29,7 @@ def put(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> F
     return fact
 
 
-def _new_fact(tx: Tx, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
+def _new_fact(tx: Transaction, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
     stamp = clock.format_time(tx.now)
     fact = Fact(
         id=tx.new_id(),
@@ -76,19 +75,28 @@ def new_facts(
 
 
 def put_many(
-    tx: Tx, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
+    tx: Transaction, pending: list[NewFact], terms: list[dict[str, int]], made_by: Analyzer
 ) -> list[Fact]:
-    """Insert many facts; `terms` holds each one's `made_by.term_counts(text)`."""
-    out = new_facts(pending, tx.now, tx.source, tx.new_id)
-    known = [f.id for f in out if tx.agent_of(f.id) is not None]
+    """Insert many facts; `terms` holds each one's `made_by.term_counts(text)`. Ids are
+    minted without a look-up each, then checked all at once: an id an item names that is
+    in use is refused; a minted one in use (seeded ids) is minted again."""
+    out = new_facts(pending, tx.now, tx.source, tx.mint)
+    given = {item.fact_id for item in pending if item.fact_id}
+    taken = tx.ids_in_use([f.id for f in out])
+    known = [f.id for f in out if f.id in taken and f.id in given]
     if known or len({f.id for f in out}) != len(out):
         raise InvalidInput(f"fact id already in use: {(known or ['(duplicate)'])[0]}")
+    for index, fact in enumerate(out):
+        if fact.id in taken:
+            out[index] = msgspec.structs.replace(
+                fact, id=tx.new_id(clock.parse_time(fact.created_at))
+            )
     tx.insert_many(out, terms, made_by)
     log_added(tx, "add", out)
     return out
 
 
-def log_added(tx: Tx, action: ActivityAction, facts: list[Fact]) -> None:
+def log_added(tx: Transaction, action: ActivityAction, facts: list[Fact]) -> None:
     """One activity entry per agent for facts written in bulk (one fact: its text)."""
     by_agent: dict[str, list[Fact]] = {}
     for fact in facts:
@@ -100,7 +108,7 @@ def log_added(tx: Tx, action: ActivityAction, facts: list[Fact]) -> None:
             tx.log(action, agent, text=counted(len(written), "fact"), count=len(written))
 
 
-def pin(tx: Tx, fact_id: str) -> Fact:
+def pin(tx: Transaction, fact_id: str) -> Fact:
     fact = tx.require(fact_id)
     if fact.is_tombstone:
         raise Conflict(f"fact {fact_id} is a tombstone (superseded); only live facts can be pinned")
@@ -112,7 +120,7 @@ def pin(tx: Tx, fact_id: str) -> Fact:
     return pinned
 
 
-def unpin(tx: Tx, fact_id: str) -> Fact:
+def unpin(tx: Transaction, fact_id: str) -> Fact:
     fact = tx.require(fact_id)
     if not fact.pinned:
         return fact
@@ -122,7 +130,7 @@ def unpin(tx: Tx, fact_id: str) -> Fact:
     return unpinned
 
 
-def revise(tx: Tx, fact_id: str, text: str) -> tuple[Fact, Fact]:
+def revise(tx: Transaction, fact_id: str, text: str) -> tuple[Fact, Fact]:
     """A new fact plus a tombstone pointing at it; a pin moves to the revision.
     Returns (revision, tombstone)."""
     old = tx.require(fact_id)
@@ -149,7 +157,7 @@ def revise(tx: Tx, fact_id: str, text: str) -> tuple[Fact, Fact]:
     return revision, tomb
 
 
-def retire(tx: Tx, fact_id: str, *, cycle_id: str | None = None) -> Fact:
+def retire(tx: Transaction, fact_id: str, *, cycle_id: str | None = None) -> Fact:
     """Tombstone a live fact with no replacement (`superseded_by = "agent"`); `cycle_id`,
     when given, names the journal record that retired it (an approved review)."""
     old = tx.require(fact_id)
@@ -165,7 +173,7 @@ def retire(tx: Tx, fact_id: str, *, cycle_id: str | None = None) -> Fact:
     return tomb
 
 
-def touch(tx: Tx, accesses: dict[str, int]) -> int:
+def touch(tx: Transaction, accesses: dict[str, int]) -> int:
     """Record `accesses[id]` accesses of each live fact; never resurrects a tombstone or
     recreates a fact."""
     stamp = clock.format_time(tx.now)
@@ -180,7 +188,7 @@ def touch(tx: Tx, accesses: dict[str, int]) -> int:
     return touched
 
 
-def delete(tx: Tx, fact_ids: list[str]) -> list[Fact]:
+def delete(tx: Transaction, fact_ids: list[str]) -> list[Fact]:
     """Remove facts and their extraction signatures (pruning only)."""
     removed = []
     for fact_id in fact_ids:
@@ -191,15 +199,15 @@ def delete(tx: Tx, fact_ids: list[str]) -> list[Fact]:
     return removed
 
 
-def unused_id(tx: Tx, moment: datetime) -> str:
-    """A new id held by no fact or record now. See `Tx.new_id` for why this is checked."""
+def unused_id(tx: Transaction, moment: datetime) -> str:
+    """A new id held by no fact or record now. See `Transaction.new_id` for why this is checked."""
     while True:
         candidate = new_id(moment)
         if not tx.id_in_use(candidate):
             return candidate
 
 
-def claim_for_demo(tx: Tx, path: Path) -> None:
+def claim_for_demo(tx: Transaction, where: str) -> None:
     """Mark the store as the demo's; refused when it holds rows the demo did not put."""
     if tx.meta_get(DEMO_KEY) is not None:
         return
@@ -208,7 +216,7 @@ def claim_for_demo(tx: Tx, path: Path) -> None:
     if facts or records:
         held = counted(facts, "fact") if facts else counted(records, "journal record")
         raise Conflict(
-            f"the store at {path} already holds {held} that the demo did not "
+            f"the store at {where} already holds {held} that the demo did not "
             "put there; not adding demo facts to it (give --dir a new directory, "
             "or run `graymatter-tui demo --into-existing` to mix them in)"
         )
@@ -218,7 +226,7 @@ def claim_for_demo(tx: Tx, path: Path) -> None:
 # ---- curation by exact text (an agent names a fact by what it says, not by its id) ------
 
 
-def live_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
+def live_matches(tx: Transaction, agent: str, text: str) -> list[Fact]:
     """Every live fact of `agent` whose text is exactly `text`, oldest first. Found through
     the keyword index by the text's rarest term; a text with no keyword is looked for in
     every live fact."""
@@ -233,7 +241,7 @@ def live_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
     return sorted(found, key=lambda f: f.id)
 
 
-def require_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
+def require_matches(tx: Transaction, agent: str, text: str) -> list[Fact]:
     found = live_matches(tx, agent, text)
     if not found:
         raise NotFound(f"no live fact of agent {agent!r} has exactly this text")
@@ -241,7 +249,7 @@ def require_matches(tx: Tx, agent: str, text: str) -> list[Fact]:
 
 
 def supersede_text(
-    tx: Tx, agent: str, target: str, text: str, *, cycle_id: str | None = None
+    tx: Transaction, agent: str, target: str, text: str, *, cycle_id: str | None = None
 ) -> tuple[Fact, list[Fact]]:
     """Write `text` as a new fact and make every live fact whose text is exactly `target`
     a tombstone pointing at it, in this one transaction. A pin moves to the replacement.
@@ -265,7 +273,9 @@ def supersede_text(
     return replacement, tombs
 
 
-def retire_text(tx: Tx, agent: str, target: str, *, cycle_id: str | None = None) -> list[Fact]:
+def retire_text(
+    tx: Transaction, agent: str, target: str, *, cycle_id: str | None = None
+) -> list[Fact]:
     """Tombstone every live fact whose text is exactly `target` (`superseded_by =
     "agent"`); refused, changing nothing, when any of them is pinned."""
     old = require_matches(tx, agent, target)
@@ -275,7 +285,7 @@ def retire_text(tx: Tx, agent: str, target: str, *, cycle_id: str | None = None)
     return [retire(tx, fact.id, cycle_id=cycle_id) for fact in old]
 
 
-def pin_text(tx: Tx, agent: str, target: str, pinned: bool) -> list[Fact]:
+def pin_text(tx: Transaction, agent: str, target: str, pinned: bool) -> list[Fact]:
     """Pin (or unpin) every live fact whose text is exactly `target`."""
     change = pin if pinned else unpin
     return [change(tx, fact.id) for fact in require_matches(tx, agent, target)]

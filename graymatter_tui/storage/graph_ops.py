@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import SEP, GraphTable, Tx
 from graymatter_tui.core import clock
 from graymatter_tui.storage.codec import encode
+from graymatter_tui.storage.transaction import SEP, GraphTable, Transaction
 from graymatter_tui.storage.values import (
     PRUNE_BELOW,
     EntityLike,
@@ -51,7 +51,7 @@ def text_signature(text: str) -> bytes:
 
 
 def extract_graph(
-    tx: Tx, agent: str, extract: Callable[[str], Sequence[EntityLike]]
+    tx: Transaction, agent: str, extract: Callable[[str], Sequence[EntityLike]]
 ) -> ExtractOutcome:
     """Extract entities from live facts whose text signature is new or changed."""
     stamp = clock.format_time(tx.now)
@@ -84,7 +84,7 @@ def extract_graph(
     return ExtractOutcome(examined, extracted, unchanged, len(nodes), len(edges))
 
 
-def decay_graph(tx: Tx, agent: str, half_life_hours: float) -> GraphDecayOutcome:
+def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDecayOutcome:
     """`w = min(w, 2^(-hours/half_life))` on nodes and edges, counting from when each was
     last mentioned; entries below 0.01 are removed. Run once per cycle."""
     seen = [0, 0]
@@ -112,12 +112,12 @@ def decay_graph(tx: Tx, agent: str, half_life_hours: float) -> GraphDecayOutcome
     return GraphDecayOutcome(seen[0], seen[1], removed[0], removed[1])
 
 
-def _hours_since(tx: Tx, item: Node | Edge) -> float:
+def _hours_since(tx: Transaction, item: Node | Edge) -> float:
     stamp = item.last_seen or getattr(item, "created_at", "")
     return (tx.now - clock.parse_time(stamp)).total_seconds() / 3600 if stamp else 0
 
 
-def graph_size(tx: Tx, agent: str) -> tuple[int, int]:
+def graph_size(tx: Transaction, agent: str) -> tuple[int, int]:
     """(nodes, edges) of one agent's graph."""
     nodes = sum(1 for _ in tx.graph_rows("graph_nodes", agent))
     edges = sum(1 for _ in tx.graph_rows("graph_edges", agent))
@@ -125,7 +125,7 @@ def graph_size(tx: Tx, agent: str) -> tuple[int, int]:
 
 
 def _upsert_node(
-    tx: Tx, pending: dict[bytes, Node], head: bytes, entity: EntityLike, stamp: str
+    tx: Transaction, pending: dict[bytes, Node], head: bytes, entity: EntityLike, stamp: str
 ) -> None:
     key = head + entity.id.encode()
     node = pending.get(key)
@@ -143,7 +143,13 @@ def _upsert_node(
 
 
 def _link(
-    tx: Tx, pending: dict[bytes, Edge], head: bytes, a: str, b: str, fact_id: str, stamp: str
+    tx: Transaction,
+    pending: dict[bytes, Edge],
+    head: bytes,
+    a: str,
+    b: str,
+    fact_id: str,
+    stamp: str,
 ) -> None:
     key = head + a.encode() + SEP + b.encode()
     edge = pending.get(key)

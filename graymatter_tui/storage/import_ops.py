@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import PAGE, Tx, bulk_reservation
 from graymatter_tui.core import provenance
 from graymatter_tui.core.errors import Conflict, InvalidInput
 from graymatter_tui.core.model import CycleRecord, Fact, Probe
@@ -29,8 +28,8 @@ from graymatter_tui.core.receipts import ChainProblem, chain_problems
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import probe_ops
-from graymatter_tui.storage.codec import encode
 from graymatter_tui.storage.fact_ops import log_added
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import (
     MAX_NAMED,
     ImportConflicts,
@@ -88,12 +87,6 @@ class ImportBatch:
                 progress("indexing", done, len(facts))
         return cls(facts, records, terms, analyzer, places, record_places, probes or [])
 
-    def reservation(self) -> tuple[int, int]:
-        """(bytes, rewrites) of map the import may need: the arguments of `reserve`."""
-        size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in self.facts], self.terms)
-        size += sum(2 * len(encode(r)) + PAGE for r in self.records)  # journal rows, receipts
-        return size, rewrites + len(self.records) * PAGE
-
 
 def fact_difference(stored: Fact, incoming: Fact) -> tuple[bool, list[str]] | None:
     """None if identical; else (is a conflict, the fields that differ)."""
@@ -108,7 +101,7 @@ def fact_difference(stored: Fact, incoming: Fact) -> tuple[bool, list[str]] | No
 
 
 def import_all(
-    tx: Tx, batch: ImportBatch, on_conflict: OnConflict, progress: Report | None
+    tx: Transaction, batch: ImportBatch, on_conflict: OnConflict, progress: Report | None
 ) -> ImportResult:
     """Insert facts and journal records keeping their ids (see the module docstring)."""
     records, terms = batch.records, batch.terms
@@ -148,7 +141,7 @@ class _Plan:
 
     def __init__(
         self,
-        tx: Tx,
+        tx: Transaction,
         facts: list[Fact],
         places: list[str],
         records: list[CycleRecord],
@@ -276,7 +269,7 @@ def _worded(problem: ChainProblem) -> str:
     return problem.detail
 
 
-def _add_record(tx: Tx, record: CycleRecord) -> None:
+def _add_record(tx: Transaction, record: CycleRecord) -> None:
     """A journal record, with the counters moved as the write that made it moved them
     (`save_record`, `apply_consolidation` and `revert` in cycle_ops)."""
     tx.put_record(record)

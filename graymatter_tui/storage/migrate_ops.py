@@ -13,16 +13,14 @@ the facts it is given and its embedder makes their vectors again.
 
 from __future__ import annotations
 
-from graymatter_tui.backends.lmdb.tx import COPY_TABLES, ENTRY_HEADER, PAGE, Tx, analyzer_for
-from graymatter_tui.backends.lmdb.tx import bulk_reservation as _bulk_reservation
 from graymatter_tui.core.errors import Conflict
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import probe_ops, queries
-from graymatter_tui.storage.codec import encode
 from graymatter_tui.storage.fact_ops import DEMO_KEY
+from graymatter_tui.storage.transaction import COPY_TABLES, Transaction, analyzer_for
 from graymatter_tui.storage.values import (
     MAX_NAMED,
     MOVED_COUNTERS,
@@ -37,7 +35,7 @@ CHUNK = 2_000
 STEPS = 5
 
 
-def snapshot(tx: Tx) -> StoreSnapshot:
+def snapshot(tx: Transaction) -> StoreSnapshot:
     """Everything a migration carries (see the module docstring), in one transaction."""
     activity = list(tx.iter_activity())
     activity.reverse()
@@ -67,17 +65,7 @@ def prepare_terms(
     return terms, analyzer
 
 
-def reservation(snap: StoreSnapshot, terms: list[dict[str, int]]) -> tuple[int, int]:
-    """(bytes, rewrites) of LMDB map the load may need: the arguments of `reserve`."""
-    size, rewrites = _bulk_reservation([(f.agent_id, f.text) for f in snap.facts], terms)
-    size += sum(2 * len(encode(r)) + PAGE for r in snap.records)
-    rows = [row for table in snap.rows.values() for row in table]
-    size += sum(2 * (len(k) + len(v) + ENTRY_HEADER) for k, v in rows)
-    size += sum(2 * (len(encode(e)) + 8 + ENTRY_HEADER) for e in snap.activity)
-    return size, rewrites + (len(snap.records) + len(rows)) * 64
-
-
-def holdings(tx: Tx) -> str:
+def holdings(tx: Transaction) -> str:
     """What the store holds, in words ("12 facts, 3 journal records"); "" when empty."""
     parts = []
     for count, noun in (
@@ -94,7 +82,7 @@ def holdings(tx: Tx) -> str:
 
 
 def load(
-    tx: Tx,
+    tx: Transaction,
     snap: StoreSnapshot,
     terms: list[dict[str, int]],
     made_by: Analyzer,
@@ -142,7 +130,7 @@ def load(
     return LoadResult(facts=len(snap.facts), records=len(snap.records), activity_copied=copy_feed)
 
 
-def _log_moved(tx: Tx, facts: list[Fact], origin: str) -> None:
+def _log_moved(tx: Transaction, facts: list[Fact], origin: str) -> None:
     """One activity entry per agent, saying where its facts came from."""
     by_agent: dict[str, int] = {}
     for fact in facts:
@@ -152,7 +140,7 @@ def _log_moved(tx: Tx, facts: list[Fact], origin: str) -> None:
         tx.log("import", agent, text=text, count=count)
 
 
-def _refuse_clashes(tx: Tx, snap: StoreSnapshot) -> None:
+def _refuse_clashes(tx: Transaction, snap: StoreSnapshot) -> None:
     """Into a store that holds something, nothing the source has may be there already."""
     clashes = [f"fact {f.id}" for f in snap.facts if tx.id_in_use(f.id)]
     clashes += [f"journal record {r.cycle_id}" for r in snap.records if tx.id_in_use(r.cycle_id)]

@@ -1,5 +1,5 @@
 """Probes: recall queries an agent's consolidation cycles are checked against before
-apply (ADR 0039), as functions over Tx.
+apply (ADR 0039), as functions over Transaction.
 
 A probe row is keyed `agent \\0 probe id` (ids are ULIDs, so an agent's probes list in the
 order they were saved) and holds its query, k and creation time as JSON. The same query
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core import clock
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import Probe
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import ProbeOutcome
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
@@ -39,12 +39,12 @@ def _probe(agent: str, probe_id: str, raw: bytes) -> Probe:
     )
 
 
-def listing(tx: Tx, agent: str | None) -> list[Probe]:
+def listing(tx: Transaction, agent: str | None) -> list[Probe]:
     """Probes of `agent` (every agent's when None), by agent, then oldest first."""
     return [_probe(a, i, raw) for a, i, raw in tx.iter_probes(agent)]
 
 
-def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, ProbeOutcome]:
+def add(tx: Transaction, agent: str, query: str, k: int) -> tuple[Probe, ProbeOutcome]:
     """(the probe as saved, what saving it did). See the module docstring for a repeated
     query."""
     if not tx.terms(query):
@@ -72,17 +72,17 @@ def add(tx: Tx, agent: str, query: str, k: int) -> tuple[Probe, ProbeOutcome]:
     return probe, "added"
 
 
-def put(tx: Tx, probe: Probe) -> None:
+def put(tx: Transaction, probe: Probe) -> None:
     """Store `probe` as it is, id included (an import or a migration's copy)."""
     _put(tx, probe)
 
 
-def _put(tx: Tx, probe: Probe) -> None:
+def _put(tx: Transaction, probe: Probe) -> None:
     record = _ProbeRecord(query=probe.query, k=probe.k, created_at=probe.created_at)
     tx.put_probe(probe.agent_id, probe.id, msgspec.json.encode(record))
 
 
-def remove(tx: Tx, probe_id: str) -> Probe:
+def remove(tx: Transaction, probe_id: str) -> Probe:
     for probe in listing(tx, None):
         if probe.id == probe_id:
             tx.delete_probe(probe.agent_id, probe.id)
@@ -91,7 +91,7 @@ def remove(tx: Tx, probe_id: str) -> Probe:
     raise NotFound(f"no probe with id {probe_id}")
 
 
-def import_probes(tx: Tx, probes: list[Probe]) -> int:
+def import_probes(tx: Transaction, probes: list[Probe]) -> int:
     """Probes from an import file, keeping their ids: one the store holds already (same
     id, or same agent and query) is left as the store has it. Returns how many were new."""
     stored = listing(tx, None)

@@ -5,24 +5,21 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
-from graymatter_tui.backends.lmdb.files import DATA_FILE
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core.model import (
     AgentSummary,
     Counters,
     CycleRecord,
     Fact,
     FactState,
-    StoreInfo,
 )
 from graymatter_tui.core.retirement import retirement_of
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import ShowResult
 
 
 def list_facts(
-    tx: Tx, agent: str | None, state: FactState, limit: int | None, before: str | None
+    tx: Transaction, agent: str | None, state: FactState, limit: int | None, before: str | None
 ) -> list[Fact]:
     """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
     agents = [agent] if agent is not None else tx.agent_names()
@@ -38,7 +35,7 @@ def list_facts(
 
 
 def fact_ids(
-    tx: Tx, agent: str, state: FactState, limit: int | None, before: str | None = None
+    tx: Transaction, agent: str, state: FactState, limit: int | None, before: str | None = None
 ) -> list[str]:
     """Ids of one agent's facts in one state, newest first, without decoding; with
     `before`, only those older than that id (keyset paging)."""
@@ -47,7 +44,11 @@ def fact_ids(
 
 
 def texts(
-    tx: Tx, agent: str, state: FactState, limit: int | None = None, before: str | None = None
+    tx: Transaction,
+    agent: str,
+    state: FactState,
+    limit: int | None = None,
+    before: str | None = None,
 ) -> tuple[list[str], list[str]]:
     """(ids, texts) of one agent's facts, newest first, decoding only those two fields."""
     ids: list[str] = []
@@ -58,12 +59,12 @@ def texts(
     return ids, found
 
 
-def all_facts(tx: Tx) -> list[Fact]:
+def all_facts(tx: Transaction) -> list[Fact]:
     """Every fact of every agent, oldest first (exports)."""
     return [f for a in tx.agent_names() for f in tx.iter_facts(a, "all", newest_first=False)]
 
 
-def agents(tx: Tx) -> list[AgentSummary]:
+def agents(tx: Transaction) -> list[AgentSummary]:
     out = []
     for name in tx.agent_names():
         c = tx.agent_counts(name)
@@ -79,7 +80,7 @@ def agents(tx: Tx) -> list[AgentSummary]:
     return out
 
 
-def counters(tx: Tx) -> Counters:
+def counters(tx: Transaction) -> Counters:
     return Counters(
         consolidations=tx.meta_int("consolidations"),
         facts_consolidated=tx.meta_int("facts_consolidated"),
@@ -88,21 +89,7 @@ def counters(tx: Tx) -> Counters:
     )
 
 
-def info(tx: Tx, path: Path, map_used: int, map_size: int) -> StoreInfo:
-    return StoreInfo(
-        data_dir=str(path),
-        schema_version=int(tx.meta_get("schema_version") or 0),
-        engine=tx.meta_get("engine") or "",
-        generation=tx.meta_int("generation"),
-        file_bytes=_file_size(path),
-        map_size=map_size,
-        map_used=map_used,
-        created_at=tx.meta_get("created_at") or "",
-        stem_language=tx.analyzer.language,
-    )
-
-
-def show(tx: Tx, fact_id: str) -> ShowResult:
+def show(tx: Transaction, fact_id: str) -> ShowResult:
     """A fact with its receipt chain: what replaced it, what it consumed, its cycle."""
     fact = tx.require(fact_id)
     replaced_by = None
@@ -122,7 +109,7 @@ def show(tx: Tx, fact_id: str) -> ShowResult:
     )
 
 
-def records(tx: Tx, agent: str | None, limit: int | None) -> list[CycleRecord]:
+def records(tx: Transaction, agent: str | None, limit: int | None) -> list[CycleRecord]:
     """Journal records newest first (cycle ids are ULIDs, so key order is time order)."""
     out: list[CycleRecord] = []
     for record in tx.iter_records(newest_first=True):
@@ -131,13 +118,6 @@ def records(tx: Tx, agent: str | None, limit: int | None) -> list[CycleRecord]:
             if limit is not None and len(out) >= limit:
                 break
     return out
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return (path / DATA_FILE).stat().st_size
-    except OSError:
-        return 0
 
 
 def _merge_newest_first(streams: Sequence[Iterable[Fact]], limit: int | None) -> list[Fact]:

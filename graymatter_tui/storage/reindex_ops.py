@@ -4,14 +4,14 @@ store's stemming language)."""
 
 from __future__ import annotations
 
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core.progress import Report
+from graymatter_tui.storage.transaction import Transaction
 
 # Facts indexed between progress reports (and per batch handed to the index).
 BATCH = 5000
 
 
-def reindex(tx: Tx, progress: Report | None = None) -> int:
+def reindex(tx: Transaction, progress: Report | None = None) -> int:
     """Re-index every live fact of every agent in this transaction; returns how many."""
     agents = tx.agent_names()
     total = sum(tx.live_count(agent) for agent in agents)
@@ -30,14 +30,18 @@ def reindex(tx: Tx, progress: Report | None = None) -> int:
     return done
 
 
-def change_language(tx: Tx, language: str, progress: Report | None = None) -> int:
+def change_language(tx: Transaction, language: str, progress: Report | None = None) -> int:
     """Make `language` the store's stemming language and re-index every live fact in it."""
     tx.set_analyzer(language)
     return reindex(tx, progress)
 
 
 def _flush(
-    tx: Tx, batch: list[tuple[str, str, str]], done: int, total: int, progress: Report | None
+    tx: Transaction,
+    batch: list[tuple[str, str, str]],
+    done: int,
+    total: int,
+    progress: Report | None,
 ) -> int:
     tx.index_texts(batch)
     count = len(batch)

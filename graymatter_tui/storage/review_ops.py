@@ -14,7 +14,6 @@ import re
 
 import msgspec
 
-from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core import clock
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import (
@@ -29,6 +28,7 @@ from graymatter_tui.core.model import (
 from graymatter_tui.core.textsafe import canonical_id
 from graymatter_tui.storage import fact_ops
 from graymatter_tui.storage.codec import decode_proposal, encode
+from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import ReviewDecision
 
 MAX_REASON = 1000
@@ -62,7 +62,7 @@ def validate_reason(reason: str) -> str:
 
 
 # ---- holding --------------------------------------------------------------------------
-def hold(tx: Tx, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> ReviewProposal:
     """Hold `action` for review, refused now (as the direct path would refuse it) when it
     could never apply: no live fact has the target text, an update changes nothing, or a
     forget names a pinned fact."""
@@ -102,7 +102,7 @@ def _fingerprint(fact: Fact) -> HeldMatch:
     return HeldMatch(id=fact.id, text=fact.text, pinned=fact.pinned, cycle_id=fact.cycle_id)
 
 
-def _new_proposal_id(tx: Tx) -> str:
+def _new_proposal_id(tx: Transaction) -> str:
     while True:
         candidate = tx.new_id()
         if tx.proposal(candidate) is None:
@@ -110,12 +110,12 @@ def _new_proposal_id(tx: Tx) -> str:
 
 
 # ---- reading --------------------------------------------------------------------------
-def find(tx: Tx, proposal_id: str) -> ReviewProposal | None:
+def find(tx: Transaction, proposal_id: str) -> ReviewProposal | None:
     raw = tx.proposal(proposal_id)
     return None if raw is None else decode_proposal(raw)
 
 
-def require(tx: Tx, proposal_id: str) -> ReviewProposal:
+def require(tx: Transaction, proposal_id: str) -> ReviewProposal:
     proposal_id = validate_proposal_id(proposal_id)
     proposal = find(tx, proposal_id)
     if proposal is None:
@@ -124,7 +124,7 @@ def require(tx: Tx, proposal_id: str) -> ReviewProposal:
 
 
 def listing(
-    tx: Tx, agent: str | None, status: ReviewStatus | None, limit: int | None
+    tx: Transaction, agent: str | None, status: ReviewStatus | None, limit: int | None
 ) -> list[ReviewProposal]:
     """Proposals newest first, of one agent and in one status when given."""
     out: list[ReviewProposal] = []
@@ -139,7 +139,7 @@ def listing(
     return out
 
 
-def _require_pending(tx: Tx, proposal_id: str) -> ReviewProposal:
+def _require_pending(tx: Transaction, proposal_id: str) -> ReviewProposal:
     proposal = require(tx, proposal_id)
     if not proposal.pending:
         by = f" by {proposal.decided_by}" if proposal.decided_by else ""
@@ -151,7 +151,7 @@ def _require_pending(tx: Tx, proposal_id: str) -> ReviewProposal:
 
 
 # ---- deciding -------------------------------------------------------------------------
-def staleness(tx: Tx, proposal: ReviewProposal) -> str | None:
+def staleness(tx: Transaction, proposal: ReviewProposal) -> str | None:
     """What changed since the proposal was held, in words, or None when the live facts
     it would act on are still exactly those it matched then."""
     if proposal.action == "add":
@@ -173,7 +173,7 @@ def staleness(tx: Tx, proposal: ReviewProposal) -> str | None:
     return None
 
 
-def approve(tx: Tx, proposal_id: str) -> ReviewDecision:
+def approve(tx: Transaction, proposal_id: str) -> ReviewDecision:
     """Apply a pending proposal in this transaction, or discard it as stale. The facts it
     writes carry the agent's source (the agent wrote them); the decision records the
     approver (this transaction's source)."""
@@ -200,7 +200,7 @@ def approve(tx: Tx, proposal_id: str) -> ReviewDecision:
     return _finish(tx, decided, record, True, note, fact_id=written)
 
 
-def reject(tx: Tx, proposal_id: str, reason: str) -> ReviewDecision:
+def reject(tx: Transaction, proposal_id: str, reason: str) -> ReviewDecision:
     why = validate_reason(reason)
     proposal = _require_pending(tx, proposal_id)
     approver = tx.source
@@ -214,7 +214,7 @@ def reject(tx: Tx, proposal_id: str, reason: str) -> ReviewDecision:
     return _finish(tx, decided, record, False, note)
 
 
-def _apply(tx: Tx, proposal: ReviewProposal, record_id: str) -> tuple[list[str], str]:
+def _apply(tx: Transaction, proposal: ReviewProposal, record_id: str) -> tuple[list[str], str]:
     """(ids made tombstones, id of the fact written or "")."""
     agent, target = proposal.agent_id, proposal.target
     if proposal.action == "add":
@@ -266,7 +266,7 @@ def _decided(
 
 
 def _finish(
-    tx: Tx,
+    tx: Transaction,
     decided: ReviewProposal,
     record: CycleRecord,
     applied: bool,
@@ -289,7 +289,7 @@ def _finish(
 
 
 # ---- reverting an approval --------------------------------------------------------------
-def revert_steps(tx: Tx, record: CycleRecord) -> list[tuple[Fact, Fact]]:
+def revert_steps(tx: Transaction, record: CycleRecord) -> list[tuple[Fact, Fact]]:
     """(fact as it is, fact as the revert leaves it) for an applied review record; raises
     Conflict saying why it cannot be reverted. Checked by `cycle_ops._revertible`."""
     cycle = record.cycle_id
@@ -351,7 +351,7 @@ def revert_steps(tx: Tx, record: CycleRecord) -> list[tuple[Fact, Fact]]:
     return steps
 
 
-def undo(tx: Tx, steps: list[tuple[Fact, Fact]]) -> list[str]:
+def undo(tx: Transaction, steps: list[tuple[Fact, Fact]]) -> list[str]:
     """Write the revert's steps; returns the ids made live again."""
     restored = []
     for before, after in steps:

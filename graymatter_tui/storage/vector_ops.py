@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from graymatter_tui.backends.lmdb.tx import EMBED_DIM, EMBED_MODEL, Tx
+from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, VectorTransaction
 from graymatter_tui.storage.values import EmbedState, VectorBlocks
 from graymatter_tui.storage.vector_layout import (
     BLOCK_NO,
@@ -32,12 +32,12 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     Vector = npt.NDArray[np.float32]
 
 
-def model(tx: Tx) -> tuple[str | None, int | None]:
+def model(tx: VectorTransaction) -> tuple[str | None, int | None]:
     dimension = tx.meta_get(EMBED_DIM)
     return tx.meta_get(EMBED_MODEL), int(dimension) if dimension else None
 
 
-def state(tx: Tx) -> EmbedState:
+def state(tx: VectorTransaction) -> EmbedState:
     name, dimension = model(tx)
     if not tx.has_vector_tables():
         return EmbedState(name, dimension, 0, 0)
@@ -48,13 +48,13 @@ def state(tx: Tx) -> EmbedState:
     return EmbedState(name, dimension, tx.queue_size(), slots)
 
 
-def backlog(tx: Tx, agent: str | None = None) -> int:
+def backlog(tx: VectorTransaction, agent: str | None = None) -> int:
     if agent is None:
         return tx.queue_size()
     return sum(1 for _ in tx.iter_queue(agent))
 
 
-def start(tx: Tx, name: str, dimension: int | None = None) -> int:
+def start(tx: VectorTransaction, name: str, dimension: int | None = None) -> int:
     """Make `name` the store's model: every vector of another model (or of another
     dimension) goes, and every live fact waits for one of this model. Returns how many
     facts were queued. Vectors of two models are never held at once."""
@@ -69,7 +69,9 @@ def start(tx: Tx, name: str, dimension: int | None = None) -> int:
     return len(keys)
 
 
-def waiting(tx: Tx, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
+def waiting(
+    tx: VectorTransaction, limit: int, agent: str | None = None
+) -> list[tuple[str, str, str]]:
     """(agent, fact id, text) of up to `limit` queued facts, in queue order; the text is
     "" for an entry whose fact is no longer live (`store` then clears it)."""
     found: list[tuple[str, str, str]] = []
@@ -83,7 +85,9 @@ def waiting(tx: Tx, limit: int, agent: str | None = None) -> list[tuple[str, str
     return found
 
 
-def store(tx: Tx, name: str, rows: list[tuple[str, str, str]], matrix: Vector) -> tuple[int, int]:
+def store(
+    tx: VectorTransaction, name: str, rows: list[tuple[str, str, str]], matrix: Vector
+) -> tuple[int, int]:
     """Write the vectors (`matrix`'s rows) of facts given as (agent, id, the text that was
     embedded), but only while the store's model is still `name`, each fact is still live
     with that same text, and it is still queued. Consecutive rows of one fact are that
@@ -136,7 +140,9 @@ def unpack_slots(raw: bytes) -> list[tuple[int, int]]:
     return [SLOT.unpack_from(raw, i) for i in range(0, len(raw), SLOT.size)]
 
 
-def _write_rows(tx: Tx, agent: str, items: list[tuple[str, list[Vector]]], dimension: int) -> None:
+def _write_rows(
+    tx: VectorTransaction, agent: str, items: list[tuple[str, list[Vector]]], dimension: int
+) -> None:
     """Each fact's vectors into rows: its old rows are freed first, then rows are taken
     from the freed ones (its own old rows come back first), else the tail block (a new
     block when full); every touched block is rewritten once."""
@@ -191,7 +197,7 @@ def _write_rows(tx: Tx, agent: str, items: list[tuple[str, list[Vector]]], dimen
 
 
 def nearest(
-    tx: Tx, agent: str, name: str, query: Vector, limit: int
+    tx: VectorTransaction, agent: str, name: str, query: Vector, limit: int
 ) -> list[tuple[str, float]] | None:
     """Up to `limit` (fact id, cosine similarity) of `agent`'s live facts nearest `query`
     (a unit vector of model `name`), best first, ties by id; None when the store holds no
@@ -227,7 +233,7 @@ def nearest(
     return best_per_fact(flat, id_at, limit) or None
 
 
-def blocks_since(tx: Tx, agent: str, name: str, since: int) -> VectorBlocks | None:
+def blocks_since(tx: VectorTransaction, agent: str, name: str, since: int) -> VectorBlocks | None:
     """`agent`'s vector blocks of model `name` as of this snapshot: every block number, and
     a copy of each block changed after generation `since` (a block without a stamp, from
     before stamps existed, counts as changed). None when the store holds no vectors of

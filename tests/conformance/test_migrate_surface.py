@@ -1,26 +1,23 @@
 """`snapshot` and `load_snapshot` (ADR 0046) on both backends: a snapshot read from
 either loads into either and reads back the same, rows in one layout; a store holding
 anything is refused and left as it was; shared ids are refused even when a non-empty
-target is allowed; the PostgreSQL transaction has every member `migrate_ops` uses."""
+target is allowed."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.backends.postgres.tx import PgTx
 from graymatter_tui.consolidation.cycle import Cycle, CycleOptions
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.consolidation.summarisers.local import LocalSummariser
 from graymatter_tui.core.entities import extract_entities
 from graymatter_tui.core.errors import Conflict
 from graymatter_tui.recall.ranking import rank
-from graymatter_tui.storage import NewFact, StoreSnapshot, TargetNotEmpty, migrate_ops
+from graymatter_tui.storage import NewFact, StoreSnapshot, TargetNotEmpty
 from tests.conformance.conftest import AnyStore
-from tests.conformance.test_tx_surface import _used_on_tx
 from tests.support.clock import ManualClock
 
 AGENT = "ops"
@@ -67,13 +64,6 @@ def filled_lmdb_snapshot(tmp_path: Path, clk: ManualClock) -> StoreSnapshot:
 def _content(snap: StoreSnapshot) -> tuple[object, ...]:
     counters = {k: v for k, v in snap.counters.items() if k != "activity_seq"}
     return (snap.stem_language, snap.facts, snap.records, snap.probes, snap.rows, counters)
-
-
-def test_pg_tx_has_every_member_migrate_ops_uses() -> None:
-    used = _used_on_tx(migrate_ops)
-    assert {"insert_many", "iter_rows", "put_rows", "put_activity"} <= used
-    instance = PgTx(None, datetime.now(), write=True)
-    assert sorted(n for n in used if not hasattr(PgTx, n) and n not in vars(instance)) == []
 
 
 def test_a_snapshot_of_either_backend_loads_into_the_other_and_reads_back_the_same(

@@ -9,11 +9,12 @@ import msgspec
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.backends.lmdb.tx import SEP, GraphTable, Tx
+from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.consolidation.cycle import STAGES, Cycle, CycleOptions
 from graymatter_tui.core.entities import Entity, extract_entities
 from graymatter_tui.storage import NewFact
 from graymatter_tui.storage.graph_ops import Edge, Node
+from graymatter_tui.storage.transaction import SEP, GraphTable
 from tests.engine.helpers import AGENT, Clock
 from tests.support.backends import AnyStore, read_raw
 

@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.backends.lmdb.tx import DF, POSTING, SEP, Tx
+from graymatter_tui.backends.lmdb.tx import DF, POSTING, Tx
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.tokens import DEFAULT_LANGUAGE, Analyzer
 from graymatter_tui.recall.ranking import RecallWeights
+from graymatter_tui.storage.transaction import SEP
 from tests.support.clock import ManualClock
 
 FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.backends.lmdb.tx import bulk_size
+from graymatter_tui.backends.lmdb.reservation import bulk_size
 from graymatter_tui.core.tokens import term_counts
 from graymatter_tui.exchange import transfer as exchange
 from graymatter_tui.storage import NewFact

@@ -250,9 +250,10 @@ def write_operations() -> set[str]:
     found = set()
     for cls in LmdbStore.__mro__:
         for name, member in vars(cls).items():
-            if name == "write" or not inspect.isfunction(member):
+            if name in ("write", "_write") or not inspect.isfunction(member):
                 continue
-            if "self._env.write(" in inspect.getsource(member):
+            source = inspect.getsource(member)
+            if "self._write(" in source or "self._env.write(" in source:
                 found.add(name)
     return found
 

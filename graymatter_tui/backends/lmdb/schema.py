@@ -11,12 +11,13 @@ import lmdb
 
 from graymatter_tui import __version__
 from graymatter_tui.backends.lmdb.files import DATA_FILE
-from graymatter_tui.backends.lmdb.tx import STEM_LANGUAGE, Dbs, Tx
+from graymatter_tui.backends.lmdb.tx import Dbs, Tx
 from graymatter_tui.core import clock
 from graymatter_tui.core.errors import StoreError
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import DEFAULT_LANGUAGE
 from graymatter_tui.storage.reindex_ops import reindex
+from graymatter_tui.storage.transaction import STEM_LANGUAGE
 
 SCHEMA_VERSION = 5
 ENGINE = "lmdb-0.9"

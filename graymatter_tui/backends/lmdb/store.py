@@ -1,20 +1,18 @@
-"""The memory store over LMDB: the one entry point callers open (`Store.open`).
+"""The memory store over LMDB: `LmdbStore.open(directory)`.
 
-Each method is one transaction of the `Environment` running one operation function over
-`Tx` (queries, fact_ops, cycle_ops, graph_ops, import_ops), so the CLI, the TUI and the
-consolidation engine share one write path. `Store` implements `MemoryStore`; `read`,
-`write` and `reserve` are this backend's own transaction API, for the store package and
-for tests of its layout, and not part of that protocol.
+The operations are `storage.store.BaseStore`'s, written once; this backend supplies its
+transactions (the `Environment`'s read and write, with map growth), grows the map before
+a bulk write, stores embedding vectors, and names and describes its files. `read`,
+`write` and `reserve` are this backend's own transaction API, for the backend and for
+tests of its layout, and not part of `MemoryStore`.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -24,7 +22,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     import numpy as np
     import numpy.typing as npt
 
-from graymatter_tui.backends.lmdb import mapped_pages, registry
+from graymatter_tui.backends.lmdb import mapped_pages, registry, reservation
 from graymatter_tui.backends.lmdb.environment import Environment, map_size_from_env
 from graymatter_tui.backends.lmdb.files import (
     DATA_FILE,
@@ -32,39 +30,22 @@ from graymatter_tui.backends.lmdb.files import (
     prepare_directory,
     prepare_reading,
 )
-from graymatter_tui.backends.lmdb.tx import Tx, bulk_reservation
+from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core.errors import InvalidInput, ReadOnlyStore
 from graymatter_tui.core.model import (
-    ActivityEntry,
-    AgentSummary,
-    Counters,
-    CycleRecord,
-    Fact,
-    FactState,
-    Probe,
-    ReviewProposal,
-    ReviewStatus,
     StoreInfo,
 )
 from graymatter_tui.core.progress import Report
-from graymatter_tui.core.textsafe import validate_agent, validate_text
 from graymatter_tui.core.tokens import check_language, language_from_env
 from graymatter_tui.storage import (
-    checkpoint_ops,
-    cycle_ops,
-    fact_ops,
-    graph_ops,
     import_ops,
-    migrate_ops,
-    probe_ops,
-    queries,
-    reindex_ops,
-    review_ops,
     values,
     vector_ops,
 )
 from graymatter_tui.storage.ids import seed_ids
-from graymatter_tui.storage.protocol import KeywordIndex, MemoryStore
+from graymatter_tui.storage.protocol import MemoryStore
+from graymatter_tui.storage.store import BaseStore
+from graymatter_tui.storage.transaction import Transaction
 
 T = TypeVar("T")
 
@@ -99,7 +80,7 @@ class _OneReadTx:
         return getattr(self._env, name)
 
 
-class LmdbStore:
+class LmdbStore(BaseStore):
     def __init__(self, env: Environment, shown: str | None = None) -> None:
         self._env = env
         self.path = env.path
@@ -146,12 +127,6 @@ class LmdbStore:
             return
         registry.forget(self.path, self)
         self._env.close()
-
-    def __enter__(self) -> LmdbStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- state of the open store --------------------------------------------------------
     @property
@@ -223,10 +198,6 @@ class LmdbStore:
         """Make sure the map has room for about `extra_bytes` more (bulk writes)."""
         self._env.reserve(extra_bytes, rewrites=rewrites)
 
-    def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
-        """Run `fn` over one consistent snapshot of the keyword index (recall)."""
-        return self._env.read(fn)
-
     def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
         def run(tx: Tx) -> T:
             return fn(LmdbStore(cast(Environment, _OneReadTx(self._env, tx)), self._shown))
@@ -239,65 +210,32 @@ class LmdbStore:
         Also the TUI's poll, so it checks that the store's files are still the ones open."""
         self._env.check_usable()
         self._env.check_files()
-        return self._env.read(lambda tx: tx.meta_int("generation"))
+        return super().generation()
 
-    def is_demo(self) -> bool:
-        """True when the demo created this store (it leaves a `demo` meta key)."""
-        return self._env.read(lambda tx: tx.meta_get(fact_ops.DEMO_KEY) is not None)
+    # ---- this backend's own --------------------------------------------------------------
+    def _read(self, fn: Callable[[Transaction], T]) -> T:
+        return self._env.read(fn)
 
-    def unused_id(self, moment: datetime) -> str:
-        """A new id for something written later (a cycle's record), held by no fact or
-        record now."""
-        return self._env.read(lambda tx: fact_ops.unused_id(tx, moment))
+    def _write(self, fn: Callable[[Transaction], T]) -> T:
+        return self._env.write(fn)
 
-    def find(self, fact_id: str) -> Fact | None:
-        """The fact with this id, or None."""
-        return self._env.read(lambda tx: tx.find(fact_id))
+    def _make_room_for_facts(
+        self, pending: Sequence[values.NewFact], terms: list[dict[str, int]]
+    ) -> None:
+        # Grow the map once up front rather than fill it and redo the whole transaction.
+        texts = [(item.agent_id, item.text) for item in pending]
+        size, rewrites = reservation.bulk_reservation(texts, terms)
+        self._env.reserve(size, rewrites=rewrites)
 
-    def require(self, fact_id: str) -> Fact:
-        """The fact with this id; NotFound when there is none."""
-        return self._env.read(lambda tx: tx.require(fact_id))
+    def _make_room_for_import(self, batch: import_ops.ImportBatch) -> None:
+        size, rewrites = reservation.for_import(batch.facts, batch.terms, batch.records)
+        self._env.reserve(size, rewrites=rewrites)
 
-    def find_many(self, fact_ids: Iterable[str]) -> list[Fact | None]:
-        """`find` of each id, in one transaction."""
-        wanted = list(fact_ids)
-        return self._env.read(lambda tx: [tx.find(i) for i in wanted])
-
-    def list_facts(
-        self,
-        agent: str | None = None,
-        state: FactState = "live",
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> list[Fact]:
-        """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
-        return self._env.read(lambda tx: queries.list_facts(tx, agent, state, limit, before))
-
-    def fact_ids(
-        self,
-        agent: str,
-        state: FactState = "live",
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> list[str]:
-        """Ids of one agent's facts in one state, newest first, without decoding. Keyset
-        paging: pass the last id of a page as `before`."""
-        return self._env.read(lambda tx: queries.fact_ids(tx, agent, state, limit, before))
-
-    def texts(
-        self,
-        agent: str,
-        state: FactState = "live",
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> tuple[list[str], list[str]]:
-        """(ids, texts) of one agent's facts, newest first, decoding only those two fields
-        (a filter index over 1M facts without building 1M full Fact objects). Keyset
-        paging as in `fact_ids`."""
-        return self._env.read(lambda tx: queries.texts(tx, agent, state, limit, before))
+    def _make_room_for_snapshot(
+        self, snapshot: values.StoreSnapshot, terms: list[dict[str, int]]
+    ) -> None:
+        size, rewrites = reservation.for_snapshot(snapshot, terms)
+        self._env.reserve(size, rewrites=rewrites)
 
     # ---- embeddings (ADR 0034) ---------------------------------------------------------
     def embed_state(self) -> values.EmbedState:
@@ -352,348 +290,31 @@ class LmdbStore:
         every fact): they stay in the kernel's page cache (store/mapped_pages.py)."""
         mapped_pages.release(self.path / DATA_FILE)
 
-    def all_facts(self) -> list[Fact]:
-        """Every fact of every agent, oldest first (exports)."""
-        return self._env.read(queries.all_facts)
-
-    def agents(self) -> list[AgentSummary]:
-        return self._env.read(queries.agents)
-
-    def counters(self) -> Counters:
-        return self._env.read(queries.counters)
-
     def info(self) -> StoreInfo:
         # map_use inside the read: the transaction holds the resize lock shared.
-        found = self._env.read(lambda tx: queries.info(tx, self.path, *self._env.map_use()))
+        found = self._env.read(lambda tx: _info(tx, self.path, *self._env.map_use()))
         return msgspec.structs.replace(found, data_dir=self.location)
 
-    def receipts(self, summary_id: str) -> list[str]:
-        return self._env.read(lambda tx: tx.receipts(summary_id))
 
-    def show(self, fact_id: str) -> values.ShowResult:
-        """A fact with its receipt chain: what replaced it, what it consumed, its cycle."""
-        return self._env.read(lambda tx: queries.show(tx, fact_id))
+def _info(tx: Tx, path: Path, map_used: int, map_size: int) -> StoreInfo:
+    return StoreInfo(
+        data_dir=str(path),
+        schema_version=int(tx.meta_get("schema_version") or 0),
+        engine=tx.meta_get("engine") or "",
+        generation=tx.meta_int("generation"),
+        file_bytes=_file_size(path),
+        map_size=map_size,
+        map_used=map_used,
+        created_at=tx.meta_get("created_at") or "",
+        stem_language=tx.analyzer.language,
+    )
 
-    def records(self, agent: str | None = None, *, limit: int | None = None) -> list[CycleRecord]:
-        """Journal records newest first."""
-        return self._env.read(lambda tx: queries.records(tx, agent, limit))
 
-    def find_record(self, cycle_id: str) -> CycleRecord | None:
-        """The journal record with this id, or None."""
-        return self._env.read(lambda tx: tx.find_record(cycle_id))
-
-    def require_record(self, cycle_id: str) -> CycleRecord:
-        """The journal record with this id; NotFound when there is none."""
-        return self._env.read(lambda tx: tx.require_record(cycle_id))
-
-    # ---- curation ----------------------------------------------------------------------
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
-        """Store a new fact and return it as committed."""
-        validate_agent(agent)
-        validate_text(text)
-        return self._env.write(lambda tx: fact_ops.put(tx, agent, text, pinned))
-
-    def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]:
-        """Insert many facts in one transaction (demo data, benchmarks)."""
-        pending = list(items)
-        for item in pending:
-            validate_agent(item.agent_id)
-            validate_text(item.text)
-            if not 0.0 <= item.weight <= 1.0:
-                raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
-        # Tokenised before the transaction, which then holds the write lock for less time.
-        analyzer = self._env.read(lambda tx: tx.analyzer)
-        terms = [analyzer.term_counts(item.text) for item in pending]
-        # Grow the map once up front rather than fill it and redo the whole transaction.
-        size, rewrites = bulk_reservation([(i.agent_id, i.text) for i in pending], terms)
-        self._env.reserve(size, rewrites=rewrites)
-        return self._env.write(lambda tx: fact_ops.put_many(tx, pending, terms, analyzer))
-
-    def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
-        """Re-index every live fact with stems in `language` (`none`: no stemming), in one
-        transaction; queries use it from then on. Returns how many facts were indexed."""
-        chosen = check_language(language)
-        return self._env.write(lambda tx: reindex_ops.change_language(tx, chosen, progress))
-
-    def pin(self, fact_id: str) -> Fact:
-        return self._env.write(lambda tx: fact_ops.pin(tx, fact_id))
-
-    def unpin(self, fact_id: str) -> Fact:
-        return self._env.write(lambda tx: fact_ops.unpin(tx, fact_id))
-
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
-        """Replace a live fact's text: a new fact plus a tombstone pointing at it, in one
-        transaction. A pin moves to the revision. Returns (revision, tombstone)."""
-        validate_text(text)
-        return self._env.write(lambda tx: fact_ops.revise(tx, fact_id, text))
-
-    def retire(self, fact_id: str) -> Fact:
-        """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
-        return self._env.write(lambda tx: fact_ops.retire(tx, fact_id))
-
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
-        """Write `text` and tombstone every live fact of `agent` whose text is exactly
-        `target`, pointing at it, in one transaction. Returns (replacement, tombstones)."""
-        validate_agent(agent)
-        validate_text(text)
-        return self._env.write(lambda tx: fact_ops.supersede_text(tx, agent, target, text))
-
-    def retire_text(self, agent: str, target: str) -> list[Fact]:
-        """Tombstone every live fact of `agent` whose text is exactly `target`, in one
-        transaction; refused when any is pinned."""
-        validate_agent(agent)
-        return self._env.write(lambda tx: fact_ops.retire_text(tx, agent, target))
-
-    def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]:
-        """Pin (or unpin) every live fact of `agent` whose text is exactly `target`."""
-        validate_agent(agent)
-        return self._env.write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
-
-    # ---- the review queue ---------------------------------------------------------------
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
-        """Hold an agent's add/update/forget/pin/unpin for review instead of applying it;
-        refused now when it could never apply (no live fact has the target text, …)."""
-        validate_agent(agent)
-        if action in ("add", "update"):
-            validate_text(text)
-        if action != "add":
-            validate_text(target)
-        return self._env.write(lambda tx: review_ops.hold(tx, agent, action, target, text))
-
-    def proposals(
-        self,
-        agent: str | None = None,
-        *,
-        status: ReviewStatus | None = None,
-        limit: int | None = None,
-    ) -> list[ReviewProposal]:
-        """Held changes newest first, of one agent and in one status when given."""
-        return self._env.read(lambda tx: review_ops.listing(tx, agent, status, limit))
-
-    def pending_count(self) -> int:
-        """Proposals waiting for a decision (one number: cheap enough to poll)."""
-        return self._env.read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
-
-    def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
-        return self._env.read(lambda tx: review_ops.find(tx, proposal_id))
-
-    def require_proposal(self, proposal_id: str) -> ReviewProposal:
-        """The proposal with this id; InvalidInput for a malformed id, NotFound for none."""
-        return self._env.read(lambda tx: review_ops.require(tx, proposal_id))
-
-    def approve_proposal(self, proposal_id: str) -> values.ReviewDecision:
-        """Apply a pending proposal in one transaction, or discard it as stale (the
-        decision's `applied` is False and its reason says what changed)."""
-        proposal_id = review_ops.validate_proposal_id(proposal_id)
-        return self._env.write(lambda tx: review_ops.approve(tx, proposal_id))
-
-    def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision:
-        proposal_id = review_ops.validate_proposal_id(proposal_id)
-        review_ops.validate_reason(reason)
-        return self._env.write(lambda tx: review_ops.reject(tx, proposal_id, reason))
-
-    # ---- checkpoints and aliases ----------------------------------------------------------
-    def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint:
-        """Save an agent's working state (a JSON object as text, kept as given)."""
-        validate_agent(agent)
-        return self._env.write(lambda tx: checkpoint_ops.save_checkpoint(tx, agent, state))
-
-    def latest_checkpoint(self, agent: str) -> values.Checkpoint | None:
-        return self._env.read(lambda tx: checkpoint_ops.latest_checkpoint(tx, agent))
-
-    def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]:
-        """Declare `equivalents` the same as `term` for `agent`'s searches; returns every
-        equivalent `term` now has."""
-        validate_agent(agent)
-        wanted = list(equivalents)
-        return self._env.write(lambda tx: checkpoint_ops.add_alias(tx, agent, term, wanted))
-
-    def aliases(self, agent: str) -> dict[str, list[str]]:
-        return self._env.read(lambda tx: checkpoint_ops.aliases(tx, agent))
-
-    # ---- probes ----------------------------------------------------------------------------
-    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
-        """Save a recall query every cycle of `agent` is checked against; the same query
-        again is the same probe (its k updated). Returns (the probe, whether it is new)."""
-        probe, outcome = self.save_probe(agent, query, k)
-        return probe, outcome == "added"
-
-    def save_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, values.ProbeOutcome]:
-        """`add_probe`, saying what it did: added, updated (a new k for the same query)
-        or unchanged."""
-        values.validate_probe(agent, query, k)
-        return self._env.write(lambda tx: probe_ops.add(tx, agent, query, k))
-
-    def probes(self, agent: str | None = None) -> list[Probe]:
-        """Probes of `agent` (every agent's when None), oldest first."""
-        return self._env.read(lambda tx: probe_ops.listing(tx, agent))
-
-    def remove_probe(self, probe_id: str) -> Probe:
-        """Remove a probe; NotFound when there is none with this id."""
-        probe_id = values.validate_probe_id(probe_id)
-        return self._env.write(lambda tx: probe_ops.remove(tx, probe_id))
-
-    def trial_apply(
-        self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
-    ) -> values.TrialApply[T]:
-        """Run `look` over the keyword index, apply `request` as `apply_consolidation`
-        would, run `look` again, and abandon the transaction: the second look sees the
-        store exactly as the apply would leave it, and nothing is written (ADR 0039).
-        Takes the write lock for as long as the looks last."""
-        return self._env.write(lambda tx: cycle_ops.trial_apply(tx, request, look))
-
-    # ---- activity ------------------------------------------------------------------------
-    def activity(
-        self, *, after: int = 0, before: int | None = None, limit: int | None = None
-    ) -> list[ActivityEntry]:
-        """Writes newest first, every process's, with write numbers in (after, before)."""
-        return self._env.read(
-            lambda tx: list(islice(tx.iter_activity(after=after, before=before), limit))
-        )
-
-    def last_activity(self) -> int:
-        """The newest write number (0: none yet); a reader polls it to see new writes."""
-        return self._env.read(lambda tx: tx.last_activity())
-
-    def touch(self, fact_ids: Iterable[str]) -> int:
-        """Record an access to live facts, one per time an id is given (a batch of several
-        searches may name a fact more than once); never resurrects a tombstone or
-        recreates a fact. Returns how many facts were touched."""
-        wanted = dict(Counter(fact_ids))
-        return self._env.write(lambda tx: fact_ops.touch(tx, wanted))
-
-    def delete(self, fact_ids: Iterable[str]) -> list[Fact]:
-        """Remove facts and their extraction signatures. Used only by pruning."""
-        wanted = list(fact_ids)
-        return self._env.write(lambda tx: fact_ops.delete(tx, wanted))
-
-    def claim_for_demo(self) -> None:
-        """Mark the store as the demo's. Refused (Conflict, nothing written) when it
-        already holds facts or journal records that the demo did not put there."""
-        self._env.write(lambda tx: fact_ops.claim_for_demo(tx, self.path))
-
-    # ---- the consolidation cycle -------------------------------------------------------
-    def decay(
-        self,
-        agent: str,
-        half_life_hours: float,
-        *,
-        dry_run: bool = False,
-        journal: values.JournalDecay | None = None,
-    ) -> values.DecayOutcome:
-        """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
-        Only the vitals rows are rewritten. With `dry_run`, report and write nothing.
-        With `journal`, the record it builds from the outcome is saved in the same
-        transaction."""
-
-        def run(tx: Tx) -> values.DecayOutcome:
-            return cycle_ops.decay(tx, agent, half_life_hours, None if dry_run else journal)
-
-        return self._env.read(run) if dry_run else self._env.write(run)
-
-    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
-        """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
-        return self._env.read(lambda tx: cycle_ops.weights(tx, agent, state))
-
-    def selection(
-        self, agent: str, half_life_hours: float, *, max_batch: int = 0
-    ) -> values.Selection:
-        """The live count, every live unpinned fact's (weight, id), and the batch (the
-        weakest half, at most `max_batch`), all in one read transaction."""
-        return self._env.read(lambda tx: cycle_ops.selection(tx, agent, half_life_hours, max_batch))
-
-    def apply_consolidation(
-        self, request: values.ApplyRequest, record: CycleRecord
-    ) -> values.ApplyOutcome:
-        """Summary, tombstones, receipts, counters and journal record: all or nothing;
-        refused (applied=False, nothing written) when the proposal has gone stale."""
-        return self._env.write(lambda tx: cycle_ops.apply_consolidation(tx, request, record))
-
-    def prune(self, agent: str, record: CycleRecord) -> values.PruneOutcome:
-        """Delete unpinned facts below 0.01 and copy each into the journal record, together."""
-        return self._env.write(lambda tx: cycle_ops.prune(tx, agent, record))
-
-    def save_record(self, record: CycleRecord) -> None:
-        self._env.write(lambda tx: cycle_ops.save_record(tx, record))
-
-    def revert_refusal(self, cycle_id: str) -> str | None:
-        """Why `revert(cycle_id)` would be refused right now, or None."""
-        return self._env.read(lambda tx: cycle_ops.revert_refusal(tx, cycle_id))
-
-    def revert(self, cycle_id: str) -> CycleRecord:
-        """Undo an applied cycle: consumed facts live again, summary retired, one transaction."""
-        return self._env.write(lambda tx: cycle_ops.revert(tx, cycle_id))
-
-    # ---- the knowledge graph -----------------------------------------------------------
-    def extract_graph(
-        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
-    ) -> values.ExtractOutcome:
-        """Extract entities from live facts whose text signature is new or changed."""
-        return self._env.write(lambda tx: graph_ops.extract_graph(tx, agent, extract))
-
-    def decay_graph(self, agent: str, half_life_hours: float) -> values.GraphDecayOutcome:
-        """Decay the agent's graph nodes and edges; remove those below 0.01."""
-        return self._env.write(lambda tx: graph_ops.decay_graph(tx, agent, half_life_hours))
-
-    def graph_size(self, agent: str) -> tuple[int, int]:
-        """(nodes, edges) of one agent's graph."""
-        return self._env.read(lambda tx: graph_ops.graph_size(tx, agent))
-
-    # ---- import ------------------------------------------------------------------------
-    def import_all(
-        self,
-        facts: list[Fact],
-        records: list[CycleRecord],
-        *,
-        fact_where: Sequence[str] | None = None,
-        record_where: Sequence[str] | None = None,
-        on_conflict: values.OnConflict = "refuse",
-        progress: Report | None = None,
-        probes: Sequence[Probe] = (),
-    ) -> values.ImportResult:
-        """Insert facts and journal records keeping their ids, all in one transaction
-        (rules in `import_ops`). `fact_where`/`record_where` say where each came from
-        ("line 7"), for messages; `progress` hears of the work as it goes. `probes` keep
-        their ids; one the store holds already (same id, or same agent and query) is
-        left as it is."""
-        if on_conflict not in values.ON_CONFLICT:
-            raise InvalidInput(f"on_conflict must be one of {', '.join(values.ON_CONFLICT)}")
-        analyzer = self._env.read(lambda tx: tx.analyzer)
-        batch = import_ops.ImportBatch.prepare(
-            facts, records, fact_where, record_where, progress, analyzer, list(probes)
-        )
-        size, rewrites = batch.reservation()
-        self._env.reserve(size, rewrites=rewrites)
-        return self._env.write(lambda tx: import_ops.import_all(tx, batch, on_conflict, progress))
-
-    # ---- moving a whole store (ADR 0046) ---------------------------------------------------
-    def snapshot(self) -> values.StoreSnapshot:
-        """Everything a migration carries, read in one transaction (`migrate_ops`)."""
-        return self._env.read(migrate_ops.snapshot)
-
-    def load_snapshot(
-        self,
-        snapshot: values.StoreSnapshot,
-        *,
-        allow_non_empty: bool = False,
-        origin: str = "",
-        progress: Report | None = None,
-    ) -> values.LoadResult:
-        """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
-        terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
-        size, rewrites = migrate_ops.reservation(snapshot, terms)
-        self._env.reserve(size, rewrites=rewrites)
-        return self._env.write(
-            lambda tx: migrate_ops.load(
-                tx,
-                snapshot,
-                terms,
-                made_by,
-                allow_non_empty=allow_non_empty,
-                origin=origin,
-                progress=progress,
-            )
-        )
+def _file_size(path: Path) -> int:
+    try:
+        return (path / DATA_FILE).stat().st_size
+    except OSError:
+        return 0
 
 
 def _implements_memory_store(store: LmdbStore) -> MemoryStore:

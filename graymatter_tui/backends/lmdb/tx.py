@@ -18,10 +18,10 @@ from typing import Any, Literal, TypeAlias, TypeVar, cast
 import lmdb
 import msgspec
 
-from graymatter_tui.core import clock, provenance
-from graymatter_tui.core.errors import NotFound, StoreError
-from graymatter_tui.core.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
-from graymatter_tui.core.tokens import NO_STEMMING, Analyzer, languages
+from graymatter_tui.core import provenance
+from graymatter_tui.core.errors import NotFound
+from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, FactState
+from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.storage.codec import (
     AgentCounts,
     decode_activity,
@@ -33,6 +33,18 @@ from graymatter_tui.storage.codec import (
     encode,
 )
 from graymatter_tui.storage.ids import new_id
+from graymatter_tui.storage.transaction import (
+    EMBED_DIM,
+    EMBED_MODEL,
+    FLAG_PINNED,
+    FLAG_TOMBSTONE,
+    SEP,
+    CopyTable,
+    GraphTable,
+    VectorTransaction,
+    epoch_ms,
+    fact_key,
+)
 from graymatter_tui.storage.vector_layout import (
     EMPTY_ID,
     ID_WIDTH,
@@ -44,7 +56,6 @@ from graymatter_tui.storage.vector_layout import (
     slot_key,
 )
 
-SEP = b"\x00"
 LIVE = b"L"
 TOMB = b"T"
 
@@ -56,34 +67,6 @@ VITALS = struct.Struct("<dqB")
 # token count of the fact); terms `agent \0 term` -> number of live facts holding it.
 POSTING = struct.Struct("<HH")
 DF = struct.Struct("<I")
-FLAG_PINNED = 1
-FLAG_TOMBSTONE = 2
-# The meta row naming the store's stemming language (schema 4).
-STEM_LANGUAGE = "stem_language"
-# The embedding model whose vectors the store holds, and their dimension (ADR 0034). A
-# store without a model has never embedded: its writes queue nothing.
-EMBED_MODEL = "embed_model"
-EMBED_DIM = "embed_dim"
-_ANALYZERS: dict[str, Analyzer] = {}
-
-
-def analyzer_for(language: str) -> Analyzer:
-    found = _ANALYZERS.get(language)
-    if found is None:
-        if language not in languages():  # written by a newer release, or damaged
-            raise StoreError(
-                f"this store is indexed for stemming language {language!r}, which this "
-                "graymatter-tui does not know; upgrade graymatter-tui to open it"
-            )
-        found = _ANALYZERS[language] = Analyzer(language)
-    return found
-
-
-def epoch_ms(stamp: str) -> int:
-    try:
-        return int(datetime.fromisoformat(stamp).timestamp() * 1000)
-    except ValueError:
-        return int(clock.parse_time(stamp).timestamp() * 1000)
 
 
 def pack_vitals(fact: Fact) -> bytes:
@@ -91,75 +74,12 @@ def pack_vitals(fact: Fact) -> bytes:
     return VITALS.pack(fact.weight, epoch_ms(fact.accessed_at), flags)
 
 
-# Sizing a bulk write's map reservation (checked against real writes of several shapes of
-# data in tests/store/test_bulk_write.py). LMDB's pages are 4 KiB here; a split leaves a
-# page half full, so an entry is counted twice, with 16 bytes of node header; a value too
-# big for half a page goes to whole overflow pages of its own.
-PAGE = 4096
-ENTRY_HEADER = 16
-FACT_JSON_OVERHEAD = 320  # a fact row's JSON around its text: names, stamps, id, weight
-
-
-def _entry(key: int, value: int) -> int:
-    """Map bytes one entry takes (see above)."""
-    if key + value + ENTRY_HEADER > PAGE // 2:
-        return -(-(value + ENTRY_HEADER) // PAGE) * PAGE + 2 * (key + ENTRY_HEADER)
-    return 2 * (key + value + ENTRY_HEADER)
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", errors="surrogatepass"))
-
-
-def bulk_size(agent: str, text: str, terms: dict[str, int]) -> int:
-    """About how many bytes of map inserting one live fact takes, never fewer: its fact
-    row, vitals, id and state index entries, and a posting and a term row per term."""
-    agent_len = _utf8_len(agent)
-    key = agent_len + 27
-    size = _entry(key, _utf8_len(text) + agent_len + FACT_JSON_OVERHEAD)
-    size += _entry(key, VITALS.size) + _entry(26, agent_len) + _entry(key + 2, 0)
-    if terms:
-        # Per term: a posting (key: agent, term, id; 4-byte value) and a term row (agent,
-        # term; 4-byte value), each counted twice; then every term's bytes, four times.
-        per_term = 2 * ((key + 1 + POSTING.size) + (agent_len + 1 + DF.size)) + 4 * ENTRY_HEADER
-        size += len(terms) * per_term + 4 * _utf8_len(" ".join(terms))
-    return size
-
-
-def bulk_reservation(texts: list[tuple[str, str]], terms: list[dict[str, int]]) -> tuple[int, int]:
-    """(new bytes, bytes of existing pages it may copy) for inserting facts given as
-    (agent, text) with their term counts: the arguments of `Store.reserve`."""
-    size = entries = 0
-    for (agent, text), counts in zip(texts, terms, strict=True):
-        size += bulk_size(agent, text, counts)
-        entries += 4 + 2 * len(counts)
-    return size, entries * PAGE
-
-
-# The activity feed keeps this many newest entries; an entry keeps this much of its text.
-ACTIVITY_KEEP = 100_000
-ACTIVITY_TEXT = 500
 ACTIVITY_KEY = struct.Struct(">Q")
 
 T = TypeVar("T")
 
 # An open LMDB table: only ever passed back to LMDB calls.
 Table: TypeAlias = lmdb._Database
-GraphTable = Literal["graph_nodes", "graph_edges"]
-# Tables a migration copies row for row, as (key, value) bytes in this backend's layout
-# (`iter_rows`, `put_rows`); the PostgreSQL backend maps each to its columns (ADR 0046).
-CopyTable = Literal[
-    "receipts", "checkpoints", "aliases", "proposals", "graph_nodes", "graph_edges", "extracted"
-]
-COPY_TABLES: tuple[CopyTable, ...] = (
-    "receipts",
-    "checkpoints",
-    "aliases",
-    "proposals",
-    "graph_nodes",
-    "graph_edges",
-    "extracted",
-)
 
 
 @dataclass(frozen=True)
@@ -206,10 +126,6 @@ def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
         found = cursor.next()
 
 
-def fact_key(agent: str, fact_id: str) -> bytes:
-    return agent.encode() + SEP + fact_id.encode()
-
-
 def _state_key(agent: str, state: bytes, fact_id: str) -> bytes:
     return agent.encode() + SEP + state + SEP + fact_id.encode()
 
@@ -218,7 +134,7 @@ def _state_of(fact: Fact) -> bytes:
     return LIVE if fact.is_live else TOMB
 
 
-class Tx:
+class Tx(VectorTransaction):
     """Every read and write of the store's tables goes through these methods; nothing
     outside this class touches the LMDB transaction or the table handles."""
 
@@ -232,45 +148,13 @@ class Tx:
         mint: Callable[[datetime], str] = new_id,
         source: str = provenance.LIBRARY,
     ) -> None:
+        super().__init__(now, write=write, mint=mint, source=source)
         self.txn = txn
         self.dbs = dbs
-        self.now = now
-        self.write = write
-        self.source = source  # who this write is for (provenance), read once per call
-        self.discard = False  # set by `unchanged`: abort instead of commit
-        self._mint = mint
-        self._counts: dict[str, AgentCounts] = {}
         # Document-frequency changes of this transaction, written once each at its end:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
-        self._analyzer: Analyzer | None = None
         self._embedding: bool | None = None
-
-    def unchanged(self, result: T) -> T:
-        """Return `result` from a write that decided to change nothing: its transaction is
-        then aborted rather than committed, so the store's generation stays put and other
-        processes see no write. Only for a decision made before anything was put."""
-        self.discard = True
-        return result
-
-    def abandon(self, result: T) -> T:
-        """Return `result` from a write run only to look at what it would do: everything
-        it put is thrown away (the transaction is aborted), the generation stays put and
-        no other process ever sees it (`Store.trial_apply`)."""
-        self.discard = True
-        return result
-
-    def new_id(self, moment: datetime | None = None) -> str:
-        """A new ULID for `moment` (default: the transaction's time), held by no fact and
-        no journal record. A write call that runs again gets the same ids in the same
-        order (`IdReplay`). Random ids never collide in practice, but seeded ones
-        (GRAYMATTER_ID_SEED with a pinned clock) repeat across processes, and a repeated
-        id would overwrite another fact or cycle."""
-        when = self.now if moment is None else moment
-        while True:
-            candidate = self._mint(when)
-            if not self.id_in_use(candidate):
-                return candidate
 
     def id_in_use(self, value: str) -> bool:
         """Whether a fact or a journal record already has this id."""
@@ -278,19 +162,6 @@ class Tx:
             self.agent_of(value) is not None
             or self.txn.get(value.encode(), db=self.dbs.journal) is not None
         )
-
-    @property
-    def analyzer(self) -> Analyzer:
-        """How this store turns text into index terms: its stemming language is in
-        meta (a store without one, written before schema 4, was indexed unstemmed)."""
-        if self._analyzer is None:
-            self._analyzer = analyzer_for(self.meta_get(STEM_LANGUAGE) or NO_STEMMING)
-        return self._analyzer
-
-    def set_analyzer(self, language: str) -> None:
-        """Record the store's stemming language; the caller re-indexes (`reindex_ops`)."""
-        self.meta_put(STEM_LANGUAGE, language)
-        self._analyzer = analyzer_for(language)
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
@@ -315,13 +186,6 @@ class Tx:
         key = fact_key(agent, fact_id)
         raw = self.txn.get(key, db=self.dbs.facts)
         return None if raw is None else self._decode(key, raw)
-
-    def require(self, fact_id: str) -> Fact:
-        """The fact with this id; NotFound when there is none (`find` returns None)."""
-        fact = self.find(fact_id)
-        if fact is None:
-            raise NotFound(f"no fact with id {fact_id}")
-        return fact
 
     def write_fact(self, new: Fact, old: Fact | None) -> None:
         """Insert or replace one fact, keeping every index and count in step."""
@@ -585,20 +449,11 @@ class Tx:
                 delete(term_key, db=db)
         self._df.clear()
 
-    def terms(self, text: str) -> list[str]:
-        """The index terms of `text` (a query), made as this store makes them."""
-        return self.analyzer.terms(text)
-
     def clear_index(self) -> None:
         """Empty the postings and term tables (a re-index follows in this transaction)."""
         self.txn.drop(self.dbs.postings, delete=False)
         self.txn.drop(self.dbs.terms, delete=False)
         self._df.clear()
-
-    def index_texts(self, rows: list[tuple[str, str, str]]) -> None:
-        """Index live facts given as (agent, id, text) that are not in the index yet."""
-        term_counts = self.analyzer.term_counts
-        self._index([(agent, fact_id, term_counts(text)) for agent, fact_id, text in rows])
 
     def document_frequency(self, agent: str, term: str) -> int:
         key = agent.encode() + SEP + term.encode()
@@ -651,41 +506,20 @@ class Tx:
                 found[fact_id] = posting
         return found
 
-    def _count(self, fact: Fact | None, sign: int) -> None:
-        if fact is None:
-            return
-        counts = self._counts.get(fact.agent_id)
-        if counts is None:
-            counts = self.agent_counts(fact.agent_id)
-            self._counts[fact.agent_id] = counts
-        counts.count(fact, sign)
-
-    def agent_counts(self, agent: str) -> AgentCounts:
-        pending = self._counts.get(agent)
-        if pending is not None:
-            return pending
+    def _stored_counts(self, agent: str) -> AgentCounts:
         raw = self.txn.get(agent.encode(), db=self.dbs.agents)
         return AgentCounts() if raw is None else decode_counts(raw)
 
-    def live_count(self, agent: str) -> int:
-        return self.agent_counts(agent).live
-
-    def set_weight_sum(self, agent: str, weight_sum: float) -> None:
-        counts = self.agent_counts(agent)
-        counts.weight_sum = weight_sum
-        self._counts[agent] = counts
+    def _put_counts(self, agent: str, counts: AgentCounts | None) -> None:
+        if counts is None:
+            self.txn.delete(agent.encode(), db=self.dbs.agents)
+        else:
+            self.txn.put(agent.encode(), encode(counts), db=self.dbs.agents)
 
     def flush_counts(self) -> None:
         """Write what this transaction changed in agent counts and term frequencies."""
         self._flush_df()
-        for agent, counts in self._counts.items():
-            if counts.live == 0 and counts.tombstones == 0:
-                self.txn.delete(agent.encode(), db=self.dbs.agents)
-            else:
-                if counts.live == 0:
-                    counts.weight_sum = 0.0
-                self.txn.put(agent.encode(), encode(counts), db=self.dbs.agents)
-        self._counts.clear()
+        super().flush_counts()
 
     # ---- iteration -----------------------------------------------------------------------
     def iter_ids(
@@ -822,13 +656,6 @@ class Tx:
         raw = self.txn.get(cycle_id.encode("utf-8", errors="replace"), db=self.dbs.journal)
         return None if raw is None else decode_record(raw)
 
-    def require_record(self, cycle_id: str) -> CycleRecord:
-        """The journal record with this id; NotFound when there is none."""
-        record = self.find_record(cycle_id)
-        if record is None:
-            raise NotFound(f"no cycle with id {cycle_id}")
-        return record
-
     def put_record(self, record: CycleRecord) -> None:
         self.txn.put(record.cycle_id.encode(), encode(record), db=self.dbs.journal)
 
@@ -941,37 +768,15 @@ class Tx:
         return cast(Table, table)
 
     # ---- activity (schema 3) -------------------------------------------------------------
-    def log(
-        self,
-        action: ActivityAction,
-        agent: str,
-        *,
-        text: str = "",
-        fact_id: str = "",
-        cycle_id: str = "",
-        count: int = 1,
-    ) -> None:
-        """Add this write to the activity feed, under the next write number; the oldest
-        entry beyond `ACTIVITY_KEEP` goes in the same transaction, so the feed stays
-        bounded however long agents write."""
-        table = self.dbs.activity
-        if table is None:
-            return
-        seq = self.bump("activity_seq")
-        entry = ActivityEntry(
-            seq=seq,
-            at=clock.format_time(self.now),
-            source=self.source,
-            agent_id=agent,
-            action=action,
-            text=text[:ACTIVITY_TEXT],
-            fact_id=fact_id,
-            cycle_id=cycle_id,
-            count=count,
-        )
-        self.txn.put(ACTIVITY_KEY.pack(seq), encode(entry), db=table)
-        if seq > ACTIVITY_KEEP:
-            self.txn.delete(ACTIVITY_KEY.pack(seq - ACTIVITY_KEEP), db=table)
+    @property
+    def keeps_activity(self) -> bool:
+        return self.dbs.activity is not None  # a schema-1 or 2 store read as it is: no feed
+
+    def _append_activity(self, entry: ActivityEntry, drop: int | None) -> None:
+        table = self._table("activity")
+        self.txn.put(ACTIVITY_KEY.pack(entry.seq), encode(entry), db=table)
+        if drop is not None:
+            self.txn.delete(ACTIVITY_KEY.pack(drop), db=table)
 
     def iter_activity(
         self, *, after: int = 0, before: int | None = None
@@ -990,10 +795,6 @@ class Tx:
                 return
             yield decode_activity(cursor.value())
             found = cursor.prev()
-
-    def last_activity(self) -> int:
-        """The write number of the newest activity entry (0: none yet)."""
-        return self.meta_int("activity_seq")
 
     # ---- the review queue (schema 3) -----------------------------------------------------
     def put_proposal(self, proposal_id: str, record: bytes) -> None:

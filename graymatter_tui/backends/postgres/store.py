@@ -1,7 +1,8 @@
 """The memory store over PostgreSQL: `PgStore.open(url)`.
 
-Each method is one SQL transaction running the same operation functions as the LMDB
-backend (`store.fact_ops`, `store.reindex_ops`) over a `PgTx`. Writers take the
+The operations are `storage.store.BaseStore`'s, written once; this backend supplies its
+transactions (`PgTx` over a pooled connection, with bounded retries, ADR 0047), answers a
+few reads in SQL of its own, and describes its server. Writers take the
 generation row's lock first, so writes are serialised as LMDB serialises them and READ
 COMMITTED sees every earlier write; reads run in one REPEATABLE READ snapshot (ADR 0041).
 
@@ -11,90 +12,38 @@ Every `MemoryStore` method is implemented (mypy checks `_implements_memory_store
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from datetime import datetime
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from graymatter_tui.backends.postgres import bulk_ops, connect, retry, schema
+from graymatter_tui.backends.postgres import connect, retry, schema
 from graymatter_tui.backends.postgres.driver import psycopg_modules
 from graymatter_tui.backends.postgres.rows import COLUMNS, FACTS, from_row
 from graymatter_tui.backends.postgres.tx import STATE_SQL, PgTx
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
 from graymatter_tui.core.model import (
-    ActivityEntry,
     AgentSummary,
-    Counters,
-    CycleRecord,
     Fact,
     FactState,
-    Probe,
-    ReviewProposal,
-    ReviewStatus,
     StoreInfo,
 )
-from graymatter_tui.core.progress import Report
 from graymatter_tui.core.store_url import StoreUrl, parse_store_url
-from graymatter_tui.core.textsafe import validate_agent, validate_text
 from graymatter_tui.core.tokens import check_language, language_from_env
-from graymatter_tui.storage import (
-    ON_CONFLICT,
-    ApplyOutcome,
-    ApplyRequest,
-    Checkpoint,
-    DecayOutcome,
-    EmbedState,
-    EntityLike,
-    ExtractOutcome,
-    GraphDecayOutcome,
-    ImportResult,
-    JournalDecay,
-    KeywordIndex,
-    LoadResult,
-    MemoryStore,
-    NewFact,
-    OnConflict,
-    ProbeOutcome,
-    PruneOutcome,
-    ReviewDecision,
-    Selection,
-    ShowResult,
-    StoreSnapshot,
-    TrialApply,
-    checkpoint_ops,
-    cycle_ops,
-    fact_ops,
-    graph_ops,
-    import_ops,
-    migrate_ops,
-    probe_ops,
-    queries,
-    reindex_ops,
-    review_ops,
-    validate_probe,
-    validate_probe_id,
-)
+from graymatter_tui.storage import EmbedState, MemoryStore
+from graymatter_tui.storage.store import BaseStore
+from graymatter_tui.storage.transaction import Transaction
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from graymatter_tui.backends.lmdb.tx import Tx
-
 T = TypeVar("T")
 NO_VECTORS = "the PostgreSQL backend does not store embedding vectors yet (keyword recall only)"
 
 
-def _as_tx(tx: PgTx) -> Tx:
-    """The shared operation functions are typed against LMDB's `Tx`; `PgTx` has the same
-    methods with the same meaning (tests/conformance/test_tx_surface.py checks)."""
-    return cast("Tx", tx)
-
-
-class PgStore:
+class PgStore(BaseStore):
     def __init__(
         self,
         url: StoreUrl,
@@ -150,12 +99,6 @@ class PgStore:
         if not self._closed:
             self._closed = True
             self._pool.close()
-
-    def __enter__(self) -> PgStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def read_only_reason(self) -> str | None:
@@ -248,7 +191,13 @@ class PgStore:
         finally:
             conn.close()
 
-    def _read(self, fn: Callable[[PgTx], T]) -> T:
+    def _read(self, fn: Callable[[Transaction], T]) -> T:
+        return self._read_pg(fn)
+
+    def _write(self, fn: Callable[[Transaction], T]) -> T:
+        return self._write_pg(fn)
+
+    def _read_pg(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` over one snapshot: REPEATABLE READ, READ ONLY."""
         now = self._clock()
 
@@ -259,7 +208,7 @@ class PgStore:
 
         return self._run(run, write=False)
 
-    def _write(self, fn: Callable[[PgTx], T]) -> T:
+    def _write_pg(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` in one transaction that first takes the generation row's lock: one writer
         at a time, every earlier write visible (READ COMMITTED), all or nothing. The same
         statement returns the transaction's id, so a lost COMMIT can be resolved."""
@@ -295,9 +244,6 @@ class PgStore:
 
         return self._run(run, write=True)
 
-    def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
-        return self._read(fn)
-
     def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
         def run(tx: PgTx) -> T:
             view = _OneSnapshot.__new__(_OneSnapshot)
@@ -305,27 +251,7 @@ class PgStore:
             view._tx = tx
             return fn(view)
 
-        return self._read(run)
-
-    # ---- reads -------------------------------------------------------------------------
-    def generation(self) -> int:
-        return self._read(lambda tx: tx.meta_int("generation"))
-
-    def is_demo(self) -> bool:
-        return self._read(lambda tx: tx.meta_get(fact_ops.DEMO_KEY) is not None)
-
-    def unused_id(self, moment: datetime) -> str:
-        return self._read(lambda tx: tx.new_id(moment))
-
-    def find(self, fact_id: str) -> Fact | None:
-        return self._read(lambda tx: tx.find(fact_id))
-
-    def require(self, fact_id: str) -> Fact:
-        return self._read(lambda tx: tx.require(fact_id))
-
-    def find_many(self, fact_ids: Iterable[str]) -> list[Fact | None]:
-        wanted = list(fact_ids)
-        return self._read(lambda tx: tx.find_many(wanted))
+        return self._read_pg(run)
 
     def list_facts(
         self,
@@ -352,30 +278,7 @@ class PgStore:
         def run(tx: PgTx) -> list[Fact]:
             return [from_row(row) for row in tx.conn.execute(sql, params).fetchall()]
 
-        return self._read(run)
-
-    def fact_ids(
-        self,
-        agent: str,
-        state: FactState = "live",
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> list[str]:
-        return self._read(lambda tx: list(islice(tx.iter_ids(agent, state, before=before), limit)))
-
-    def texts(
-        self,
-        agent: str,
-        state: FactState = "live",
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> tuple[list[str], list[str]]:
-        rows = self._read(
-            lambda tx: list(islice(tx.iter_texts(agent, state, before=before), limit))
-        )
-        return [r[0] for r in rows], [r[1] for r in rows]
+        return self._read_pg(run)
 
     # ---- embeddings (ADR 0034): not on this backend yet; recall stays keyword-only ----
     def embed_state(self) -> EmbedState:
@@ -414,7 +317,7 @@ class PgStore:
             rows = tx.conn.execute(f"SELECT {COLUMNS} FROM {FACTS} ORDER BY agent_id, id")
             return [from_row(row) for row in rows.fetchall()]
 
-        return self._read(run)
+        return self._read_pg(run)
 
     def agents(self) -> list[AgentSummary]:
         def run(tx: PgTx) -> list[AgentSummary]:
@@ -433,18 +336,7 @@ class PgStore:
                 for name, live, tombs, pinned, weight in rows
             ]
 
-        return self._read(run)
-
-    def counters(self) -> Counters:
-        def run(tx: PgTx) -> Counters:
-            return Counters(
-                consolidations=tx.meta_int("consolidations"),
-                facts_consolidated=tx.meta_int("facts_consolidated"),
-                reverts=tx.meta_int("reverts"),
-                cycles=tx.meta_int("cycles"),
-            )
-
-        return self._read(run)
+        return self._read_pg(run)
 
     def info(self) -> StoreInfo:
         def run(tx: PgTx) -> StoreInfo:
@@ -462,272 +354,7 @@ class PgStore:
                 stem_language=tx.analyzer.language,
             )
 
-        return self._read(run)
-
-    def receipts(self, summary_id: str) -> list[str]:
-        return self._read(lambda tx: tx.receipts(summary_id))
-
-    def show(self, fact_id: str) -> ShowResult:
-        return self._read(lambda tx: queries.show(_as_tx(tx), fact_id))
-
-    def records(self, agent: str | None = None, *, limit: int | None = None) -> list[CycleRecord]:
-        def run(tx: PgTx) -> list[CycleRecord]:
-            found = (r for r in tx.iter_records() if agent is None or r.agent_id == agent)
-            return list(islice(found, limit))
-
-        return self._read(run)
-
-    def find_record(self, cycle_id: str) -> CycleRecord | None:
-        return self._read(lambda tx: tx.find_record(cycle_id))
-
-    def require_record(self, cycle_id: str) -> CycleRecord:
-        return self._read(lambda tx: tx.require_record(cycle_id))
-
-    def activity(
-        self, *, after: int = 0, before: int | None = None, limit: int | None = None
-    ) -> list[ActivityEntry]:
-        return self._read(
-            lambda tx: list(islice(tx.iter_activity(after=after, before=before), limit))
-        )
-
-    def last_activity(self) -> int:
-        return self._read(lambda tx: tx.last_activity())
-
-    # ---- curation ----------------------------------------------------------------------
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
-        validate_agent(agent)
-        validate_text(text)
-        return self._write(lambda tx: fact_ops.put(_as_tx(tx), agent, text, pinned))
-
-    def put_many(self, items: Iterable[NewFact]) -> list[Fact]:
-        pending = list(items)
-        for item in pending:
-            validate_agent(item.agent_id)
-            validate_text(item.text)
-            if not 0.0 <= item.weight <= 1.0:
-                raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
-        analyzer = self._read(lambda tx: tx.analyzer)
-        terms = [analyzer.term_counts(item.text) for item in pending]
-        return self._write(lambda tx: bulk_ops.put_many(tx, pending, terms, analyzer))
-
-    def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
-        chosen = check_language(language)
-        return self._write(lambda tx: reindex_ops.change_language(_as_tx(tx), chosen, progress))
-
-    def pin(self, fact_id: str) -> Fact:
-        return self._write(lambda tx: fact_ops.pin(_as_tx(tx), fact_id))
-
-    def unpin(self, fact_id: str) -> Fact:
-        return self._write(lambda tx: fact_ops.unpin(_as_tx(tx), fact_id))
-
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
-        validate_text(text)
-        return self._write(lambda tx: fact_ops.revise(_as_tx(tx), fact_id, text))
-
-    def retire(self, fact_id: str) -> Fact:
-        return self._write(lambda tx: fact_ops.retire(_as_tx(tx), fact_id))
-
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
-        validate_agent(agent)
-        validate_text(text)
-        return self._write(lambda tx: fact_ops.supersede_text(_as_tx(tx), agent, target, text))
-
-    def retire_text(self, agent: str, target: str) -> list[Fact]:
-        validate_agent(agent)
-        return self._write(lambda tx: fact_ops.retire_text(_as_tx(tx), agent, target))
-
-    def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]:
-        validate_agent(agent)
-        return self._write(lambda tx: fact_ops.pin_text(_as_tx(tx), agent, target, pinned))
-
-    def touch(self, fact_ids: Iterable[str]) -> int:
-        """Record accesses of live facts (one per mention); never resurrects a tombstone."""
-        wanted = dict(Counter(fact_ids))
-        return self._write(lambda tx: fact_ops.touch(_as_tx(tx), wanted))
-
-    def delete(self, fact_ids: Iterable[str]) -> list[Fact]:
-        wanted = list(fact_ids)
-        return self._write(lambda tx: fact_ops.delete(_as_tx(tx), wanted))
-
-    def claim_for_demo(self) -> None:
-        # The location is only shown in the refusal; a Path would fold the URL's "//".
-        where = cast("Path", self.url.redacted)
-        self._write(lambda tx: fact_ops.claim_for_demo(_as_tx(tx), where))
-
-    # ---- the review queue ---------------------------------------------------------------
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
-        validate_agent(agent)
-        if action in ("add", "update"):
-            validate_text(text)
-        if action != "add":
-            validate_text(target)
-        return self._write(lambda tx: review_ops.hold(_as_tx(tx), agent, action, target, text))
-
-    def proposals(
-        self,
-        agent: str | None = None,
-        *,
-        status: ReviewStatus | None = None,
-        limit: int | None = None,
-    ) -> list[ReviewProposal]:
-        return self._read(lambda tx: review_ops.listing(_as_tx(tx), agent, status, limit))
-
-    def pending_count(self) -> int:
-        return self._read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
-
-    def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
-        return self._read(lambda tx: review_ops.find(_as_tx(tx), proposal_id))
-
-    def require_proposal(self, proposal_id: str) -> ReviewProposal:
-        return self._read(lambda tx: review_ops.require(_as_tx(tx), proposal_id))
-
-    def approve_proposal(self, proposal_id: str) -> ReviewDecision:
-        proposal_id = review_ops.validate_proposal_id(proposal_id)
-        return self._write(lambda tx: review_ops.approve(_as_tx(tx), proposal_id))
-
-    def reject_proposal(self, proposal_id: str, reason: str = "") -> ReviewDecision:
-        proposal_id = review_ops.validate_proposal_id(proposal_id)
-        review_ops.validate_reason(reason)
-        return self._write(lambda tx: review_ops.reject(_as_tx(tx), proposal_id, reason))
-
-    # ---- checkpoints and aliases ----------------------------------------------------------
-    def save_checkpoint(self, agent: str, state: str | None) -> Checkpoint:
-        validate_agent(agent)
-        return self._write(lambda tx: checkpoint_ops.save_checkpoint(_as_tx(tx), agent, state))
-
-    def latest_checkpoint(self, agent: str) -> Checkpoint | None:
-        return self._read(lambda tx: checkpoint_ops.latest_checkpoint(_as_tx(tx), agent))
-
-    def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]:
-        validate_agent(agent)
-        wanted = list(equivalents)
-        return self._write(lambda tx: checkpoint_ops.add_alias(_as_tx(tx), agent, term, wanted))
-
-    def aliases(self, agent: str) -> dict[str, list[str]]:
-        return self._read(lambda tx: checkpoint_ops.aliases(_as_tx(tx), agent))
-
-    # ---- probes (ADR 0039) ---------------------------------------------------------------
-    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
-        probe, outcome = self.save_probe(agent, query, k)
-        return probe, outcome == "added"
-
-    def save_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, ProbeOutcome]:
-        validate_probe(agent, query, k)
-        return self._write(lambda tx: probe_ops.add(_as_tx(tx), agent, query, k))
-
-    def probes(self, agent: str | None = None) -> list[Probe]:
-        return self._read(lambda tx: probe_ops.listing(_as_tx(tx), agent))
-
-    def remove_probe(self, probe_id: str) -> Probe:
-        probe_id = validate_probe_id(probe_id)
-        return self._write(lambda tx: probe_ops.remove(_as_tx(tx), probe_id))
-
-    def trial_apply(
-        self, request: ApplyRequest, look: Callable[[KeywordIndex], T]
-    ) -> TrialApply[T]:
-        return self._write(lambda tx: cycle_ops.trial_apply(_as_tx(tx), request, look))
-
-    # ---- the consolidation cycle: each call one transaction, as on LMDB ----------------
-    def decay(
-        self,
-        agent: str,
-        half_life_hours: float,
-        *,
-        dry_run: bool = False,
-        journal: JournalDecay | None = None,
-    ) -> DecayOutcome:
-        def run(tx: PgTx) -> DecayOutcome:
-            return cycle_ops.decay(_as_tx(tx), agent, half_life_hours, None if dry_run else journal)
-
-        return self._read(run) if dry_run else self._write(run)
-
-    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
-        return self._read(lambda tx: cycle_ops.weights(_as_tx(tx), agent, state))
-
-    def selection(self, agent: str, half_life_hours: float, *, max_batch: int = 0) -> Selection:
-        return self._read(
-            lambda tx: cycle_ops.selection(_as_tx(tx), agent, half_life_hours, max_batch)
-        )
-
-    def apply_consolidation(self, request: ApplyRequest, record: CycleRecord) -> ApplyOutcome:
-        """All or nothing; refused (nothing written) when the proposal has gone stale:
-        the staleness check reads current rows under the writers' lock (ADR 0041)."""
-        return self._write(lambda tx: cycle_ops.apply_consolidation(_as_tx(tx), request, record))
-
-    def prune(self, agent: str, record: CycleRecord) -> PruneOutcome:
-        return self._write(lambda tx: cycle_ops.prune(_as_tx(tx), agent, record))
-
-    def save_record(self, record: CycleRecord) -> None:
-        self._write(lambda tx: cycle_ops.save_record(_as_tx(tx), record))
-
-    def revert_refusal(self, cycle_id: str) -> str | None:
-        return self._read(lambda tx: cycle_ops.revert_refusal(_as_tx(tx), cycle_id))
-
-    def revert(self, cycle_id: str) -> CycleRecord:
-        return self._write(lambda tx: cycle_ops.revert(_as_tx(tx), cycle_id))
-
-    # ---- the knowledge graph -----------------------------------------------------------
-    def extract_graph(
-        self, agent: str, extract: Callable[[str], Sequence[EntityLike]]
-    ) -> ExtractOutcome:
-        return self._write(lambda tx: graph_ops.extract_graph(_as_tx(tx), agent, extract))
-
-    def decay_graph(self, agent: str, half_life_hours: float) -> GraphDecayOutcome:
-        return self._write(lambda tx: graph_ops.decay_graph(_as_tx(tx), agent, half_life_hours))
-
-    def graph_size(self, agent: str) -> tuple[int, int]:
-        return self._read(lambda tx: graph_ops.graph_size(_as_tx(tx), agent))
-
-    # ---- import ------------------------------------------------------------------------
-    def import_all(
-        self,
-        facts: list[Fact],
-        records: list[CycleRecord],
-        *,
-        fact_where: Sequence[str] | None = None,
-        record_where: Sequence[str] | None = None,
-        on_conflict: OnConflict = "refuse",
-        progress: Report | None = None,
-        probes: Sequence[Probe] = (),
-    ) -> ImportResult:
-        """Facts, journal records and probes with their ids, in one transaction
-        (`import_ops`)."""
-        if on_conflict not in ON_CONFLICT:
-            raise InvalidInput(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
-        analyzer = self._read(lambda tx: tx.analyzer)
-        batch = import_ops.ImportBatch.prepare(
-            facts, records, fact_where, record_where, progress, analyzer, list(probes)
-        )
-        return self._write(
-            lambda tx: import_ops.import_all(_as_tx(tx), batch, on_conflict, progress)
-        )
-
-    # ---- moving a whole store (ADR 0046) ---------------------------------------------------
-    def snapshot(self) -> StoreSnapshot:
-        """Everything a migration carries, read in one snapshot (`migrate_ops`)."""
-        return self._read(lambda tx: migrate_ops.snapshot(_as_tx(tx)))
-
-    def load_snapshot(
-        self,
-        snapshot: StoreSnapshot,
-        *,
-        allow_non_empty: bool = False,
-        origin: str = "",
-        progress: Report | None = None,
-    ) -> LoadResult:
-        """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
-        terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
-        return self._write(
-            lambda tx: migrate_ops.load(
-                _as_tx(tx),
-                snapshot,
-                terms,
-                made_by,
-                allow_non_empty=allow_non_empty,
-                origin=origin,
-                progress=progress,
-            )
-        )
+        return self._read_pg(run)
 
 
 def _check_server(url: StoreUrl, version_num: int) -> None:
@@ -769,10 +396,10 @@ class _OneSnapshot(PgStore):
 
     _tx: PgTx
 
-    def _read(self, fn: Callable[[PgTx], T]) -> T:
+    def _read_pg(self, fn: Callable[[PgTx], T]) -> T:
         return fn(self._tx)
 
-    def _write(self, fn: Callable[[PgTx], T]) -> T:
+    def _write_pg(self, fn: Callable[[PgTx], T]) -> T:
         raise ReadOnlyStore("a snapshot view of the store cannot write")
 
     def close(self) -> None:

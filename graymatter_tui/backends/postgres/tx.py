@@ -10,19 +10,6 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from graymatter_tui.backends.lmdb.tx import (
-    ACTIVITY_KEEP,
-    ACTIVITY_TEXT,
-    FLAG_PINNED,
-    FLAG_TOMBSTONE,
-    SEP,
-    STEM_LANGUAGE,
-    CopyTable,
-    GraphTable,
-    analyzer_for,
-    epoch_ms,
-    fact_key,
-)
 from graymatter_tui.backends.postgres.rows import (
     COLUMNS,
     FACTS,
@@ -32,10 +19,9 @@ from graymatter_tui.backends.postgres.rows import (
     from_row,
     to_row_and_weight,
 )
-from graymatter_tui.core import clock, provenance
-from graymatter_tui.core.errors import NotFound
-from graymatter_tui.core.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
-from graymatter_tui.core.tokens import NO_STEMMING, Analyzer
+from graymatter_tui.core import provenance
+from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, FactState
+from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.storage.codec import (
     AgentCounts,
     decode_activity,
@@ -43,7 +29,16 @@ from graymatter_tui.storage.codec import (
     decode_record,
     encode,
 )
-from graymatter_tui.storage.ids import new_id
+from graymatter_tui.storage.transaction import (
+    FLAG_PINNED,
+    FLAG_TOMBSTONE,
+    SEP,
+    CopyTable,
+    GraphTable,
+    Transaction,
+    epoch_ms,
+    fact_key,
+)
 
 T = TypeVar("T")
 PAGE = 1000  # rows fetched per round trip when iterating
@@ -56,39 +51,24 @@ STATE_SQL: dict[FactState, str] = {
 }
 
 
-class PgTx:
+class PgTx(Transaction):
     def __init__(
         self, conn: Any, now: datetime, *, write: bool, source: str = provenance.LIBRARY
     ) -> None:
+        super().__init__(now, write=write, source=source)
         self.conn = conn
-        self.now = now
-        self.write = write
-        self.source = source
-        self.discard = False
-        self._analyzer: Analyzer | None = None
-        # Agent counts this transaction changed, written once at its end (`flush_counts`).
-        self._counts: dict[str, AgentCounts] = {}
 
     def _one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
 
-    def unchanged(self, result: T) -> T:
-        """A write that decided to change nothing: roll back, the generation stays."""
-        self.discard = True
-        return result
-
-    def abandon(self, result: T) -> T:
-        """A write run only to look at what it would do (`trial_apply`): rolled back."""
-        self.discard = True
-        return result
-
-    def new_id(self, moment: datetime | None = None) -> str:
-        when = self.now if moment is None else moment
-        while True:
-            candidate = new_id(when)
-            if not self.id_in_use(candidate):
-                return candidate
+    def ids_in_use(self, ids: list[str]) -> set[str]:
+        rows = self.conn.execute(
+            "SELECT id FROM facts WHERE id = ANY(%s) "
+            "UNION ALL SELECT cycle_id FROM journal WHERE cycle_id = ANY(%s)",
+            (ids, ids),
+        ).fetchall()
+        return {row[0] for row in rows}
 
     def id_in_use(self, value: str) -> bool:
         return bool(
@@ -98,16 +78,6 @@ class PgTx:
                 (value, value),
             )
         )
-
-    @property
-    def analyzer(self) -> Analyzer:
-        if self._analyzer is None:
-            self._analyzer = analyzer_for(self.meta_get(STEM_LANGUAGE) or NO_STEMMING)
-        return self._analyzer
-
-    def set_analyzer(self, language: str) -> None:
-        self.meta_put(STEM_LANGUAGE, language)
-        self._analyzer = analyzer_for(language)
 
     # ---- facts -------------------------------------------------------------------------
     def agent_of(self, fact_id: str) -> str | None:
@@ -130,12 +100,6 @@ class PgTx:
         ).fetchall()
         by_id = {row[0]: from_row(row) for row in rows}
         return [by_id.get(i) for i in fact_ids]
-
-    def require(self, fact_id: str) -> Fact:
-        fact = self.find(fact_id)
-        if fact is None:
-            raise NotFound(f"no fact with id {fact_id}")
-        return fact
 
     def write_fact(self, new: Fact, old: Fact | None) -> None:
         """Insert or replace one fact, keeping its postings in step with its state."""
@@ -194,18 +158,8 @@ class PgTx:
             self._unindex(fact)
         self._count(fact, -1)
 
-    # ---- agent counts (the same arithmetic as LMDB's `Tx._count`) ---------------------------
-    def _count(self, fact: Fact | None, sign: int) -> None:
-        if fact is None:
-            return
-        counts = self.agent_counts(fact.agent_id)
-        self._counts[fact.agent_id] = counts
-        counts.count(fact, sign)
-
-    def agent_counts(self, agent: str) -> AgentCounts:
-        pending = self._counts.get(agent)
-        if pending is not None:
-            return pending
+    # ---- agent counts --------------------------------------------------------------------
+    def _stored_counts(self, agent: str) -> AgentCounts:
         row = self.conn.execute(
             "SELECT live, tombstones, pinned, weight_sum FROM agent_counts WHERE agent_id = %s",
             (agent,),
@@ -214,23 +168,17 @@ class PgTx:
             return AgentCounts()
         return AgentCounts(live=row[0], tombstones=row[1], pinned=row[2], weight_sum=row[3])
 
-    def flush_counts(self) -> None:
-        """Write the agent counts this transaction changed (an agent with no facts left
-        has no row)."""
-        for agent, counts in self._counts.items():
-            if counts.live == 0 and counts.tombstones == 0:
-                self.conn.execute("DELETE FROM agent_counts WHERE agent_id = %s", (agent,))
-                continue
-            if counts.live == 0:
-                counts.weight_sum = 0.0
-            self.conn.execute(
-                "INSERT INTO agent_counts (agent_id, live, tombstones, pinned, weight_sum) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id) DO UPDATE SET "
-                "live = EXCLUDED.live, tombstones = EXCLUDED.tombstones, "
-                "pinned = EXCLUDED.pinned, weight_sum = EXCLUDED.weight_sum",
-                (agent, counts.live, counts.tombstones, counts.pinned, counts.weight_sum),
-            )
-        self._counts.clear()
+    def _put_counts(self, agent: str, counts: AgentCounts | None) -> None:
+        if counts is None:
+            self.conn.execute("DELETE FROM agent_counts WHERE agent_id = %s", (agent,))
+            return
+        self.conn.execute(
+            "INSERT INTO agent_counts (agent_id, live, tombstones, pinned, weight_sum) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id) DO UPDATE SET "
+            "live = EXCLUDED.live, tombstones = EXCLUDED.tombstones, "
+            "pinned = EXCLUDED.pinned, weight_sum = EXCLUDED.weight_sum",
+            (agent, counts.live, counts.tombstones, counts.pinned, counts.weight_sum),
+        )
 
     # ---- recall index --------------------------------------------------------------------
     def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
@@ -275,13 +223,6 @@ class PgTx:
     def clear_index(self) -> None:
         self.conn.execute("TRUNCATE postings, terms")
 
-    def index_texts(self, rows: list[tuple[str, str, str]]) -> None:
-        counts = self.analyzer.term_counts
-        self._index([(agent, fact_id, counts(text)) for agent, fact_id, text in rows])
-
-    def terms(self, text: str) -> list[str]:
-        return self.analyzer.terms(text)
-
     def document_frequency(self, agent: str, term: str) -> int:
         found = self._one("SELECT df FROM terms WHERE agent_id = %s AND term = %s", (agent, term))
         return int(found or 0)
@@ -320,9 +261,6 @@ class PgTx:
             (agent, term, list(fact_ids)),
         ).fetchall()
         return {row[0]: (row[1], row[2]) for row in rows}
-
-    def live_count(self, agent: str) -> int:
-        return self.agent_counts(agent).live
 
     # ---- iteration -----------------------------------------------------------------------
     def _pages(
@@ -407,11 +345,6 @@ class PgTx:
             )
             self.conn.execute("DROP TABLE decayed")
 
-    def set_weight_sum(self, agent: str, weight_sum: float) -> None:
-        counts = self.agent_counts(agent)
-        counts.weight_sum = weight_sum
-        self._counts[agent] = counts
-
     def agent_names(self) -> list[str]:
         rows = self.conn.execute("SELECT agent_id FROM agent_counts ORDER BY agent_id")
         return [row[0] for row in rows.fetchall()]
@@ -459,12 +392,6 @@ class PgTx:
             return None
         raw = self._one("SELECT record::text FROM journal WHERE cycle_id = %s", (cycle_id,))
         return None if raw is None else decode_record(raw)
-
-    def require_record(self, cycle_id: str) -> CycleRecord:
-        record = self.find_record(cycle_id)
-        if record is None:
-            raise NotFound(f"no cycle with id {cycle_id}")
-        return record
 
     def put_record(self, record: CycleRecord) -> None:
         self.conn.execute(
@@ -592,35 +519,13 @@ class PgTx:
             yield raw.encode()
 
     # ---- activity --------------------------------------------------------------------------
-    def log(
-        self,
-        action: ActivityAction,
-        agent: str,
-        *,
-        text: str = "",
-        fact_id: str = "",
-        cycle_id: str = "",
-        count: int = 1,
-    ) -> None:
-        """Add this write to the activity feed; the feed keeps `ACTIVITY_KEEP` entries."""
-        seq = self.bump("activity_seq")
-        entry = ActivityEntry(
-            seq=seq,
-            at=clock.format_time(self.now),
-            source=self.source,
-            agent_id=agent,
-            action=action,
-            text=text[:ACTIVITY_TEXT],
-            fact_id=fact_id,
-            cycle_id=cycle_id,
-            count=count,
-        )
+    def _append_activity(self, entry: ActivityEntry, drop: int | None) -> None:
         self.conn.execute(
             "INSERT INTO activity (seq, entry) VALUES (%s, %s::json)",
-            (seq, encode(entry).decode()),
+            (entry.seq, encode(entry).decode()),
         )
-        if seq > ACTIVITY_KEEP:
-            self.conn.execute("DELETE FROM activity WHERE seq = %s", (seq - ACTIVITY_KEEP,))
+        if drop is not None:
+            self.conn.execute("DELETE FROM activity WHERE seq = %s", (drop,))
 
     def iter_activity(
         self, *, after: int = 0, before: int | None = None
@@ -632,9 +537,6 @@ class PgTx:
         )
         for (raw,) in rows.fetchall():
             yield decode_activity(raw)
-
-    def last_activity(self) -> int:
-        return self.meta_int("activity_seq")
 
     # ---- whole tables, for a migration (ADR 0046) -----------------------------------------
     def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:

@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Static
 
 from graymatter_tui.core import clock
 from graymatter_tui.core.model import ReviewProposal
+from graymatter_tui.core.review_modes import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.core.words import counted
-from graymatter_tui.mcp.tools import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.storage import ReviewDecision
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Pane

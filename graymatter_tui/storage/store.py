@@ -1,0 +1,502 @@
+"""The memory store, written once over a `Transaction` (ADR 0052).
+
+Every `MemoryStore` operation both backends share is a method here: one transaction
+running one operation function (`queries`, `fact_ops`, `cycle_ops`, …), so the CLI, the
+TUI, the MCP server and the cycle share one write path whichever backend holds the
+store. A backend subclasses `BaseStore` and supplies the primitives: a read and a write
+transaction, how it opens and names itself, and what it alone does (LMDB's map, its
+vectors). Where a backend can answer a read faster over its own tables (PostgreSQL's
+SQL listing), it overrides that one method.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from itertools import islice
+from typing import TypeVar
+
+from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.model import (
+    ActivityEntry,
+    AgentSummary,
+    Counters,
+    CycleRecord,
+    Fact,
+    FactState,
+    Probe,
+    ReviewProposal,
+    ReviewStatus,
+)
+from graymatter_tui.core.progress import Report
+from graymatter_tui.core.textsafe import validate_agent, validate_text
+from graymatter_tui.core.tokens import check_language
+from graymatter_tui.storage import (
+    checkpoint_ops,
+    cycle_ops,
+    fact_ops,
+    graph_ops,
+    import_ops,
+    migrate_ops,
+    probe_ops,
+    queries,
+    reindex_ops,
+    review_ops,
+    values,
+)
+from graymatter_tui.storage.protocol import KeywordIndex
+from graymatter_tui.storage.transaction import Transaction
+
+T = TypeVar("T")
+
+
+class BaseStore(ABC):
+    """The shared operations of a store; a backend supplies the primitives below."""
+
+    # ==== the primitives ==================================================================
+    @abstractmethod
+    def _read(self, fn: Callable[[Transaction], T]) -> T:
+        """Run `fn` over one read transaction (one consistent snapshot)."""
+
+    @abstractmethod
+    def _write(self, fn: Callable[[Transaction], T]) -> T:
+        """Run `fn` in one write transaction: all or nothing. `fn` may run again (a
+        retry), so it computes only from its arguments and the transaction."""
+
+    @abstractmethod
+    def now(self) -> datetime: ...
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the store is, for people: a directory, or a URL without its password."""
+
+    # Bulk writes: a backend that must size its storage first (LMDB's map) is told what
+    # is coming; the others need do nothing.
+    def _make_room_for_facts(
+        self, pending: Sequence[values.NewFact], terms: list[dict[str, int]]
+    ) -> None:
+        """Before `put_many` writes `pending` (with their term counts)."""
+        return  # a backend whose storage grows as it writes has nothing to do
+
+    def _make_room_for_import(self, batch: import_ops.ImportBatch) -> None:
+        """Before `import_all` writes `batch`."""
+        return  # a backend whose storage grows as it writes has nothing to do
+
+    def _make_room_for_snapshot(
+        self, snapshot: values.StoreSnapshot, terms: list[dict[str, int]]
+    ) -> None:
+        """Before `load_snapshot` writes `snapshot`."""
+        return  # a backend whose storage grows as it writes has nothing to do
+
+    # ==== the operations ==================================================================
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over one consistent snapshot of the keyword index (recall)."""
+        return self._read(fn)
+
+    def generation(self) -> int:
+        """Bumped by every write transaction of any process: cheap change detection."""
+        return self._read(lambda tx: tx.meta_int("generation"))
+
+    def is_demo(self) -> bool:
+        """True when the demo created this store (it leaves a `demo` meta key)."""
+        return self._read(lambda tx: tx.meta_get(fact_ops.DEMO_KEY) is not None)
+
+    def unused_id(self, moment: datetime) -> str:
+        """A new id for something written later (a cycle's record), held by no fact or
+        record now."""
+        return self._read(lambda tx: fact_ops.unused_id(tx, moment))
+
+    def find(self, fact_id: str) -> Fact | None:
+        """The fact with this id, or None."""
+        return self._read(lambda tx: tx.find(fact_id))
+
+    def require(self, fact_id: str) -> Fact:
+        """The fact with this id; NotFound when there is none."""
+        return self._read(lambda tx: tx.require(fact_id))
+
+    def find_many(self, fact_ids: Iterable[str]) -> list[Fact | None]:
+        """`find` of each id, in one transaction."""
+        wanted = list(fact_ids)
+        return self._read(lambda tx: tx.find_many(wanted))
+
+    def list_facts(
+        self,
+        agent: str | None = None,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[Fact]:
+        """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
+        return self._read(lambda tx: queries.list_facts(tx, agent, state, limit, before))
+
+    def fact_ids(
+        self,
+        agent: str,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[str]:
+        """Ids of one agent's facts in one state, newest first, without decoding. Keyset
+        paging: pass the last id of a page as `before`."""
+        return self._read(lambda tx: queries.fact_ids(tx, agent, state, limit, before))
+
+    def texts(
+        self,
+        agent: str,
+        state: FactState = "live",
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """(ids, texts) of one agent's facts, newest first, decoding only those two fields
+        (a filter index over 1M facts without building 1M full Fact objects). Keyset
+        paging as in `fact_ids`."""
+        return self._read(lambda tx: queries.texts(tx, agent, state, limit, before))
+
+    def all_facts(self) -> list[Fact]:
+        """Every fact of every agent, oldest first (exports)."""
+        return self._read(queries.all_facts)
+
+    def agents(self) -> list[AgentSummary]:
+        return self._read(queries.agents)
+
+    def counters(self) -> Counters:
+        return self._read(queries.counters)
+
+    def receipts(self, summary_id: str) -> list[str]:
+        return self._read(lambda tx: tx.receipts(summary_id))
+
+    def show(self, fact_id: str) -> values.ShowResult:
+        """A fact with its receipt chain: what replaced it, what it consumed, its cycle."""
+        return self._read(lambda tx: queries.show(tx, fact_id))
+
+    def records(self, agent: str | None = None, *, limit: int | None = None) -> list[CycleRecord]:
+        """Journal records newest first."""
+        return self._read(lambda tx: queries.records(tx, agent, limit))
+
+    def find_record(self, cycle_id: str) -> CycleRecord | None:
+        """The journal record with this id, or None."""
+        return self._read(lambda tx: tx.find_record(cycle_id))
+
+    def require_record(self, cycle_id: str) -> CycleRecord:
+        """The journal record with this id; NotFound when there is none."""
+        return self._read(lambda tx: tx.require_record(cycle_id))
+
+    # ---- curation ----------------------------------------------------------------------
+    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
+        """Store a new fact and return it as committed."""
+        validate_agent(agent)
+        validate_text(text)
+        return self._write(lambda tx: fact_ops.put(tx, agent, text, pinned))
+
+    def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]:
+        """Insert many facts in one transaction (demo data, benchmarks)."""
+        pending = list(items)
+        for item in pending:
+            validate_agent(item.agent_id)
+            validate_text(item.text)
+            if not 0.0 <= item.weight <= 1.0:
+                raise InvalidInput(f"weight must be between 0 and 1, got {item.weight}")
+        # Tokenised before the transaction, which then holds the write lock for less time.
+        analyzer = self._read(lambda tx: tx.analyzer)
+        terms = [analyzer.term_counts(item.text) for item in pending]
+        self._make_room_for_facts(pending, terms)
+        return self._write(lambda tx: fact_ops.put_many(tx, pending, terms, analyzer))
+
+    def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
+        """Re-index every live fact with stems in `language` (`none`: no stemming), in one
+        transaction; queries use it from then on. Returns how many facts were indexed."""
+        chosen = check_language(language)
+        return self._write(lambda tx: reindex_ops.change_language(tx, chosen, progress))
+
+    def pin(self, fact_id: str) -> Fact:
+        return self._write(lambda tx: fact_ops.pin(tx, fact_id))
+
+    def unpin(self, fact_id: str) -> Fact:
+        return self._write(lambda tx: fact_ops.unpin(tx, fact_id))
+
+    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
+        """Replace a live fact's text: a new fact plus a tombstone pointing at it, in one
+        transaction. A pin moves to the revision. Returns (revision, tombstone)."""
+        validate_text(text)
+        return self._write(lambda tx: fact_ops.revise(tx, fact_id, text))
+
+    def retire(self, fact_id: str) -> Fact:
+        """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
+        return self._write(lambda tx: fact_ops.retire(tx, fact_id))
+
+    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+        """Write `text` and tombstone every live fact of `agent` whose text is exactly
+        `target`, pointing at it, in one transaction. Returns (replacement, tombstones)."""
+        validate_agent(agent)
+        validate_text(text)
+        return self._write(lambda tx: fact_ops.supersede_text(tx, agent, target, text))
+
+    def retire_text(self, agent: str, target: str) -> list[Fact]:
+        """Tombstone every live fact of `agent` whose text is exactly `target`, in one
+        transaction; refused when any is pinned."""
+        validate_agent(agent)
+        return self._write(lambda tx: fact_ops.retire_text(tx, agent, target))
+
+    def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]:
+        """Pin (or unpin) every live fact of `agent` whose text is exactly `target`."""
+        validate_agent(agent)
+        return self._write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
+
+    # ---- the review queue ---------------------------------------------------------------
+    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+        """Hold an agent's add/update/forget/pin/unpin for review instead of applying it;
+        refused now when it could never apply (no live fact has the target text, …)."""
+        validate_agent(agent)
+        if action in ("add", "update"):
+            validate_text(text)
+        if action != "add":
+            validate_text(target)
+        return self._write(lambda tx: review_ops.hold(tx, agent, action, target, text))
+
+    def proposals(
+        self,
+        agent: str | None = None,
+        *,
+        status: ReviewStatus | None = None,
+        limit: int | None = None,
+    ) -> list[ReviewProposal]:
+        """Held changes newest first, of one agent and in one status when given."""
+        return self._read(lambda tx: review_ops.listing(tx, agent, status, limit))
+
+    def pending_count(self) -> int:
+        """Proposals waiting for a decision (one number: cheap enough to poll)."""
+        return self._read(lambda tx: tx.meta_int(review_ops.PENDING_KEY))
+
+    def find_proposal(self, proposal_id: str) -> ReviewProposal | None:
+        return self._read(lambda tx: review_ops.find(tx, proposal_id))
+
+    def require_proposal(self, proposal_id: str) -> ReviewProposal:
+        """The proposal with this id; InvalidInput for a malformed id, NotFound for none."""
+        return self._read(lambda tx: review_ops.require(tx, proposal_id))
+
+    def approve_proposal(self, proposal_id: str) -> values.ReviewDecision:
+        """Apply a pending proposal in one transaction, or discard it as stale (the
+        decision's `applied` is False and its reason says what changed)."""
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
+        return self._write(lambda tx: review_ops.approve(tx, proposal_id))
+
+    def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision:
+        proposal_id = review_ops.validate_proposal_id(proposal_id)
+        review_ops.validate_reason(reason)
+        return self._write(lambda tx: review_ops.reject(tx, proposal_id, reason))
+
+    # ---- checkpoints and aliases ----------------------------------------------------------
+    def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint:
+        """Save an agent's working state (a JSON object as text, kept as given)."""
+        validate_agent(agent)
+        return self._write(lambda tx: checkpoint_ops.save_checkpoint(tx, agent, state))
+
+    def latest_checkpoint(self, agent: str) -> values.Checkpoint | None:
+        return self._read(lambda tx: checkpoint_ops.latest_checkpoint(tx, agent))
+
+    def add_alias(self, agent: str, term: str, equivalents: Sequence[str]) -> list[str]:
+        """Declare `equivalents` the same as `term` for `agent`'s searches; returns every
+        equivalent `term` now has."""
+        validate_agent(agent)
+        wanted = list(equivalents)
+        return self._write(lambda tx: checkpoint_ops.add_alias(tx, agent, term, wanted))
+
+    def aliases(self, agent: str) -> dict[str, list[str]]:
+        return self._read(lambda tx: checkpoint_ops.aliases(tx, agent))
+
+    # ---- probes ----------------------------------------------------------------------------
+    def add_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, bool]:
+        """Save a recall query every cycle of `agent` is checked against; the same query
+        again is the same probe (its k updated). Returns (the probe, whether it is new)."""
+        probe, outcome = self.save_probe(agent, query, k)
+        return probe, outcome == "added"
+
+    def save_probe(self, agent: str, query: str, k: int = 8) -> tuple[Probe, values.ProbeOutcome]:
+        """`add_probe`, saying what it did: added, updated (a new k for the same query)
+        or unchanged."""
+        values.validate_probe(agent, query, k)
+        return self._write(lambda tx: probe_ops.add(tx, agent, query, k))
+
+    def probes(self, agent: str | None = None) -> list[Probe]:
+        """Probes of `agent` (every agent's when None), oldest first."""
+        return self._read(lambda tx: probe_ops.listing(tx, agent))
+
+    def remove_probe(self, probe_id: str) -> Probe:
+        """Remove a probe; NotFound when there is none with this id."""
+        probe_id = values.validate_probe_id(probe_id)
+        return self._write(lambda tx: probe_ops.remove(tx, probe_id))
+
+    def trial_apply(
+        self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
+    ) -> values.TrialApply[T]:
+        """Run `look` over the keyword index, apply `request` as `apply_consolidation`
+        would, run `look` again, and abandon the transaction: the second look sees the
+        store exactly as the apply would leave it, and nothing is written (ADR 0039).
+        Takes the write lock for as long as the looks last."""
+        return self._write(lambda tx: cycle_ops.trial_apply(tx, request, look))
+
+    # ---- activity ------------------------------------------------------------------------
+    def activity(
+        self, *, after: int = 0, before: int | None = None, limit: int | None = None
+    ) -> list[ActivityEntry]:
+        """Writes newest first, every process's, with write numbers in (after, before)."""
+        return self._read(
+            lambda tx: list(islice(tx.iter_activity(after=after, before=before), limit))
+        )
+
+    def last_activity(self) -> int:
+        """The newest write number (0: none yet); a reader polls it to see new writes."""
+        return self._read(lambda tx: tx.last_activity())
+
+    def touch(self, fact_ids: Iterable[str]) -> int:
+        """Record an access to live facts, one per time an id is given (a batch of several
+        searches may name a fact more than once); never resurrects a tombstone or
+        recreates a fact. Returns how many facts were touched."""
+        wanted = dict(Counter(fact_ids))
+        return self._write(lambda tx: fact_ops.touch(tx, wanted))
+
+    def delete(self, fact_ids: Iterable[str]) -> list[Fact]:
+        """Remove facts and their extraction signatures. Used only by pruning."""
+        wanted = list(fact_ids)
+        return self._write(lambda tx: fact_ops.delete(tx, wanted))
+
+    def claim_for_demo(self) -> None:
+        """Mark the store as the demo's. Refused (Conflict, nothing written) when it
+        already holds facts or journal records that the demo did not put there."""
+        self._write(lambda tx: fact_ops.claim_for_demo(tx, self.location))
+
+    # ---- the consolidation cycle -------------------------------------------------------
+    def decay(
+        self,
+        agent: str,
+        half_life_hours: float,
+        *,
+        dry_run: bool = False,
+        journal: values.JournalDecay | None = None,
+    ) -> values.DecayOutcome:
+        """Decay every unpinned fact of `agent` (tombstones too) in one transaction.
+        Only the vitals rows are rewritten. With `dry_run`, report and write nothing.
+        With `journal`, the record it builds from the outcome is saved in the same
+        transaction."""
+
+        def run(tx: Transaction) -> values.DecayOutcome:
+            return cycle_ops.decay(tx, agent, half_life_hours, None if dry_run else journal)
+
+        return self._read(run) if dry_run else self._write(run)
+
+    def weights(self, agent: str, state: FactState = "live") -> dict[str, float]:
+        """Current weight of each fact of `agent` in `state`, from vitals (no JSON)."""
+        return self._read(lambda tx: cycle_ops.weights(tx, agent, state))
+
+    def selection(
+        self, agent: str, half_life_hours: float, *, max_batch: int = 0
+    ) -> values.Selection:
+        """The live count, every live unpinned fact's (weight, id), and the batch (the
+        weakest half, at most `max_batch`), all in one read transaction."""
+        return self._read(lambda tx: cycle_ops.selection(tx, agent, half_life_hours, max_batch))
+
+    def apply_consolidation(
+        self, request: values.ApplyRequest, record: CycleRecord
+    ) -> values.ApplyOutcome:
+        """Summary, tombstones, receipts, counters and journal record: all or nothing;
+        refused (applied=False, nothing written) when the proposal has gone stale."""
+        return self._write(lambda tx: cycle_ops.apply_consolidation(tx, request, record))
+
+    def prune(self, agent: str, record: CycleRecord) -> values.PruneOutcome:
+        """Delete unpinned facts below 0.01 and copy each into the journal record, together."""
+        return self._write(lambda tx: cycle_ops.prune(tx, agent, record))
+
+    def save_record(self, record: CycleRecord) -> None:
+        self._write(lambda tx: cycle_ops.save_record(tx, record))
+
+    def revert_refusal(self, cycle_id: str) -> str | None:
+        """Why `revert(cycle_id)` would be refused right now, or None."""
+        return self._read(lambda tx: cycle_ops.revert_refusal(tx, cycle_id))
+
+    def revert(self, cycle_id: str) -> CycleRecord:
+        """Undo an applied cycle: consumed facts live again, summary retired, one transaction."""
+        return self._write(lambda tx: cycle_ops.revert(tx, cycle_id))
+
+    # ---- the knowledge graph -----------------------------------------------------------
+    def extract_graph(
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.ExtractOutcome:
+        """Extract entities from live facts whose text signature is new or changed."""
+        return self._write(lambda tx: graph_ops.extract_graph(tx, agent, extract))
+
+    def decay_graph(self, agent: str, half_life_hours: float) -> values.GraphDecayOutcome:
+        """Decay the agent's graph nodes and edges; remove those below 0.01."""
+        return self._write(lambda tx: graph_ops.decay_graph(tx, agent, half_life_hours))
+
+    def graph_size(self, agent: str) -> tuple[int, int]:
+        """(nodes, edges) of one agent's graph."""
+        return self._read(lambda tx: graph_ops.graph_size(tx, agent))
+
+    # ---- import ------------------------------------------------------------------------
+    def import_all(
+        self,
+        facts: list[Fact],
+        records: list[CycleRecord],
+        *,
+        fact_where: Sequence[str] | None = None,
+        record_where: Sequence[str] | None = None,
+        on_conflict: values.OnConflict = "refuse",
+        progress: Report | None = None,
+        probes: Sequence[Probe] = (),
+    ) -> values.ImportResult:
+        """Insert facts and journal records keeping their ids, all in one transaction
+        (rules in `import_ops`). `fact_where`/`record_where` say where each came from
+        ("line 7"), for messages; `progress` hears of the work as it goes. `probes` keep
+        their ids; one the store holds already (same id, or same agent and query) is
+        left as it is."""
+        if on_conflict not in values.ON_CONFLICT:
+            raise InvalidInput(f"on_conflict must be one of {', '.join(values.ON_CONFLICT)}")
+        analyzer = self._read(lambda tx: tx.analyzer)
+        batch = import_ops.ImportBatch.prepare(
+            facts, records, fact_where, record_where, progress, analyzer, list(probes)
+        )
+        self._make_room_for_import(batch)
+        return self._write(lambda tx: import_ops.import_all(tx, batch, on_conflict, progress))
+
+    # ---- moving a whole store (ADR 0046) ---------------------------------------------------
+    def snapshot(self) -> values.StoreSnapshot:
+        """Everything a migration carries, read in one transaction (`migrate_ops`)."""
+        return self._read(migrate_ops.snapshot)
+
+    def load_snapshot(
+        self,
+        snapshot: values.StoreSnapshot,
+        *,
+        allow_non_empty: bool = False,
+        origin: str = "",
+        progress: Report | None = None,
+    ) -> values.LoadResult:
+        """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
+        terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
+        self._make_room_for_snapshot(snapshot, terms)
+        return self._write(
+            lambda tx: migrate_ops.load(
+                tx,
+                snapshot,
+                terms,
+                made_by,
+                allow_non_empty=allow_non_empty,
+                origin=origin,
+                progress=progress,
+            )
+        )

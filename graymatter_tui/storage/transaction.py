@@ -1,0 +1,516 @@
+"""One transaction over a store, as the shared operations see it (ADR 0052).
+
+`Transaction` is written once: the bookkeeping every backend needs (ids, the analyzer,
+agent counts, the activity entry, the "change nothing" and "look only" ends) is here,
+and each backend fills in the primitives marked abstract, over its own tables. The
+operation modules (`fact_ops`, `cycle_ops`, …) are typed against this class, so mypy
+checks every call they make on either backend, with no casts.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from graymatter_tui.core import clock, provenance
+from graymatter_tui.core.errors import NotFound, StoreError
+from graymatter_tui.core.model import ActivityAction, ActivityEntry, CycleRecord, Fact, FactState
+from graymatter_tui.core.tokens import NO_STEMMING, Analyzer, languages
+from graymatter_tui.storage.codec import AgentCounts
+from graymatter_tui.storage.ids import new_id
+
+T = TypeVar("T")
+
+# Keys both backends spell alike: `agent \0 id` for a fact (the graph's extraction
+# watermark and decay's vitals use it), and flags of a fact's vitals.
+SEP = b"\x00"
+FLAG_PINNED = 1
+FLAG_TOMBSTONE = 2
+# Meta rows: the store's stemming language (schema 4); the embedding model whose vectors
+# the store holds and their dimension (ADR 0034).
+STEM_LANGUAGE = "stem_language"
+EMBED_MODEL = "embed_model"
+EMBED_DIM = "embed_dim"
+# The activity feed keeps this many newest entries; an entry keeps this much of its text.
+ACTIVITY_KEEP = 100_000
+ACTIVITY_TEXT = 500
+
+GraphTable = Literal["graph_nodes", "graph_edges"]
+# Tables a migration copies row for row, as (key, value) bytes in the LMDB layout
+# (`iter_rows`, `put_rows`); the PostgreSQL backend maps each to its columns (ADR 0046).
+CopyTable = Literal[
+    "receipts", "checkpoints", "aliases", "proposals", "graph_nodes", "graph_edges", "extracted"
+]
+COPY_TABLES: tuple[CopyTable, ...] = (
+    "receipts",
+    "checkpoints",
+    "aliases",
+    "proposals",
+    "graph_nodes",
+    "graph_edges",
+    "extracted",
+)
+
+_ANALYZERS: dict[str, Analyzer] = {}
+
+
+def analyzer_for(language: str) -> Analyzer:
+    """The analyzer of a stemming language, made once per process."""
+    found = _ANALYZERS.get(language)
+    if found is None:
+        if language not in languages():  # written by a newer release, or damaged
+            raise StoreError(
+                f"this store is indexed for stemming language {language!r}, which this "
+                "graymatter-tui does not know; upgrade graymatter-tui to open it"
+            )
+        found = _ANALYZERS[language] = Analyzer(language)
+    return found
+
+
+def epoch_ms(stamp: str) -> int:
+    try:
+        return int(datetime.fromisoformat(stamp).timestamp() * 1000)
+    except ValueError:
+        return int(clock.parse_time(stamp).timestamp() * 1000)
+
+
+def fact_key(agent: str, fact_id: str) -> bytes:
+    return agent.encode() + SEP + fact_id.encode()
+
+
+class Transaction(ABC):
+    """Every read and write the shared operations make goes through these methods."""
+
+    def __init__(
+        self,
+        now: datetime,
+        *,
+        write: bool,
+        mint: Callable[[datetime], str] = new_id,
+        source: str = provenance.LIBRARY,
+    ) -> None:
+        self.now = now
+        self.write = write
+        self.source = source  # who this write is for (provenance), read once per call
+        self.discard = False  # set by `unchanged` and `abandon`: roll back, not commit
+        self._mint = mint
+        self._analyzer: Analyzer | None = None
+        # Agent counts this transaction changed, written once at its end (`flush_counts`).
+        self._counts: dict[str, AgentCounts] = {}
+
+    # ---- how a write ends ------------------------------------------------------------
+    def unchanged(self, result: T) -> T:
+        """Return `result` from a write that decided to change nothing: its transaction is
+        then rolled back, so the store's generation stays put and other processes see no
+        write. Only for a decision made before anything was put."""
+        self.discard = True
+        return result
+
+    def abandon(self, result: T) -> T:
+        """Return `result` from a write run only to look at what it would do: everything
+        it put is thrown away, the generation stays put and no other process ever sees it
+        (`trial_apply`)."""
+        self.discard = True
+        return result
+
+    def mint(self, moment: datetime) -> str:
+        """A new ULID for `moment`, not yet checked against the store (`ids_in_use`)."""
+        return self._mint(moment)
+
+    def new_id(self, moment: datetime | None = None) -> str:
+        """A new ULID for `moment` (default: the transaction's time), held by no fact and
+        no journal record. A write that runs again gets the same ids in the same order
+        when its backend hands it a replaying `mint`. Random ids never collide in
+        practice, but seeded ones (GRAYMATTER_ID_SEED with a pinned clock) repeat across
+        processes, and a repeated id would overwrite another fact or cycle."""
+        when = self.now if moment is None else moment
+        while True:
+            candidate = self._mint(when)
+            if not self.id_in_use(candidate):
+                return candidate
+
+    # ---- the analyzer ------------------------------------------------------------------
+    @property
+    def analyzer(self) -> Analyzer:
+        """How this store turns text into index terms: its stemming language is in
+        meta (a store without one, written before schema 4, was indexed unstemmed)."""
+        if self._analyzer is None:
+            self._analyzer = analyzer_for(self.meta_get(STEM_LANGUAGE) or NO_STEMMING)
+        return self._analyzer
+
+    def set_analyzer(self, language: str) -> None:
+        """Record the store's stemming language; the caller re-indexes (`reindex_ops`)."""
+        self.meta_put(STEM_LANGUAGE, language)
+        self._analyzer = analyzer_for(language)
+
+    def terms(self, text: str) -> list[str]:
+        """The index terms of `text` (a query), made as this store makes them."""
+        return self.analyzer.terms(text)
+
+    def index_texts(self, rows: list[tuple[str, str, str]]) -> None:
+        """Index live facts given as (agent, id, text) that are not in the index yet."""
+        counts = self.analyzer.term_counts
+        self._index([(agent, fact_id, counts(text)) for agent, fact_id, text in rows])
+
+    def ids_in_use(self, ids: list[str]) -> set[str]:
+        """Those of `ids` a fact or a journal record already has (a backend may ask in
+        one round trip)."""
+        return {i for i in ids if self.id_in_use(i)}
+
+    def find_many(self, fact_ids: list[str]) -> list[Fact | None]:
+        """`find` of each id (a backend may read them in one round trip)."""
+        return [self.find(i) for i in fact_ids]
+
+    # ---- lookups that must find ----------------------------------------------------------
+    def require(self, fact_id: str) -> Fact:
+        """The fact with this id; NotFound when there is none (`find` returns None)."""
+        fact = self.find(fact_id)
+        if fact is None:
+            raise NotFound(f"no fact with id {fact_id}")
+        return fact
+
+    def require_record(self, cycle_id: str) -> CycleRecord:
+        """The journal record with this id; NotFound when there is none."""
+        record = self.find_record(cycle_id)
+        if record is None:
+            raise NotFound(f"no cycle with id {cycle_id}")
+        return record
+
+    # ---- agent counts ------------------------------------------------------------------
+    def _count(self, fact: Fact | None, sign: int) -> None:
+        if fact is None:
+            return
+        counts = self.agent_counts(fact.agent_id)
+        self._counts[fact.agent_id] = counts
+        counts.count(fact, sign)
+
+    def agent_counts(self, agent: str) -> AgentCounts:
+        pending = self._counts.get(agent)
+        return pending if pending is not None else self._stored_counts(agent)
+
+    def live_count(self, agent: str) -> int:
+        return self.agent_counts(agent).live
+
+    def set_weight_sum(self, agent: str, weight_sum: float) -> None:
+        counts = self.agent_counts(agent)
+        counts.weight_sum = weight_sum
+        self._counts[agent] = counts
+
+    def flush_counts(self) -> None:
+        """Write what this transaction changed in agent counts (an agent with no facts
+        left has no row), before the backend commits."""
+        for agent, counts in self._counts.items():
+            if counts.live == 0 and counts.tombstones == 0:
+                self._put_counts(agent, None)
+                continue
+            if counts.live == 0:
+                counts.weight_sum = 0.0
+            self._put_counts(agent, counts)
+        self._counts.clear()
+
+    # ---- the activity feed -------------------------------------------------------------
+    def log(
+        self,
+        action: ActivityAction,
+        agent: str,
+        *,
+        text: str = "",
+        fact_id: str = "",
+        cycle_id: str = "",
+        count: int = 1,
+    ) -> None:
+        """Add this write to the activity feed, under the next write number; the oldest
+        entry beyond `ACTIVITY_KEEP` goes in the same transaction, so the feed stays
+        bounded however long agents write."""
+        if not self.keeps_activity:
+            return
+        seq = self.bump("activity_seq")
+        entry = ActivityEntry(
+            seq=seq,
+            at=clock.format_time(self.now),
+            source=self.source,
+            agent_id=agent,
+            action=action,
+            text=text[:ACTIVITY_TEXT],
+            fact_id=fact_id,
+            cycle_id=cycle_id,
+            count=count,
+        )
+        self._append_activity(entry, seq - ACTIVITY_KEEP if seq > ACTIVITY_KEEP else None)
+
+    def last_activity(self) -> int:
+        """The write number of the newest activity entry (0: none yet)."""
+        return self.meta_int("activity_seq")
+
+    @property
+    def keeps_activity(self) -> bool:
+        """Whether this store has a feed to write to (an older store read as it is may
+        not)."""
+        return True
+
+    # ==== the primitives each backend supplies ===========================================
+    # ---- facts -------------------------------------------------------------------------
+    @abstractmethod
+    def id_in_use(self, value: str) -> bool:
+        """Whether a fact or a journal record already has this id."""
+
+    @abstractmethod
+    def agent_of(self, fact_id: str) -> str | None: ...
+
+    @abstractmethod
+    def find(self, fact_id: str) -> Fact | None: ...
+
+    @abstractmethod
+    def write_fact(self, new: Fact, old: Fact | None) -> None:
+        """Insert or replace one fact, keeping its indexes and its agent's counts (via
+        `_count`) in step."""
+
+    @abstractmethod
+    def insert_many(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None = None,
+        made_by: Analyzer | None = None,
+    ) -> None:
+        """Insert new facts in bulk; `terms` are their term counts as `made_by` made them
+        (recomputed when that is not this store's analyzer)."""
+
+    @abstractmethod
+    def delete_fact(self, fact: Fact) -> None: ...
+
+    @abstractmethod
+    def _stored_counts(self, agent: str) -> AgentCounts:
+        """The agent's counts as committed."""
+
+    @abstractmethod
+    def _put_counts(self, agent: str, counts: AgentCounts | None) -> None:
+        """Store an agent's counts (None: the agent has no facts left)."""
+
+    @abstractmethod
+    def agent_names(self) -> list[str]: ...
+
+    # ---- iteration -----------------------------------------------------------------------
+    @abstractmethod
+    def iter_ids(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[str]: ...
+
+    @abstractmethod
+    def iter_facts(
+        self, agent: str, state: FactState, *, before: str | None = None, newest_first: bool = True
+    ) -> Iterator[Fact]: ...
+
+    @abstractmethod
+    def iter_texts(
+        self, agent: str, state: FactState, *, before: str | None = None
+    ) -> Iterator[tuple[str, str]]: ...
+
+    @abstractmethod
+    def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
+        """(fact key, weight, accessed epoch ms, flags) of every fact of `agent`, in id
+        order."""
+
+    @abstractmethod
+    def reweigh(
+        self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
+    ) -> None:
+        """Call `weigh` for every fact of `agent` in id order; with `write`, store the
+        weights it changed (decay)."""
+
+    # ---- the recall index ------------------------------------------------------------------
+    @abstractmethod
+    def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
+        """Postings of live facts given as (agent, id, term counts)."""
+
+    @abstractmethod
+    def clear_index(self) -> None:
+        """Empty the postings and term tables (a re-index follows in this transaction)."""
+
+    @abstractmethod
+    def document_frequency(self, agent: str, term: str) -> int: ...
+
+    @abstractmethod
+    def iter_postings(
+        self, agent: str, term: str, newest: int | None = None
+    ) -> Iterator[tuple[str, int, int]]:
+        """(fact id, term count, fact length) of every live fact of `agent` holding
+        `term`, oldest first; with `newest`, only that many of the newest, newest first."""
+
+    @abstractmethod
+    def posting(self, agent: str, term: str, fact_id: str) -> tuple[int, int] | None:
+        """(term count, fact length) if the live fact `fact_id` of `agent` holds `term`."""
+
+    @abstractmethod
+    def postings_of(
+        self, agent: str, term: str, fact_ids: Sequence[str]
+    ) -> dict[str, tuple[int, int]]: ...
+
+    # ---- meta, counters, receipts, journal -----------------------------------------------
+    @abstractmethod
+    def meta_get(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def meta_put(self, key: str, value: str) -> None: ...
+
+    @abstractmethod
+    def meta_int(self, key: str) -> int: ...
+
+    @abstractmethod
+    def bump(self, key: str, amount: int = 1) -> int: ...
+
+    @abstractmethod
+    def receipts(self, summary_id: str) -> list[str]: ...
+
+    @abstractmethod
+    def put_receipts(self, summary_id: str, consumed: list[str]) -> None: ...
+
+    @abstractmethod
+    def delete_receipts(self, summary_id: str) -> None: ...
+
+    @abstractmethod
+    def find_record(self, cycle_id: str) -> CycleRecord | None: ...
+
+    @abstractmethod
+    def put_record(self, record: CycleRecord) -> None: ...
+
+    @abstractmethod
+    def iter_records(self, *, newest_first: bool = True) -> Iterator[CycleRecord]:
+        """Every journal record (cycle ids are ULIDs, so id order is time order)."""
+
+    @abstractmethod
+    def count_facts(self) -> int: ...
+
+    @abstractmethod
+    def count_records(self) -> int: ...
+
+    # ---- the knowledge graph -------------------------------------------------------------
+    @abstractmethod
+    def extracted(self, key: bytes) -> bool:
+        """Whether the fact under `key` (a fact key) has had its text extracted."""
+
+    @abstractmethod
+    def put_extracted(self, key: bytes, signature: bytes) -> None: ...
+
+    @abstractmethod
+    def graph_row(self, table: GraphTable, key: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def put_graph_row(self, table: GraphTable, key: bytes, value: bytes) -> None: ...
+
+    @abstractmethod
+    def delete_graph_row(self, table: GraphTable, key: bytes) -> None: ...
+
+    @abstractmethod
+    def graph_rows(self, table: GraphTable, agent: str) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of one agent's rows of a graph table, in key order."""
+
+    # ---- checkpoints, aliases, probes, the review queue ------------------------------------
+    @abstractmethod
+    def put_checkpoint(self, agent: str, checkpoint_id: str, record: bytes) -> None: ...
+
+    @abstractmethod
+    def latest_checkpoint(self, agent: str) -> tuple[str, bytes] | None:
+        """(id, record) of the newest checkpoint of `agent` (ids are time-ordered)."""
+
+    @abstractmethod
+    def put_alias(self, agent: str, term: str, record: bytes) -> None: ...
+
+    @abstractmethod
+    def iter_aliases(self, agent: str) -> Iterator[tuple[str, bytes]]:
+        """(term, record) of every alias of `agent`, in term order."""
+
+    @abstractmethod
+    def put_probe(self, agent: str, probe_id: str, record: bytes) -> None: ...
+
+    @abstractmethod
+    def delete_probe(self, agent: str, probe_id: str) -> None: ...
+
+    @abstractmethod
+    def iter_probes(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, probe id, record) of `agent`'s probes (every agent's when None), by
+        agent, then id."""
+
+    @abstractmethod
+    def put_proposal(self, proposal_id: str, record: bytes) -> None: ...
+
+    @abstractmethod
+    def proposal(self, proposal_id: str) -> bytes | None: ...
+
+    @abstractmethod
+    def iter_proposals(self, *, newest_first: bool = True) -> Iterator[bytes]: ...
+
+    # ---- the activity feed -------------------------------------------------------------
+    @abstractmethod
+    def _append_activity(self, entry: ActivityEntry, drop: int | None) -> None:
+        """Store `entry` under its write number, and drop the entry numbered `drop`."""
+
+    @abstractmethod
+    def iter_activity(
+        self, *, after: int = 0, before: int | None = None
+    ) -> Iterator[ActivityEntry]:
+        """Activity entries newest first, with write numbers in (after, before)."""
+
+    @abstractmethod
+    def put_activity(self, entries: list[ActivityEntry]) -> None:
+        """Activity entries under their own write numbers (a migration's copy of another
+        store's feed); the caller sets `activity_seq`."""
+
+    # ---- whole tables, for a migration (ADR 0046) --------------------------------------
+    @abstractmethod
+    def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every row of `table` in the LMDB layout and key order."""
+
+    @abstractmethod
+    def put_rows(self, table: CopyTable, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write rows as `iter_rows` gives them."""
+
+
+class VectorTransaction(Transaction):
+    """A transaction of a backend that stores embedding vectors (ADR 0034): the rows of
+    the per-agent blocks and the queue of facts waiting for one."""
+
+    @abstractmethod
+    def has_vector_tables(self) -> bool: ...
+
+    @abstractmethod
+    def vector_row(self, key: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def put_vector_row(self, key: bytes, value: bytes) -> None: ...
+
+    @abstractmethod
+    def delete_vector_row(self, key: bytes) -> None: ...
+
+    @abstractmethod
+    def stamp_vector_block(self, agent: str, block: int) -> None: ...
+
+    @abstractmethod
+    def vector_rows(
+        self, prefix: bytes, *, keys_only: bool = False
+    ) -> Iterator[tuple[bytes, Any]]: ...
+
+    @abstractmethod
+    def last_vector_key(self, prefix: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def clear_embeddings(self) -> None: ...
+
+    @abstractmethod
+    def embedding_started(self) -> None: ...
+
+    @abstractmethod
+    def queue_put_sorted(self, keys: list[bytes]) -> None: ...
+
+    @abstractmethod
+    def queued(self, agent: str, fact_id: str) -> bool: ...
+
+    @abstractmethod
+    def queue_delete(self, agent: str, fact_id: str) -> None: ...
+
+    @abstractmethod
+    def queue_size(self) -> int: ...
+
+    @abstractmethod
+    def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]: ...
