@@ -16,6 +16,7 @@ from graymatter_tui.core import provenance
 from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
+from tests.support.suite_env import TEST_DEFAULTS  # no embeddings unless a test asks
 
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
@@ -23,12 +24,14 @@ CLI_TIMEOUT = 120
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without any graymatter or summariser settings, plus `extra`."""
+    """The parent's environment without any graymatter or summariser settings, plus the
+    suite's TEST_DEFAULTS and `extra`."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
     }
+    env.update(TEST_DEFAULTS)
     env["COLUMNS"] = "400"  # `list` truncates rows to the terminal width
     env["PYTHONIOENCODING"] = "utf-8"
     if extra:
@@ -61,10 +64,13 @@ def run_graymatter(
 
 @pytest.fixture
 def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No GRAYMATTER_* setting of the developer's shell leaks into an in-process store."""
+    """No GRAYMATTER_* setting of the developer's shell leaks into an in-process store;
+    the suite's TEST_DEFAULTS (no embeddings) hold instead."""
     for key in list(os.environ):
         if key.startswith(("GRAYMATTER_", "LMDB_")):
             monkeypatch.delenv(key)
+    for key, value in TEST_DEFAULTS.items():
+        monkeypatch.setenv(key, value)
 
 
 def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[LmdbStore]:

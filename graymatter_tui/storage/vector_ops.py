@@ -93,7 +93,8 @@ def store(
     with that same text, and it is still queued. Consecutive rows of one fact are that
     fact's pieces (one vector per sentence, ADR 0038) and are written or skipped together.
     Returns (stored, skipped) counted in facts. The first vectors of a model record its
-    dimension; vectors of another dimension are refused."""
+    dimension; vectors of another dimension are refused. A fact given as one all-zero row
+    leaves the queue with no vector (stored, not skipped)."""
     groups = _group_rows(rows, matrix)
     current, dimension = model(tx)
     if current != name or (dimension is not None and dimension != matrix.shape[1]):
@@ -113,6 +114,11 @@ def store(
             skipped += 1  # embedded from another text: stays queued
             continue
         tx.queue_delete(agent, fact_id)
+        if len(vectors) == 1 and not vectors[0].any():
+            # One all-zero row: nothing in the text the model can read (only emoji or
+            # symbols, ADR 0053). Done, with no vector: it is found by keyword only. (A
+            # queued fact holds no rows: its text change or the model switch freed them.)
+            continue
         by_agent[agent].append((fact_id, vectors))
     if dimension is None and by_agent:  # never from a batch that stored nothing
         tx.meta_put(EMBED_DIM, str(matrix.shape[1]))

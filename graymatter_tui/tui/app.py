@@ -26,7 +26,6 @@ from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
-from graymatter_tui.recall.vector_signal import QueryVectors
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.messages import StoreChanged
 from graymatter_tui.tui.screens.actions import (
@@ -63,6 +62,8 @@ from graymatter_tui.tui.widgets.top_bar import TopBar
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
 from graymatter_tui.tui.workers import in_daemon_thread
 from graymatter_tui.views.presentation import store_badges
+
+EMBED_START_SECONDS = 2.0  # the background embedder's first batch, after the first paint
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
@@ -148,6 +149,9 @@ class GraymatterApp(App[None]):
     generation: var[int] = var(-1, init=False)  # the store's; moves with every write
     settings: var[Settings] = var(Settings, init=False, always_update=True)
     reach: var[Reach] = var(CHECKING, init=False)  # the summariser's, probed here only
+    # What the embedder of this process is doing, and the recall preview's last vector
+    # use, as the Status tab says them (set by the poll).
+    embedding: var[tuple[str, str]] = var(("", ""), init=False)
 
     def __init__(
         self,
@@ -176,7 +180,8 @@ class GraymatterApp(App[None]):
         # Embeds new facts on its own thread when GRAYMATTER_EMBED is set; it never
         # touches a widget (the poll picks its writes up like any other process's).
         self.embedder: embedding.BackgroundEmbedder | None = None
-        self.query_vectors: QueryVectors | None = None  # recall preview's vector signal
+        # The recall preview's vector signal.
+        self.query_vectors: embedding_query.StoreQueryVectors | None = None
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -279,7 +284,21 @@ class GraymatterApp(App[None]):
             self.show_error(str(exc))
             return
         if self.embedder is not None:
-            self.embedder.start()
+            # After the first paint: loading the local model takes a second of CPU.
+            self.embedder.start_later(EMBED_START_SECONDS)
+
+    def _embedding_now(self) -> tuple[str, str]:
+        """(this process's embedder, the recall preview's last vector use) in words."""
+        if self.query_vectors is None:
+            return ("off (GRAYMATTER_EMBED=none)", "")
+        doing = self.embedder.describe() if self.embedder is not None else "not embedding here"
+        if self.embedder is None and self.read_only:
+            doing = "not embedding here (read-only)"
+        use = self.query_vectors.latest
+        said = "" if use.used or use is embedding_query.NOT_ASKED else use.reason
+        if said and use.failed:
+            said = f"the last recall preview ranked without vectors: {said}"
+        return (doing, said)
 
     def on_unmount(self) -> None:
         if self.embedder is not None:
@@ -349,6 +368,7 @@ class GraymatterApp(App[None]):
             # A new generation makes the panes re-read (the shown one now, hidden ones
             # when shown); a pane whose read fails reports it and stays stale.
             self.generation = self.store.generation()
+            self.embedding = self._embedding_now()
             self._catch_up()
         except GraymatterError as exc:
             self.show_error(str(exc))

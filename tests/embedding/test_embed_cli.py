@@ -49,6 +49,7 @@ def test_the_backlog_is_shown_drained_and_covered(
         "skipped": 0,
         "requeued": 1,
         "backlog": 0,
+        "unreadable": 0,
     }
     for text in ("We deploy on fridays", "The outage hit billing", "Rotate the secrets"):
         assert run_cli("remember", "ops", text).returncode == 0  # no embedder configured
@@ -98,7 +99,7 @@ def test_a_failing_server_is_one_line_and_loses_nothing(
 @pytest.mark.parametrize(
     ("env", "said"),
     [
-        ({}, "embeddings are off: set GRAYMATTER_EMBED=ollama"),
+        ({"GRAYMATTER_EMBED": "none"}, "embeddings are off (GRAYMATTER_EMBED=none): set"),
         ({"GRAYMATTER_EMBED": "bert"}, "unknown embedder 'bert'"),
     ],
 )

@@ -23,6 +23,7 @@ import pytest
 from graymatter_tui.recall.ranking import RecallWeights, rank
 from tests.recall.helpers import AGENT, FIXED
 from tests.support.backends import CliStore
+from tests.support.suite_env import TEST_DEFAULTS
 
 NOW_TEXT = "2026-03-01T13:00:00Z"  # one hour after the store was seeded
 NOW_STORED = "2026-03-01T13:00:00.000000Z"
@@ -46,6 +47,7 @@ def run(
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GRAYMATTER_", "LMDB_"))}
     clean.update({"GRAYMATTER_NOW": NOW_TEXT, "PYTHONIOENCODING": "utf-8", "COLUMNS": "400"})
+    clean.update(TEST_DEFAULTS)
     clean.update(env or {})
     done = subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *named, *args],

@@ -36,6 +36,7 @@ class Host(Protocol):
     agent: str
     generation: int
     reach: Reach
+    embedding: tuple[str, str]  # (this process's embedder, recall's last vector use)
     read_only: bool
     closing: bool
 

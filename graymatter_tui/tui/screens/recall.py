@@ -23,6 +23,7 @@ from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.provenance import UNRECORDED
 from graymatter_tui.core.receipts import lineage_fields, lineage_summary
 from graymatter_tui.core.words import counted
+from graymatter_tui.embedding.query import use_of
 from graymatter_tui.recall.ranking import Hit, lineages, rank
 from graymatter_tui.recall.vector_signal import QueryVectors
 from graymatter_tui.storage import MemoryStore
@@ -123,6 +124,7 @@ class RecallScreen(ModalScreen[str | None]):
         # With embeddings on, ranking asks a server for the query's vector (up to its
         # query timeout): it runs on a worker thread so the screen never freezes.
         self.vectors = vectors
+        self.vector_use = use_of(vectors)
         self.hits: list[Hit] = []
 
     def compose(self) -> ComposeResult:
@@ -167,9 +169,12 @@ class RecallScreen(ModalScreen[str | None]):
 
     def _ranked(self, query: str) -> list[Hit] | GraymatterError:
         try:
-            return rank(self.store, self.agent, query, k=K, vectors=self.vectors)
+            hits = rank(self.store, self.agent, query, k=K, vectors=self.vectors)
         except GraymatterError as exc:
             return exc
+        # Read in the thread that ranked: whether the vector signal took part, and why not.
+        self.vector_use = use_of(self.vectors)
+        return hits
 
     def _show(self, query: str, ranked: list[Hit] | GraymatterError) -> None:
         table: DataTable[str | Text] = self.query_one(DataTable)
@@ -181,13 +186,22 @@ class RecallScreen(ModalScreen[str | None]):
             self.query_one("#recall-info", Static).update(literal(ranked))
             return
         self.hits = ranked
-        self.query_one("#recall-info", Static).update(
+        info = Text(
             f"{counted(len(self.hits), 'result')} · "
             + ("vec vector rank · " if self.vectors is not None else "")
             + "kw keyword rank · new recency rank · fused score"
             if self.hits
             else "No live fact shares a keyword with the query."
         )
+        use = self.vector_use
+        if self.vectors is not None and not use.used:
+            # Said whenever vectors are on but took no part: the ranking is keyword only.
+            head = (
+                "vectors not used (the embedder failed): " if use.failed else "vectors not used: "
+            )
+            info.append("\n" + head, style="bold" if use.failed else "")
+            info.append_text(literal(use.reason))
+        self.query_one("#recall-info", Static).update(info)
         table.display = bool(self.hits)
         self._fill_table()
         if self.hits:

@@ -34,7 +34,7 @@ def reach_text(reach: Reach) -> str:
 
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
-    DEPENDS_ON = ("reach",)  # the summariser line
+    DEPENDS_ON = ("reach", "embedding")  # the summariser and embedder lines
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
 
     def compose(self) -> ComposeResult:
@@ -71,6 +71,11 @@ class StatusPane(VerticalScroll, Pane):
         out.add_row("schema", f"{schema}stemming {p['stem_language']}")
         embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
         out.add_row("embedding", embedding)
+        doing, recall_said = self.host.embedding
+        if doing:
+            out.add_row("embedder", literal(doing))
+        if recall_said:
+            out.add_row("vectors", literal(recall_said))
         s = self.host.settings
         out.add_row(
             "summariser",
