@@ -41,6 +41,7 @@ OVERLAP = 32  # word-pieces each window shares with the one before it
 # 64 KiB fact of English prose holds (about 14,000). When a text needs more, the overlap
 # shrinks (to none); what lies past 64 full windows is found by keyword only.
 MAX_WINDOWS = 64
+BACK_OFF = 24  # word-pieces a cut may move back to reach whitespace
 # Padded word-pieces per onnxruntime run: 32 short texts, or 4 full windows. Larger runs
 # were no faster on one thread and held far more memory (32 full windows: +1.3 GB).
 TOKEN_BUDGET = 1024
@@ -118,6 +119,19 @@ class Runtime:
             return [text]
         offsets = encoding.offsets
         words = [-1 if w is None else w for w in encoding.word_ids]
+        # A cut falls before a word-piece that starts a word: after whitespace when one is
+        # near ("08:15" and "INC-4012" stay whole), else where the model's own word starts
+        # (a long URL has no whitespace), never inside a word.
+        spaced = [offsets[i][0] == 0 or text[offsets[i][0] - 1].isspace() for i in range(count)]
+
+        def cut(position: int, floor: int) -> int:
+            for back in range(position, max(floor, position - BACK_OFF), -1):
+                if spaced[back]:
+                    return back
+            while position > floor and words[position] == words[position - 1]:
+                position -= 1
+            return position
+
         overlap = OVERLAP
         if 1 + math.ceil((count - size) / (size - overlap)) > MAX_WINDOWS:
             overlap = max(0, size - math.ceil((count - size) / (MAX_WINDOWS - 1)))
@@ -125,15 +139,12 @@ class Runtime:
         start = 0
         while start < count and len(found) < MAX_WINDOWS:
             end = min(count, start + size)
-            while end < count and end > start + 1 and words[end] == words[end - 1]:
-                end -= 1  # never split a word: back off to its first piece
+            if end < count:
+                end = cut(end, start + 1)
             found.append(text[offsets[start][0] : offsets[end - 1][1]])
             if end >= count:
                 break
-            following = max(end - overlap, start + 1)
-            while following > start + 1 and words[following] == words[following - 1]:
-                following -= 1
-            start = following
+            start = cut(max(end - overlap, start + 1), start + 1)
         return found
 
     # ---- vectors -----------------------------------------------------------------------

@@ -87,8 +87,9 @@ def bundled() -> ModelFiles:
 
 def own(directory: str, sha256: str, label: str) -> ModelFiles:
     """A user's model: `directory` holds model.onnx and tokenizer.json. Its window is
-    sentence_bert_config.json's max_seq_length when the directory has one, else the
-    tokenizer's own truncation, else 256 word-pieces."""
+    sentence_bert_config.json's max_seq_length when the directory has one (as
+    sentence-transformers exports it), else 256 word-pieces. Never the tokenizer file's
+    own truncation: all-MiniLM-L6-v2's says 128, half the model's window."""
     base = Path(directory).expanduser()
     name = "GRAYMATTER_EMBED_MODEL_PATH"
     if not base.is_dir():
@@ -110,21 +111,14 @@ def own(directory: str, sha256: str, label: str) -> ModelFiles:
 
 
 def _max_tokens(base: Path) -> int:
-    found: object = None
-    for file, path in (
-        ("sentence_bert_config.json", ("max_seq_length",)),
-        ("tokenizer.json", ("truncation", "max_length")),
-    ):
-        try:
-            value: object = json.loads((base / file).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool):
-            found = value
-            break
-    if not isinstance(found, int):
+    try:
+        config: object = json.loads(
+            (base / "sentence_bert_config.json").read_text(encoding="utf-8")
+        )
+    except (OSError, ValueError):
+        return DEFAULT_MAX_TOKENS
+    found = config.get("max_seq_length") if isinstance(config, dict) else None
+    if not isinstance(found, int) or isinstance(found, bool):
         return DEFAULT_MAX_TOKENS
     low, high = MAX_TOKENS_RANGE
     return max(low, min(high, found))

@@ -290,7 +290,7 @@ class GraymatterApp(App[None]):
     def _embedding_now(self) -> tuple[str, str]:
         """(this process's embedder, the recall preview's last vector use) in words."""
         if self.query_vectors is None:
-            return ("off (GRAYMATTER_EMBED=none)", "")
+            return ("", "")  # embeddings off: the embedding line says what the store holds
         doing = self.embedder.describe() if self.embedder is not None else "not embedding here"
         if self.embedder is None and self.read_only:
             doing = "not embedding here (read-only)"
