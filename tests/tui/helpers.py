@@ -24,6 +24,7 @@ from graymatter_tui.core.config import Settings
 from graymatter_tui.tui.app import GraymatterApp
 from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.conftest import clean_env
+from tests.support.cli_process import run_in_process, wants_subprocess
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 FIXED_TEXT = "2026-11-30T12:00:00Z"
@@ -209,6 +210,10 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI with no standard input, in this process where that is the same as a
+    subprocess (tests/support/cli_process.py)."""
+    if not wants_subprocess(args):
+        return run_in_process(args, b"", cli_env(env))
     return subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *args],
         capture_output=True,
