@@ -7,6 +7,7 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -221,25 +222,41 @@ class Tx(VectorTransaction):
             term_counts = self.analyzer.term_counts
             terms = [term_counts(f.text) if f.is_live else {} for f in facts]
         keys = [fact_key(f.agent_id, f.id) for f in facts]
-        cursor = self.txn.cursor
         by_key = itemgetter(0)
         # Sorted keys fill each B-tree page in turn instead of jumping about the tree.
         rows = sorted(zip(keys, map(encode, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.facts).putmulti(rows)
+        self._put_in_order(self.dbs.facts, rows)
         rows = sorted(zip(keys, map(pack_vitals, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.vitals).putmulti(rows)
+        self._put_in_order(self.dbs.vitals, rows)
         rows = sorted(((f.id.encode(), f.agent_id.encode()) for f in facts), key=by_key)
-        cursor(db=self.dbs.ids).putmulti(rows)
+        self._put_in_order(self.dbs.ids, rows)
         rows = sorted(
             ((_state_key(f.agent_id, _state_of(f), f.id), b"") for f in facts), key=by_key
         )
-        cursor(db=self.dbs.state).putmulti(rows)
+        self._put_in_order(self.dbs.state, rows)
         for fact in facts:
             self._count(fact, +1)
         if self.embedding_on:
             queued = sorted(queue_key(f.agent_id, f.id) for f in facts if f.is_live)
-            cursor(db=self._vector_table("embed_queue")).putmulti((k, b"") for k in queued)
+            self._put_in_order(self._vector_table("embed_queue"), [(k, b"") for k in queued])
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+
+    def _put_in_order(self, db: Table, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write `rows` (sorted by key, no key twice) over any row with the same key. Those
+        past the table's last key are appended: LMDB then fills each page in turn and
+        leaves it full, with no search down the tree (a fresh store's bulk load)."""
+        if not rows:
+            return
+        cursor = self.txn.cursor(db=db)
+        last = bytes(cursor.key()) if cursor.last() else None
+        split = 0 if last is None else bisect_right(rows, last, key=itemgetter(0))
+        if split:
+            cursor.putmulti(rows[:split] if split < len(rows) else rows)
+        if split < len(rows):
+            tail = rows[split:] if split else rows
+            _consumed, added = cursor.putmulti(tail, append=True)
+            if added != len(tail):  # out of order after all: never lose a row for speed
+                cursor.putmulti(tail)
 
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
