@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import lmdb
@@ -615,12 +615,48 @@ class Tx(VectorTransaction):
             if raw is not None:
                 yield fact_id, decode_text(raw).text
 
+    def _vitals_rows(self, agent: str, cursor: Any = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, packed vitals) of every fact of `agent` in key order, stepped in C (a
+        cycle reads all 100k of them three times). The cursor, if given, stays on the
+        row yielded, so the caller may `put` over it."""
+        prefix = agent.encode() + SEP
+        if cursor is None:
+            cursor = self.txn.cursor(db=self.dbs.vitals)
+        if not cursor.set_range(prefix):
+            return
+        for key, value in cursor.iternext():
+            if not key.startswith(prefix):
+                return
+            yield bytes(key), value
+
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
-        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
-        unpack = VITALS.unpack_from
-        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.vitals), agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            yield bytes(key), weight, accessed, flags
+        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON:
+        keys and values read in C, unpacked by one `iter_unpack` and paired in C."""
+        keys, packed = self._all_vitals(agent)
+        return map(add, zip(keys), VITALS.iter_unpack(packed))
+
+    def _all_vitals(self, agent: str) -> tuple[list[bytes], bytes]:
+        """The keys of every vitals row of `agent` and their values joined. Its counts
+        say how many rows there are, so they are taken in C; that they are exactly the
+        agent's is checked, not trusted (the first and last hold its prefix, the next
+        does not), else the rows are walked one by one."""
+        counts = self.agent_counts(agent)
+        expected = counts.live + counts.tombstones
+        prefix = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.vitals)
+        if expected > 0 and cursor.set_range(prefix):
+            keys = list(islice(cursor.iternext(keys=True, values=False), expected))
+            if (
+                len(keys) == expected
+                and keys[0].startswith(prefix)
+                and keys[-1].startswith(prefix)
+                and not (cursor.next() and cursor.key().startswith(prefix))
+            ):
+                cursor.set_range(prefix)
+                values = islice(cursor.iternext(keys=False, values=True), expected)
+                return keys, b"".join(values)
+        rows = list(self._vitals_rows(agent))
+        return [key for key, _ in rows], b"".join(value for _, value in rows)
 
     def reweigh(
         self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
@@ -628,13 +664,35 @@ class Tx(VectorTransaction):
         """Call `weigh(key, weight, accessed epoch ms, flags)` for every fact of `agent` in
         key order; with `write`, a weight it returns that differs is written to that
         fact's vitals row in place (decay: only vitals change, no JSON is touched)."""
-        unpack, pack = VITALS.unpack_from, VITALS.pack
-        cursor = self.txn.cursor(db=self.dbs.vitals)
-        for key, value in scan_prefix(cursor, agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            new = weigh(key, weight, accessed, flags)
-            if write and new != weight:
-                cursor.put(bytes(key), pack(new, accessed, flags))
+        pack = VITALS.pack
+        changed = [
+            (key, pack(new, accessed, flags))
+            for key, weight, accessed, flags in self.iter_vitals(agent)
+            if (new := weigh(key, weight, accessed, flags)) != weight and write
+        ]
+        if changed:  # in key order, each row the size it was
+            self.txn.cursor(db=self.dbs.vitals).putmulti(changed)
+
+    def unextracted(self, agent: str) -> tuple[int, list[str]]:
+        """As `Transaction.unextracted`: the live ids less the watermarked ones, as two
+        key scans stepped in C and a set difference (no look-up per fact)."""
+        head = agent.encode() + SEP
+        live = set(self._keys_after(self.dbs.state, head + LIVE + SEP))
+        count = len(live)
+        if live:
+            live.difference_update(self._keys_after(self.dbs.extracted, head))
+        return count, sorted(key.decode() for key in live)
+
+    def _keys_after(self, db: Table, prefix: bytes) -> Iterator[bytes]:
+        """The part after `prefix` of every key of `db` that starts with it, in order."""
+        cursor = self.txn.cursor(db=db)
+        if not cursor.set_range(prefix):
+            return
+        start = len(prefix)
+        for key in cursor.iternext(keys=True, values=False):
+            if not key.startswith(prefix):
+                return
+            yield key[start:]
 
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)
