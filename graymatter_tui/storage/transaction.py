@@ -393,6 +393,13 @@ class Transaction(ABC):
     @abstractmethod
     def put_extracted(self, key: bytes, signature: bytes) -> None: ...
 
+    def unextracted(self, agent: str) -> tuple[int, list[str]]:
+        """(how many live facts `agent` has, the ids of those not yet extracted, oldest
+        first). A backend may answer it faster than one `extracted` per fact."""
+        head = agent.encode() + SEP
+        live = list(self.iter_ids(agent, "live", newest_first=False))
+        return len(live), [i for i in live if not self.extracted(head + i.encode())]
+
     @abstractmethod
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None: ...
 

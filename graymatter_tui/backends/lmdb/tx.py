@@ -7,12 +7,13 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import lmdb
@@ -221,25 +222,41 @@ class Tx(VectorTransaction):
             term_counts = self.analyzer.term_counts
             terms = [term_counts(f.text) if f.is_live else {} for f in facts]
         keys = [fact_key(f.agent_id, f.id) for f in facts]
-        cursor = self.txn.cursor
         by_key = itemgetter(0)
         # Sorted keys fill each B-tree page in turn instead of jumping about the tree.
         rows = sorted(zip(keys, map(encode, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.facts).putmulti(rows)
+        self._put_in_order(self.dbs.facts, rows)
         rows = sorted(zip(keys, map(pack_vitals, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.vitals).putmulti(rows)
+        self._put_in_order(self.dbs.vitals, rows)
         rows = sorted(((f.id.encode(), f.agent_id.encode()) for f in facts), key=by_key)
-        cursor(db=self.dbs.ids).putmulti(rows)
+        self._put_in_order(self.dbs.ids, rows)
         rows = sorted(
             ((_state_key(f.agent_id, _state_of(f), f.id), b"") for f in facts), key=by_key
         )
-        cursor(db=self.dbs.state).putmulti(rows)
+        self._put_in_order(self.dbs.state, rows)
         for fact in facts:
             self._count(fact, +1)
         if self.embedding_on:
             queued = sorted(queue_key(f.agent_id, f.id) for f in facts if f.is_live)
-            cursor(db=self._vector_table("embed_queue")).putmulti((k, b"") for k in queued)
+            self._put_in_order(self._vector_table("embed_queue"), [(k, b"") for k in queued])
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+
+    def _put_in_order(self, db: Table, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write `rows` (sorted by key, no key twice) over any row with the same key. Those
+        past the table's last key are appended: LMDB then fills each page in turn and
+        leaves it full, with no search down the tree (a fresh store's bulk load)."""
+        if not rows:
+            return
+        cursor = self.txn.cursor(db=db)
+        last = bytes(cursor.key()) if cursor.last() else None
+        split = 0 if last is None else bisect_right(rows, last, key=itemgetter(0))
+        if split:
+            cursor.putmulti(rows[:split] if split < len(rows) else rows)
+        if split < len(rows):
+            tail = rows[split:] if split else rows
+            _consumed, added = cursor.putmulti(tail, append=True)
+            if added != len(tail):  # out of order after all: never lose a row for speed
+                cursor.putmulti(tail)
 
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
@@ -598,12 +615,48 @@ class Tx(VectorTransaction):
             if raw is not None:
                 yield fact_id, decode_text(raw).text
 
+    def _vitals_rows(self, agent: str, cursor: Any = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, packed vitals) of every fact of `agent` in key order, stepped in C (a
+        cycle reads all 100k of them three times). The cursor, if given, stays on the
+        row yielded, so the caller may `put` over it."""
+        prefix = agent.encode() + SEP
+        if cursor is None:
+            cursor = self.txn.cursor(db=self.dbs.vitals)
+        if not cursor.set_range(prefix):
+            return
+        for key, value in cursor.iternext():
+            if not key.startswith(prefix):
+                return
+            yield bytes(key), value
+
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
-        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
-        unpack = VITALS.unpack_from
-        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.vitals), agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            yield bytes(key), weight, accessed, flags
+        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON:
+        keys and values read in C, unpacked by one `iter_unpack` and paired in C."""
+        keys, packed = self._all_vitals(agent)
+        return map(add, zip(keys), VITALS.iter_unpack(packed))
+
+    def _all_vitals(self, agent: str) -> tuple[list[bytes], bytes]:
+        """The keys of every vitals row of `agent` and their values joined. Its counts
+        say how many rows there are, so they are taken in C; that they are exactly the
+        agent's is checked, not trusted (the first and last hold its prefix, the next
+        does not), else the rows are walked one by one."""
+        counts = self.agent_counts(agent)
+        expected = counts.live + counts.tombstones
+        prefix = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.vitals)
+        if expected > 0 and cursor.set_range(prefix):
+            keys = list(islice(cursor.iternext(keys=True, values=False), expected))
+            if (
+                len(keys) == expected
+                and keys[0].startswith(prefix)
+                and keys[-1].startswith(prefix)
+                and not (cursor.next() and cursor.key().startswith(prefix))
+            ):
+                cursor.set_range(prefix)
+                values = islice(cursor.iternext(keys=False, values=True), expected)
+                return keys, b"".join(values)
+        rows = list(self._vitals_rows(agent))
+        return [key for key, _ in rows], b"".join(value for _, value in rows)
 
     def reweigh(
         self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
@@ -611,13 +664,35 @@ class Tx(VectorTransaction):
         """Call `weigh(key, weight, accessed epoch ms, flags)` for every fact of `agent` in
         key order; with `write`, a weight it returns that differs is written to that
         fact's vitals row in place (decay: only vitals change, no JSON is touched)."""
-        unpack, pack = VITALS.unpack_from, VITALS.pack
-        cursor = self.txn.cursor(db=self.dbs.vitals)
-        for key, value in scan_prefix(cursor, agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            new = weigh(key, weight, accessed, flags)
-            if write and new != weight:
-                cursor.put(bytes(key), pack(new, accessed, flags))
+        pack = VITALS.pack
+        changed = [
+            (key, pack(new, accessed, flags))
+            for key, weight, accessed, flags in self.iter_vitals(agent)
+            if (new := weigh(key, weight, accessed, flags)) != weight and write
+        ]
+        if changed:  # in key order, each row the size it was
+            self.txn.cursor(db=self.dbs.vitals).putmulti(changed)
+
+    def unextracted(self, agent: str) -> tuple[int, list[str]]:
+        """As `Transaction.unextracted`: the live ids less the watermarked ones, as two
+        key scans stepped in C and a set difference (no look-up per fact)."""
+        head = agent.encode() + SEP
+        live = set(self._keys_after(self.dbs.state, head + LIVE + SEP))
+        count = len(live)
+        if live:
+            live.difference_update(self._keys_after(self.dbs.extracted, head))
+        return count, sorted(key.decode() for key in live)
+
+    def _keys_after(self, db: Table, prefix: bytes) -> Iterator[bytes]:
+        """The part after `prefix` of every key of `db` that starts with it, in order."""
+        cursor = self.txn.cursor(db=db)
+        if not cursor.set_range(prefix):
+            return
+        start = len(prefix)
+        for key in cursor.iternext(keys=True, values=False):
+            if not key.startswith(prefix):
+                return
+            yield key[start:]
 
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from itertools import takewhile
 from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from graymatter_tui.core.model import Fact
 from graymatter_tui.tui.screens.actions import Action
@@ -96,6 +97,7 @@ class FactsPane(Vertical, Pane):
         self.query_text = ""
         self._all_ids: Sequence[str] = IdList()
         self._texts: TextIndex | None = None
+        self._indexing = False  # a worker is building `_texts`
         self._weights: dict[str, float] | None = None
         # The last complete search (casefolded needle, positions) of `_texts`, reused
         # when the list is redrawn for another reason (ids loaded, sort changed).
@@ -142,7 +144,7 @@ class FactsPane(Vertical, Pane):
             # After the first frames: reading 1M keys holds the GIL for about a second.
             self.set_timer(FULL_LIST_DELAY, self._load_all_ids)
         if self.query_text:
-            self._build_text_index()
+            self._index_texts()
         self._show(keep_id)
         self._placed = self.fact_list.cursor
 
@@ -253,17 +255,35 @@ class FactsPane(Vertical, Pane):
             current = self.current_fact()
             self._show(current.id if current else None, matched, partial=partial)
 
+    def _index_texts(self) -> None:
+        """Build the text index in a worker; one started before (an older reload) is
+        cancelled and stops at its next page."""
+        self._indexing = True
+        self._build_text_index()
+
     @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
     def _build_text_index(self) -> None:
         store, agent = self.host.store, self.host.agent
+        worker = get_current_worker()
         pages = text_pages(
             lambda limit, before: store.texts(agent, "live", limit=limit, before=before),
             store.release_mapped_pages,
         )
-        index = TextIndex.from_pages(pages)
-        self.app.call_from_thread(self._index_ready, index)
+        index = TextIndex.from_pages(takewhile(lambda _page: not worker.is_cancelled, pages))
+        if not worker.is_cancelled:  # a newer reload builds its own; a cleared filter none
+            self.app.call_from_thread(self._index_ready, index)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # A build that failed lets the next keystroke try again.
+        if event.worker.group == "facts-index" and event.state == WorkerState.ERROR:
+            self._indexing = False
 
     def _index_ready(self, texts: TextIndex) -> None:
+        self._indexing = False
+        if not self.query_text:
+            return  # cleared while it was built: nothing is kept without a filter
+        if isinstance(self._all_ids, IdList) and texts.ids == self._all_ids:
+            texts.ids = self._all_ids  # the same ids (the usual case): held once
         self._texts = texts
         self._last_match = None
         if self.query_text and len(texts) > BACKGROUND_FILTER:
@@ -272,6 +292,15 @@ class FactsPane(Vertical, Pane):
         current = self.current_fact()
         self._show(current.id if current else self._keep_id)
 
+    def _forget_index(self) -> None:
+        """The filter is cleared: let go of the text index and the last search (about
+        100 MB at 1M facts); the next filter builds the index again."""
+        self.workers.cancel_group(self, "facts-index")
+        self.workers.cancel_group(self, "facts-filter")
+        self._indexing = False
+        self._texts = None
+        self._last_match = None
+
     def _search(self, query: str) -> None:
         self.query_one("#facts-info", Static).update("searching…")
         self._filter_in_background(query)
@@ -279,8 +308,10 @@ class FactsPane(Vertical, Pane):
     # ---- events ----------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
-        if self.query_text and self._texts is None:
-            self._build_text_index()
+        if not self.query_text:
+            self._forget_index()
+        if self.query_text and self._texts is None and not self._indexing:
+            self._index_texts()  # once: the keys typed meanwhile wait for that index
         if self.query_text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
             self._search(self.query_text)
             return
