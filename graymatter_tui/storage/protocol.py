@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     import numpy as np
     import numpy.typing as npt
 
+from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -71,6 +72,25 @@ class KeywordIndex(Protocol):
     def find(self, fact_id: str) -> Fact | None: ...
 
 
+class StoreWatch(Protocol):
+    """A running watch of a store (`MemoryStore.watch`)."""
+
+    @property
+    def mode(self) -> str:
+        """How the store is watched now: "listen" (the server tells of each write) or
+        "poll" (the generation is read every interval)."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """The watch's thread still runs (it ends soon after `stop`)."""
+        ...
+
+    def stop(self) -> None:
+        """No callback is begun after this returns; it does not wait for the thread."""
+        ...
+
+
 class MemoryStore(Protocol):
     """Facts, tombstones with receipts, the journal of cycles, and the knowledge graph."""
 
@@ -100,6 +120,23 @@ class MemoryStore(Protocol):
 
     def now(self) -> datetime: ...
     def generation(self) -> int: ...
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = 0.5,
+    ) -> StoreWatch:
+        """Watch for writes from any process, on a thread of the watch's own: `moved(g)`
+        once each time the generation is found to differ from the last one known (`since`
+        at first; -1 hears the current one at once), however many writes it took;
+        `failed(error)` once when the store cannot be read, then `moved` again, even with
+        an unchanged generation, once it can. Both are called on the watch's thread.
+        LMDB reads the generation every `interval` seconds; PostgreSQL is told of each
+        write (LISTEN/NOTIFY) and polls only when it cannot be."""
+        ...
+
     def unused_id(self, moment: datetime) -> str: ...
 
     # Facts: `find*` return None for an unknown id, `require*` raise NotFound.

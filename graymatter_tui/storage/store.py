@@ -18,7 +18,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TypeVar
 
-from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.errors import GraymatterError, InvalidInput
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -48,6 +48,7 @@ from graymatter_tui.storage import (
 )
 from graymatter_tui.storage.protocol import KeywordIndex
 from graymatter_tui.storage.transaction import Transaction
+from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch, WatchThread
 
 T = TypeVar("T")
 
@@ -108,6 +109,21 @@ class BaseStore(ABC):
     def generation(self) -> int:
         """Bumped by every write transaction of any process: cheap change detection."""
         return self._read(lambda tx: tx.meta_int("generation"))
+
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = WATCH_INTERVAL,
+    ) -> WatchThread:
+        """Watch for writes from any process (`MemoryStore.watch`): here by reading the
+        generation every `interval` seconds on the watch's thread; a backend that can be
+        told of writes overrides this."""
+        watch = PollingWatch(self.generation, moved, failed, since=since, interval=interval)
+        watch.start()
+        return watch
 
     def is_demo(self) -> bool:
         """True when the demo created this store (it leaves a `demo` meta key)."""

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core.config import Settings
@@ -83,6 +84,7 @@ async def running(
     """
     async with app.run_test(size=size, notifications=True) as pilot:
         await pilot.pause()
+        await first_read(pilot)
         yield pilot
         if app.is_running:
             app.exit()
@@ -176,12 +178,44 @@ def notifications(app: GraymatterApp) -> list[tuple[str, str]]:
 
 
 # ---- waiting -----------------------------------------------------------------------------
+async def first_read(pilot: Pilot[Any], timeout: float = 30.0) -> None:
+    """Until the app has heard the store (its watch reads the generation at once) and the
+    shown pane has drawn what it read: reads run off the UI thread, so a frame drawn just
+    after start-up may not hold them yet. A store that cannot be read ends the wait too."""
+    app = pilot.app
+    assert isinstance(app, GraymatterApp)
+
+    def read() -> bool:
+        if app.last_error or not app.is_running:
+            return True
+        if app.create_store is not None or app.generation < 0:
+            return app.create_store is not None
+        pane = app._pane_or_none(app._active_tab())
+        shown = pane is not None and not pane.stale and not pane._reading
+        return shown and app.agents_seen is not None
+
+    steps = max(int(timeout / 0.01), 1)
+    for _ in range(steps):
+        if read():
+            break
+        await pilot.pause(0.01)
+    await settle(pilot)
+
+
+async def workers_done(pilot: Pilot[Any]) -> None:
+    """Until every worker running now has ended: finished, failed, or superseded by a
+    newer read (a cancelled worker ends too)."""
+    for worker in list(pilot.app.workers):
+        with suppress(WorkerCancelled, WorkerFailed):
+            await worker.wait()
+
+
 async def settle(pilot: Pilot[Any]) -> None:
-    """Let every worker finish (store writes run in threads) and the screen catch up."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    """Let every worker finish (store reads and writes run in threads, and what a read
+    found is drawn once it has) and the screen catch up."""
+    for _ in range(3):
+        await workers_done(pilot)
+        await pilot.pause()
 
 
 async def press_each(pilot: Pilot[Any], *keys: str) -> None:

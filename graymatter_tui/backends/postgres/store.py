@@ -21,6 +21,7 @@ from graymatter_tui.backends.postgres import connect, retry, schema
 from graymatter_tui.backends.postgres.driver import psycopg_modules
 from graymatter_tui.backends.postgres.rows import COLUMNS, FACTS, from_row
 from graymatter_tui.backends.postgres.tx import STATE_SQL, PgTx
+from graymatter_tui.backends.postgres.watch import CHANNEL, ListeningWatch
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
 from graymatter_tui.core.model import (
@@ -34,6 +35,7 @@ from graymatter_tui.core.tokens import check_language, language_from_env
 from graymatter_tui.storage import EmbedState, MemoryStore
 from graymatter_tui.storage.store import BaseStore
 from graymatter_tui.storage.transaction import Transaction
+from graymatter_tui.storage.watch import WATCH_INTERVAL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,6 +103,14 @@ class PgStore(BaseStore):
             self._pool.close()
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def connect_timeout(self) -> float:
+        return self._timeout
+
+    @property
     def read_only_reason(self) -> str | None:
         """Why writes are refused, or None for a writable store."""
         return "opened read-only" if self._read_only else None
@@ -123,6 +133,20 @@ class PgStore(BaseStore):
 
     def now(self) -> datetime:
         return self._clock()
+
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = WATCH_INTERVAL,
+    ) -> ListeningWatch:
+        """Watch for writes from any process (`MemoryStore.watch`): LISTEN on a connection
+        of the watch's own, polling the generation there if LISTEN is refused (watch.py)."""
+        watch = ListeningWatch(self, moved, failed, since=since, interval=interval)
+        watch.start()
+        return watch
 
     # ---- transactions ------------------------------------------------------------------
     def _run(self, fn: Callable[[Any, retry.Attempt], T], *, write: bool) -> T:
@@ -226,9 +250,11 @@ class PgStore(BaseStore):
             # SERIALIZABLE default would fail every writer that waited for the lock.
             conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             with conn.transaction():
+                # The same statement tells every watch (watch.py) of the write: the server
+                # delivers the notification, with the new generation, once this commits.
                 row = conn.execute(
                     "UPDATE counters SET value = value + 1 WHERE name = 'generation' "
-                    "RETURNING pg_current_xact_id()::text"
+                    f"RETURNING pg_current_xact_id()::text, pg_notify('{CHANNEL}', value::text)"
                 ).fetchone()
                 attempt.xid = row[0] if row else None
                 tx = PgTx(conn, now, write=True, source=source)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -29,6 +31,7 @@ from graymatter_tui.recall.vector_signal import QueryVectors
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.widgets.literal import literal
+from graymatter_tui.tui.workers import off_thread
 
 K = 8
 CELL_PADDING = 2  # DataTable's, one cell each side of every column
@@ -155,16 +158,16 @@ class RecallScreen(ModalScreen[str | None]):
         table.clear(columns=True)
         self.query_one("#recall-lineage", Static).update("")
         query = event.value
-        if self.vectors is None:
-            self._show(query, self._ranked(query))
-            return
-        self.query_one("#recall-info", Static).update("ranking (asking the embedding server)…")
-        self.run_worker(
-            lambda: self.app.call_from_thread(self._show, query, self._ranked(query)),
-            thread=True,
+        # Ranking reads the store (and, with embeddings on, asks a server for the query's
+        # vector): in a worker, so the screen never waits.
+        asking = " (asking the embedding server)" if self.vectors is not None else ""
+        self.query_one("#recall-info", Static).update(f"ranking{asking}…")
+        off_thread(
+            self,
+            lambda: self._ranked(query),
+            partial(self._show, query),
+            partial(self._show, query),
             group="recall",
-            exclusive=True,
-            exit_on_error=False,
         )
 
     def _ranked(self, query: str) -> list[Hit] | GraymatterError:
@@ -252,12 +255,17 @@ class RecallScreen(ModalScreen[str | None]):
 
     def _show_lineage(self, fact_id: str) -> None:
         """The fact's whole text, then what it superseded, nearest first (a read: no access
-        is recorded)."""
-        try:
-            fields = lineage_fields(lineages(self.store, self.agent, [fact_id])[fact_id])
-        except GraymatterError as exc:
-            self.query_one("#recall-lineage", Static).update(literal(exc))
-            return
+        is recorded; in a worker, the newest highlight's read superseding older ones)."""
+        store, agent = self.store, self.agent
+        off_thread(
+            self,
+            lambda: lineage_fields(lineages(store, agent, [fact_id])[fact_id]),
+            partial(self._lineage_read, fact_id),
+            lambda exc: self.query_one("#recall-lineage", Static).update(literal(exc)),
+            group="lineage",
+        )
+
+    def _lineage_read(self, fact_id: str, fields: dict[str, Any]) -> None:
         out = Text()
         hit = next((h for h in self.hits if h.fact.id == fact_id), None)
         if hit is not None:
