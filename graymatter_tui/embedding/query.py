@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from graymatter_tui.embedding.settings import EmbedSettings
 from graymatter_tui.embedding.vector_cache import VectorCache
-from graymatter_tui.storage import MemoryStore, VectorBlockSource
+from graymatter_tui.storage import MemoryStore
 
 if TYPE_CHECKING:  # numpy loads when a vector is first needed, not when the TUI starts
     from graymatter_tui.embedding.base import Embedder
@@ -65,8 +65,7 @@ class StoreQueryVectors:
     ) -> None:
         self.store = store
         # Only a process that answers many queries gains from copying the vectors to RAM.
-        wanted = cache and isinstance(store, VectorBlockSource)
-        self.cache = VectorCache(store) if wanted and isinstance(store, VectorBlockSource) else None
+        self.cache = VectorCache(store) if cache else None
         self.embedder = embedder
         self.timeout = timeout
         self.last_error = ""  # why the last query had no vector signal, for diagnostics

@@ -192,6 +192,9 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def vector_blocks_since(
+        self, agent: str, model: str, since: int
+    ) -> values.VectorBlocks | None: ...
 
     # Curation
     def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact: ...
@@ -312,17 +315,19 @@ class MemoryStore(Protocol):
         allow_non_empty: bool = False,
         origin: str = "",
         progress: Report | None = None,
+        embed_model: str | None = None,
     ) -> values.LoadResult:
         """Write `snapshot` in one transaction: all of it or nothing. A store holding
-        anything is refused unless `allow_non_empty` (then any shared id is refused)."""
+        anything is refused unless `allow_non_empty` (then any shared id is refused).
+        `embed_model`: the model this store's embedder will use, when known; a store
+        that would hold another model's vectors then starts on it instead."""
         ...
 
 
 @runtime_checkable
 class VectorBlockSource(Protocol):
-    """A store whose vectors can be copied into a per-process cache and kept current
-    (ADR 0045): the LMDB `Store`. Apart from `MemoryStore` so a backend without stored
-    vectors (PostgreSQL) need not grow it; the cache is simply not used there."""
+    """What a per-process copy of a store's vectors reads to stay current (ADR 0045):
+    every `MemoryStore` is one (both backends store vectors, ADR 0058)."""
 
     def generation(self) -> int: ...
     def nearest(

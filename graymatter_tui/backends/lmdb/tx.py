@@ -36,7 +36,6 @@ from graymatter_tui.storage.codec import (
 from graymatter_tui.storage.ids import new_id
 from graymatter_tui.storage.transaction import (
     EMBED_DIM,
-    EMBED_MODEL,
     FLAG_PINNED,
     FLAG_TOMBSTONE,
     SEP,
@@ -46,16 +45,7 @@ from graymatter_tui.storage.transaction import (
     epoch_ms,
     fact_key,
 )
-from graymatter_tui.storage.vector_layout import (
-    EMPTY_ID,
-    ID_WIDTH,
-    SLOT,
-    STAMP,
-    block_key,
-    free_key,
-    queue_key,
-    slot_key,
-)
+from graymatter_tui.storage.vector_layout import queue_key
 
 LIVE = b"L"
 TOMB = b"T"
@@ -155,7 +145,6 @@ class Tx(VectorTransaction):
         # Document-frequency changes of this transaction, written once each at its end:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
-        self._embedding: bool | None = None
 
     def id_in_use(self, value: str) -> bool:
         """Whether a fact or a journal record already has this id."""
@@ -204,7 +193,7 @@ class Tx(VectorTransaction):
             if new.is_live:
                 self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
         if self.embedding_on:
-            self._requeue(new, old)
+            self.requeue(new, old)
         self._count(old, -1)
         self._count(new, +1)
 
@@ -267,62 +256,10 @@ class Tx(VectorTransaction):
         if fact.is_live:
             self._unindex(fact)
         if self.embedding_on:
-            self._requeue(None, fact)
+            self.requeue(None, fact)
         self._count(fact, -1)
 
-    # ---- embeddings (schema 5) -----------------------------------------------------------
-    @property
-    def embedding_on(self) -> bool:
-        """Whether this store embeds (it has a model recorded); read once per transaction."""
-        if self._embedding is None:
-            self._embedding = (
-                self.dbs.vectors is not None
-                and self.dbs.embed_queue is not None
-                and self.meta_get(EMBED_MODEL) is not None
-            )
-        return self._embedding
-
-    def embedding_started(self) -> None:
-        """A model was just recorded in this transaction: writes from now on queue."""
-        self._embedding = True
-
-    def _requeue(self, new: Fact | None, old: Fact | None) -> None:
-        """A fact that stops being live, or whose text changes, loses its vector and its
-        place in the queue; a fact that becomes live, or gets a new text, waits for one."""
-        old_text = old.text if old is not None and old.is_live else None
-        new_text = new.text if new is not None and new.is_live else None
-        if old_text == new_text:
-            return
-        if old is not None and old_text is not None:
-            self.drop_vector(old.agent_id, old.id)
-            self.queue_delete(old.agent_id, old.id)
-        if new is not None and new_text is not None:
-            self.txn.put(queue_key(new.agent_id, new.id), b"", db=self.dbs.embed_queue)
-
-    def drop_vector(self, agent: str, fact_id: str) -> bool:
-        """Free every row holding one of `fact_id`'s vectors (a row per sentence, ADR
-        0038): their ids are zeroed, so no search returns them, and later writes reuse
-        the slots. False when it had none."""
-        table = self._vector_table("vectors")
-        key = slot_key(agent, fact_id)
-        raw = self.txn.get(key, db=table)
-        if raw is None:
-            return False
-        value = bytes(raw)
-        slots = [SLOT.unpack_from(value, i) for i in range(0, len(value), SLOT.size)]
-        for block in sorted({block for block, _ in slots}):
-            ids_key = block_key(agent, b"i", block)
-            ids = bytearray(self.txn.get(ids_key, db=table) or b"")
-            for _, row in (slot for slot in slots if slot[0] == block):
-                ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
-            self.txn.put(ids_key, bytes(ids), db=table)
-            self.stamp_vector_block(agent, block)
-        self.txn.delete(key, db=table)
-        free = self.txn.get(free_key(agent), db=table)
-        packed = (bytes(free) if free else b"") + value
-        self.txn.put(free_key(agent), packed, db=table)
-        return True
-
+    # ---- embeddings (schema 5; the queueing itself: VectorTransaction) --------------------
     def _vector_table(self, name: Literal["vectors", "embed_queue"]) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
@@ -332,6 +269,10 @@ class Tx(VectorTransaction):
     def has_vector_tables(self) -> bool:
         return self.dbs.vectors is not None and self.dbs.embed_queue is not None
 
+    def committing_generation(self) -> int:
+        """The environment bumps the generation just before it commits."""
+        return self.meta_int("generation") + 1
+
     def vector_row(self, key: bytes) -> bytes | None:
         """A row of the `vectors` table (`vector_layout`), copied out of the map."""
         raw = self.txn.get(key, db=self._vector_table("vectors"))
@@ -340,14 +281,12 @@ class Tx(VectorTransaction):
     def put_vector_row(self, key: bytes, value: bytes) -> None:
         self.txn.put(key, value, db=self._vector_table("vectors"))
 
-    def stamp_vector_block(self, agent: str, block: int) -> None:
-        """Record that this transaction changed `block` of `agent`'s vectors: the stamp is
-        the generation the store will have once this write commits."""
-        stamp = STAMP.pack(self.meta_int("generation") + 1)
-        self.txn.put(block_key(agent, b"c", block), stamp, db=self._vector_table("vectors"))
-
     def delete_vector_row(self, key: bytes) -> None:
         self.txn.delete(key, db=self._vector_table("vectors"))
+
+    def insert_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        """Rows none of whose keys exists yet, in key order (a migration's copy)."""
+        self.txn.cursor(db=self._vector_table("vectors")).putmulti(sorted(rows))
 
     def vector_rows(self, prefix: bytes, *, keys_only: bool = False) -> Iterator[tuple[bytes, Any]]:
         """(key, value) of `vectors` rows under `prefix`, in key order. In a read with
@@ -374,10 +313,15 @@ class Tx(VectorTransaction):
         self.txn.drop(self._vector_table("embed_queue"), delete=False)
         self.txn.delete(EMBED_DIM.encode(), db=self.dbs.meta)
 
-    def queue_put_sorted(self, keys: list[bytes]) -> None:
-        """Queue facts given as sorted `queue_key`s into an empty queue."""
-        cursor = self.txn.cursor(db=self._vector_table("embed_queue"))
-        cursor.putmulti(((k, b"") for k in keys), append=True)
+    def queue_put(self, agent: str, fact_id: str) -> None:
+        self.txn.put(queue_key(agent, fact_id), b"", db=self._vector_table("embed_queue"))
+
+    def queue_put_many(self, entries: list[tuple[str, str]]) -> None:
+        """Queue facts in key order; appended at the end of an empty queue."""
+        queue = self._vector_table("embed_queue")
+        keys = sorted(queue_key(agent, fact_id) for agent, fact_id in entries)
+        empty = self.txn.stat(queue)["entries"] == 0
+        self.txn.cursor(db=queue).putmulti(((k, b"") for k in keys), append=empty)
 
     def queued(self, agent: str, fact_id: str) -> bool:
         key = queue_key(agent, fact_id)
@@ -386,9 +330,13 @@ class Tx(VectorTransaction):
     def queue_delete(self, agent: str, fact_id: str) -> None:
         self.txn.delete(queue_key(agent, fact_id), db=self._vector_table("embed_queue"))
 
-    def queue_size(self) -> int:
+    def queue_size(self, agent: str | None = None) -> int:
         queue = self.dbs.embed_queue
-        return 0 if queue is None else int(self.txn.stat(queue)["entries"])
+        if queue is None:
+            return 0
+        if agent is None:
+            return int(self.txn.stat(queue)["entries"])
+        return sum(1 for _ in self.iter_queue(agent))
 
     def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]:
         """(agent, fact id) of queued facts in key order (of one agent, or all)."""
