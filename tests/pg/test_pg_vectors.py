@@ -175,7 +175,6 @@ class CountingProxy:
                 data = client.recv(65536)
                 if not data:
                     return
-                server.sendall(data)
             except OSError:
                 return
             buffer += data
@@ -199,6 +198,12 @@ class CountingProxy:
                     started = code >> 16 == 3  # a StartupMessage (not an SSL/GSS request)
                     continue
                 self._saw(kind, body)
+            # Counted before it is sent on: the answer cannot reach the client (and the
+            # test read the count) before the round trip that asked for it is counted.
+            try:
+                server.sendall(data)
+            except OSError:
+                return
 
     def _saw(self, kind: bytes, body: bytes) -> None:
         with self._lock:
