@@ -523,7 +523,9 @@ class GraymatterApp(App[None]):
 
     def _catch_up(self) -> None:
         """The shown pane reads if it is stale (its last read failed, or it was hidden
-        when the store moved)."""
+        when the store moved). The embedder's state is in memory: it follows each tick,
+        since a failing embedder writes nothing the watch could hear."""
+        self.embedding = self._embedding_now()
         try:
             pane = self._pane_or_none(self._active_tab())
         except NoMatches:  # closing: the tabs are gone
