@@ -275,10 +275,13 @@ def install_cmd(
 @_client_option
 @_project_option
 @click.option("--dry-run", is_flag=True, help="Show the change as a diff; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
-def uninstall_cmd(client: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Remove graymatter's hooks (and only them) from the client's settings."""
-    del client
+@common_options
+def uninstall_cmd(
+    client: str, project: Path | None, dry_run: bool, data_dir: Path | None, as_json: bool
+) -> None:
+    """Remove graymatter's hooks (and only them) from the client's settings, whichever
+    store they name (`--dir`/`--store` are taken, as by every command, and not needed)."""
+    del client, data_dir
     path, scope = _settings_file(project)
     _apply("uninstall", path, scope, project, dry_run, as_json, claude_settings.uninstall, {})
 

@@ -1,238 +1,155 @@
-"""`graymatter-tui-hook`: the process a client starts for each hook event.
+"""`graymatter-tui-hook`: the process a client starts for each hook event (ADR 0055).
 
-It reads the event (JSON on stdin, as Claude Code sends it), does the event's work
-(`events`) and prints what to inject as Claude Code reads it: exit 0 and a JSON object
-`{"hookSpecificOutput": {"hookEventName": …, "additionalContext": …}}`, with
-`systemMessage` for a line the person should see. Nothing is printed when there is
-nothing to add, and for events whose output only goes to the client's debug log.
+It is started cold on every prompt, and a cold Python that loads the store (msgspec, the
+storage values, LMDB) and recall spends most of the prompt hook's budget on imports
+alone. So this module loads nothing but the standard library's smallest parts and
+first asks the store's hook helper (`helper`: a process of this user, one per data dir,
+which has everything loaded and forks a worker per request) over a Unix socket in the
+data dir. Only when no helper answers does it do the work itself (`runner`), and then
+starts a helper for the next event. Either way the answer is the same: exit 0; stdout
+empty or one JSON object as Claude Code reads it; failures only in the hook log.
 
-A hook must never break the session it serves. Whatever goes wrong — stdin that is not
-JSON or not there, an unknown event, a prompt of megabytes, a store it cannot open, a bug,
-a store whose lock another process holds for too long (the work runs in a forked child
-the hook stops waiting for after `DEADLINE_SECONDS`) — it exits 0 with nothing on stdout
-or stderr, and writes one line to the hook log under the data dir (`hook_log`). It never
-exits 2 (PreCompact would block the compaction, UserPromptSubmit erase the prompt).
-
-Imports are few on purpose (no click, Textual or MCP SDK): this runs on every prompt,
-and a cold start is most of its cost (benchmarks/hooks_bench.py)."""
+`GRAYMATTER_HOOK_HELPER=off` turns the helper off (the work is then always done here)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
+# The C socket module itself: `socket` would also load selectors and enum, a
+# measurable part of a cold start, for nothing a Unix socket needs here.
+import _socket as socket
 import os
-import select
-import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any, BinaryIO
 
-from graymatter_tui.core import provenance
-from graymatter_tui.core.config import Settings, default_data_dir
-from graymatter_tui.core.errors import GraymatterError, InvalidInput
-from graymatter_tui.core.textsafe import validate_agent
-from graymatter_tui.hooks import hook_log, options
-from graymatter_tui.hooks.project import agent_for_directory, project_dir
+from graymatter_tui.hooks.wire import (
+    DEADLINE_SECONDS,
+    MAX_INPUT_BYTES,
+    MAX_SOCKET_PATH,
+    code_stamp,
+    pack,
+    socket_path,
+    unpack,
+)
 
-# Larger input than this is not read as an event (a prompt of a few MB is still taken).
-MAX_INPUT_BYTES = 8 * 1024 * 1024
-# The hook gives up (log line, exit 0, no output) after this many seconds, before the
-# client's own timeout (`hooks install` writes 10 s) kills it without a word.
-DEADLINE_SECONDS = 8.0
+HELPER_VARIABLE = "GRAYMATTER_HOOK_HELPER"
 USAGE = (
     "graymatter-tui-hook reads a hook event as JSON on stdin; Claude Code runs it (see "
     "`graymatter-tui hooks install`)"
 )
 
 
-class HookFailure(Exception):
-    """A failure worth one log line, already worded for it."""
+def helper_enabled() -> bool:
+    return os.environ.get(HELPER_VARIABLE, "").strip().lower() not in ("off", "0", "no")
 
 
-def _settings(hook: options.HookOptions | None) -> Settings:
-    if hook is None:
-        return Settings.from_env()
-    return Settings.from_env(data_dir=hook.data_dir, store=hook.store)
-
-
-def _read_event(stream: BinaryIO) -> dict[str, Any]:
-    raw = stream.read(MAX_INPUT_BYTES + 1)
-    if len(raw) > MAX_INPUT_BYTES:
-        raise HookFailure(f"the event on stdin is over {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
-    if not raw.strip():
-        raise HookFailure("no event on stdin")
-    try:
-        payload = json.loads(raw)
-    except ValueError as exc:
-        raise HookFailure(f"the event on stdin is not JSON ({exc})") from None
-    if not isinstance(payload, dict):
-        raise HookFailure("the event on stdin is not a JSON object")
-    return payload
-
-
-def _agent(hook: options.HookOptions, payload: dict[str, Any]) -> str:
-    if hook.agent is not None:
-        return validate_agent(hook.agent)
-    return agent_for_directory(project_dir(payload.get("cwd")))
-
-
-def respond(event: str, context: str, message: str) -> str:
-    """The stdout Claude Code reads for `event` ("" for nothing to say)."""
-    from graymatter_tui.hooks.events import INJECTING
-
-    if event not in INJECTING or not (context or message):
-        return ""
-    out: dict[str, Any] = {}
-    if context:
-        out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
-    if message:
-        out["systemMessage"] = message
-    return json.dumps(out, ensure_ascii=False)
-
-
-class Progress:
-    """How far a run got, for its log line when it fails: the data dir once the options
-    are read, the event once the input is."""
-
-    def __init__(self) -> None:
-        self.data_dir: Path | None = None
-        self.event = "-"
-
-
-def run(
-    argv: list[str], stdin: BinaryIO, progress: Progress | None = None
-) -> tuple[str, list[str]]:
-    """Handle one event: (stdout text, lines for the log)."""
-    from graymatter_tui.hooks import events
-
-    progress = progress or Progress()
-    hook = options.parse(argv)
-    settings = _settings(hook)
-    progress.data_dir = settings.data_dir
-    provenance.name_process(provenance.hook_source(hook.client))
-    payload = _read_event(stdin)
-    event = payload.get("hook_event_name")
-    if not isinstance(event, str) or event not in events.HANDLERS:
-        shown = event[:60] if isinstance(event, str) else repr(event)[:60]
-        raise HookFailure(f"not an event this hook handles: {shown}")
-    progress.event = event
-    current = events.Run(hook, event, payload, settings, _agent(hook, payload))
-    try:
-        reply = events.HANDLERS[event](current)
-    except GraymatterError as exc:
-        raise HookFailure(str(exc)) from None
-    return respond(event, reply.context, reply.message), current.notes
-
-
-def _fallback_data_dir(argv: list[str]) -> Path:
-    """Where to log when the run failed before its settings were made: the `--dir` or
-    `--store` of the command even when the rest of it is wrong, else the default."""
-    wanted: dict[str, str] = {}
+def helper_data_dir(argv: list[str]) -> str | None:
+    """The LMDB data dir the command names (`--dir`, else GRAYMATTER_DIR when no store
+    URL is given), whose helper to ask; None: no helper for this command."""
+    named: dict[str, str] = {}
     for position, word in enumerate(argv):
         name, equals, value = word.partition("=")
         if name in ("--dir", "--store"):
-            if equals:
-                wanted[name] = value
-            elif position + 1 < len(argv):
-                wanted[name] = argv[position + 1]
-    try:
-        return Settings.from_env(data_dir=wanted.get("--dir"), store=wanted.get("--store")).data_dir
-    except (GraymatterError, ValueError, OSError):
-        pass
-    try:
-        return _settings(None).data_dir
-    except (GraymatterError, ValueError, OSError):
-        return default_data_dir()
+            following = argv[position + 1] if position + 1 < len(argv) else ""
+            named[name] = value if equals else following
+    if "--store" in named:
+        return None
+    directory = named.get("--dir")
+    if directory is None and not os.environ.get("GRAYMATTER_STORE", "").strip():
+        directory = os.environ.get("GRAYMATTER_DIR", "").strip() or None
+    return os.path.abspath(os.path.expanduser(directory)) if directory else None
 
 
-def _outcome(argv: list[str], stdin: BinaryIO) -> dict[str, Any]:
-    """The run's result as a plain object: what to print, what to log, and where."""
-    progress = Progress()
-    result: dict[str, Any] = {"text": "", "log": []}
-    try:
-        text, notes = run(argv, stdin, progress)
-        result["text"] = text
-        result["log"] = [["ok", note] for note in notes]
-    except (HookFailure, InvalidInput) as exc:
-        result["log"] = [[hook_log.FAILED, str(exc)]]
-    except BaseException as exc:  # a bug, or the store's own failure: never the session's
-        result["log"] = [[hook_log.FAILED, f"{type(exc).__name__}: {exc}"]]
-    result["data_dir"] = str(progress.data_dir or _fallback_data_dir(argv))
-    result["event"] = progress.event
-    return result
-
-
-def _in_child(argv: list[str], stdin: BinaryIO) -> dict[str, Any] | None:
-    """`_outcome` computed in a forked child, waited for at most `DEADLINE_SECONDS`.
-
-    A store write can wait on another process's lock inside the LMDB library, holding
-    Python's lock meanwhile, so nothing in the process doing the work could give up on
-    time; the parent can. On the deadline the child is killed (its open transaction
-    never commits: nothing is half-written) and None is returned."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: do the work, hand back the outcome, go
-        os.close(read_end)
-        try:
-            data = json.dumps(_outcome(argv, stdin)).encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view) :]
-        finally:
-            os._exit(0)
-    os.close(write_end)
+def _receive(conn: socket.socket, deadline: float) -> bytes | None:
     chunks: list[bytes] = []
-    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(65536)
+        except TimeoutError:
+            return None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def ask_helper(data_dir: str, argv: list[str], raw: bytes) -> str | None:
+    """The helper's answer (what to print), or None when no helper took the event (none
+    running, a stale one, a socket path too long). A helper that took it but did not
+    answer in time counts as answered: the event is not done twice."""
+    path = socket_path(data_dir)
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        while True:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([read_end], [], [], max(left, 0))
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                return None
-            chunk = os.read(read_end, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-    try:
-        outcome = json.loads(b"".join(chunks))
-    except ValueError:
-        return {"text": "", "log": [[hook_log.FAILED, "the hook's worker died"]], "event": "-"}
-    return outcome if isinstance(outcome, dict) else None
-
-
-def _event_name(raw: bytes) -> str:
-    try:
-        name = json.loads(raw).get("hook_event_name")
-    except (ValueError, AttributeError):
-        return "-"
-    return name[:60] if isinstance(name, str) else "-"
-
-
-def handle(argv: list[str], stdin: BinaryIO, stdout: Any) -> None:
-    """One hook run from start to end; never raises (see the module's doc)."""
-    raw = stdin.read(MAX_INPUT_BYTES + 1)
-    outcome = _in_child(argv, io.BytesIO(raw))
-    if outcome is None:
-        outcome = {
-            "text": "",
-            "log": [[hook_log.FAILED, f"gave up after {DEADLINE_SECONDS:g} s (a store busy?)"]],
-            "event": _event_name(raw),
+        conn.settimeout(1.0)
+        try:
+            conn.connect(path)
+        except OSError:
+            return None
+        request: dict[str, object] = {
+            "stamp": code_stamp(),
+            "argv": argv,
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "raw": raw,
         }
-    where = Path(outcome.get("data_dir") or _fallback_data_dir(argv))
-    for kind, line in outcome.get("log", []):
-        hook_log.write(where, str(outcome.get("event", "-")), str(kind), str(line))
-    text = outcome.get("text")
-    if isinstance(text, str) and text:
-        with contextlib.suppress(OSError, ValueError):  # BrokenPipeError: nobody listens
-            stdout.write(text)
-            stdout.flush()
+        conn.sendall(pack(request))
+        conn.shutdown(socket.SHUT_WR)
+        reply = _receive(conn, time.monotonic() + DEADLINE_SECONDS)
+    except OSError:
+        return None
+    finally:
+        conn.close()
+    if reply is None:
+        from graymatter_tui.hooks import runner
+
+        runner.write_log(runner.gave_up(raw), argv)
+        return ""
+    answer = unpack(reply)
+    if answer is None or answer.get("stale"):
+        # No answer (a helper that died mid-way: its worker's transaction never
+        # committed) or a stale one: the event is done here instead.
+        return None
+    text = answer.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def _start_helper(data_dir: str) -> None:
+    """A helper for the next events, if the store is there and none answers yet."""
+    if not os.path.exists(os.path.join(data_dir, "data.mdb")):
+        return
+    if len(os.fsencode(socket_path(data_dir))) > MAX_SOCKET_PATH:
+        return
+    import contextlib
+    import subprocess
+
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            [sys.executable, "-m", "graymatter_tui.hooks.helper", data_dir],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # the client waits for our stdout to close
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def answer(argv: list[str], raw: bytes) -> str:
+    """What to print for this event: from the helper when one answers, else done here
+    (and a helper started for next time)."""
+    data_dir = helper_data_dir(argv) if helper_enabled() else None
+    if data_dir is not None:
+        text = ask_helper(data_dir, argv, raw)
+        if text is not None:
+            return text
+    from graymatter_tui.hooks import runner
+
+    text = runner.handle(argv, raw)
+    if data_dir is not None:
+        _start_helper(data_dir)
+    return text
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,11 +157,15 @@ def main(argv: list[str] | None = None) -> None:
     if sys.stdin is None or sys.stdin.isatty():
         print(USAGE, file=sys.stderr)
         sys.exit(0)
-    # The parent's own part is small; still, nothing it does may break the session.
-    with contextlib.suppress(BaseException):
-        handle(args, sys.stdin.buffer, sys.stdout)
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    # Out now: nothing is left to tidy (the store is closed), and the interpreter's own
-    # teardown would only add to the prompt's wait.
+    text = ""
+    try:  # nothing here may break the session: whatever happens, exit 0
+        raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        text = answer(args, raw)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except BaseException:
+        pass
+    # Out now: nothing is left to tidy, and the interpreter's teardown would only add to
+    # the prompt's wait.
     os._exit(0)

@@ -8,10 +8,13 @@ the developer's own ~/.claude, ~/.cursor or ~/.codex."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +76,8 @@ class Hook:
             "CLAUDE_CONFIG_DIR": "",
             "XDG_CONFIG_HOME": "",
             "CODEX_HOME": "",
+            # Helpers the tests start leave soon (and are stopped at teardown).
+            "GRAYMATTER_HOOK_HELPER_IDLE": "30",
             **(extra or {}),
         }
         env = clean_env({k: v for k, v in merged.items() if v})
@@ -129,9 +134,17 @@ class Hook:
         return path.read_text().splitlines() if path.exists() else []
 
 
+def stop_helpers(root: Path) -> None:
+    """Stop the hook helpers started under `root`, each by the pid it wrote."""
+    for pid_file in root.rglob("helper.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+
+
 @pytest.fixture
-def hook(tmp_path: Path, clean_graymatter_env: None) -> Hook:
-    return Hook(tmp_path)
+def hook(tmp_path: Path, clean_graymatter_env: None) -> Iterator[Hook]:
+    yield Hook(tmp_path)
+    stop_helpers(tmp_path)
 
 
 def run_cli(hook: Hook, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.hooks import hook_log
-from graymatter_tui.hooks.entry import DEADLINE_SECONDS
+from graymatter_tui.hooks.wire import DEADLINE_SECONDS
 from tests.hooks.conftest import ROOT, Hook
 
 AGENT = "my-project"
@@ -140,7 +140,7 @@ def test_the_hook_loads_no_textual_mcp_click_http_or_numpy() -> None:
     probe = (
         "import sys, graymatter_tui.hooks.entry, graymatter_tui.hooks.events;"
         "print(sorted(m for m in ('textual', 'mcp', 'click', 'httpx', 'numpy', 'uvicorn',"
-        " 'psycopg') if m in sys.modules))"
+        " 'psycopg', 'platformdirs') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -167,3 +167,20 @@ def test_run_by_hand_on_a_terminal_it_says_what_it_is(hook: Hook) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert b"reads a hook event as JSON on stdin" in out
+
+
+def test_doctor_and_status_show_the_hooks_failures(hook: Hook) -> None:
+    from tests.hooks.conftest import run_cli
+
+    with LmdbStore.open(hook.store) as store:
+        store.put(AGENT, "a fact")
+    hook.raw(b"{not json")
+    doctor = run_cli(hook, "doctor", "--dir", str(hook.store), "--json")
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["hooks"]["status"] == "warn"
+    assert "1 hook failure in the last day" in checks["hooks"]["detail"]
+    assert "not JSON" in checks["hooks"]["detail"]
+    assert doctor.returncode == 0  # a warning, not a failed check
+    status = run_cli(hook, "hooks", "status", "--dir", str(hook.store), "--json")
+    log = json.loads(status.stdout)["log"]
+    assert log["failures_last_day"] == 1 and "not JSON" in log["last_failure"]
