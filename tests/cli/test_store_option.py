@@ -18,7 +18,8 @@ import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from tests.conftest import run_graymatter
-from tests.support.postgres import Cluster, _free_port
+from tests.support.ports import refusing_port
+from tests.support.postgres import Cluster
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -137,8 +138,14 @@ def test_store_with_dir_is_refused(
 def test_bad_locations_are_one_line_without_the_password(
     run_cli: RunCli, pg_cluster: Cluster
 ) -> None:
+    with refusing_port() as port:  # nothing listens there while the test runs
+        _bad_locations_are_one_line_without_the_password(run_cli, pg_cluster, port)
+
+
+def _bad_locations_are_one_line_without_the_password(
+    run_cli: RunCli, pg_cluster: Cluster, port: int
+) -> None:
     secret = "hunter2-Zq9@x"
-    port = _free_port()  # nothing listens there
     malformed = {
         "unknown scheme": (f"mysql://ann:{quote(secret)}@127.0.0.1/db", "unknown store URL scheme"),
         "bad port": (f"postgresql://ann:{quote(secret)}@127.0.0.1:99999/db", "port"),

@@ -4,7 +4,6 @@ a usage error, exit 2), no traceback, no password, and changes nothing on either
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.backends.postgres import PgStore
 from graymatter_tui.storage import NewFact
+from tests.support.ports import refusing_port
 from tests.support.postgres import Cluster
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -47,12 +47,6 @@ def source(run_cli: Run, cli_dir: Path) -> Path:
         store.put_many(NewFact("ann", f"the deploy key rotates in week {i}") for i in range(20))
         store.add_probe("ann", "deploy key")
     return cli_dir
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_target_holding_facts_is_refused_and_kept(
@@ -124,12 +118,18 @@ def test_a_wrong_password_is_refused_without_printing_it(
 
 
 def test_nothing_listening_is_refused(run_cli: Run, source: Path, pg_cluster: Cluster) -> None:
-    url = pg_cluster.url("nowhere", password=SECRET).replace(
-        f":{pg_cluster.port}/", f":{_free_port()}/"
-    )
-    done = run_cli(
-        "migrate", "--from", str(source), "--to", url, env={"GRAYMATTER_PG_CONNECT_TIMEOUT": "3"}
-    )
+    with refusing_port() as port:
+        url = pg_cluster.url("nowhere", password=SECRET).replace(
+            f":{pg_cluster.port}/", f":{port}/"
+        )
+        done = run_cli(
+            "migrate",
+            "--from",
+            str(source),
+            "--to",
+            url,
+            env={"GRAYMATTER_PG_CONNECT_TIMEOUT": "3"},
+        )
     line = _refused(done, "connection refused")
     assert SECRET not in line
 

@@ -16,7 +16,8 @@ from graymatter_tui.backends.postgres import PgStore, schema
 from graymatter_tui.backends.postgres.schema import SCHEMA_VERSION
 from graymatter_tui.core.errors import ReadOnlyStore, StoreError
 from tests.conftest import clean_env
-from tests.support.postgres import Cluster, _free_port
+from tests.support.ports import refusing_port
+from tests.support.postgres import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,8 +63,9 @@ def test_a_wrong_password_is_one_clear_line_without_it(pg_cluster: Cluster) -> N
 
 
 def test_nothing_listening_on_the_port_is_a_clear_refusal(pg_cluster: Cluster) -> None:
-    url = pg_cluster.url("postgres").replace(f":{pg_cluster.port}/", f":{_free_port()}/")
-    message = _refusal(url, connect_timeout=2)
+    with refusing_port() as port:
+        url = pg_cluster.url("postgres").replace(f":{pg_cluster.port}/", f":{port}/")
+        message = _refusal(url, connect_timeout=2)
     assert "connection refused" in message
     _assert_no_password(message, pg_cluster)
 
