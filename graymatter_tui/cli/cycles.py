@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -315,6 +316,9 @@ def doctor_checks(
     add("embeddings", "ok", embedding_note(store, sum(a.live_facts for a in agents)))
     add(*embedder_check(store, embedder))
     add(*review_queue_check(store))
+    hooks = hooks_check(settings.data_dir)
+    if hooks is not None:
+        add(*hooks)
     summariser = summarisers.from_settings(settings)
     if summariser is None:
         add("summariser", "ok", "none configured: cycles decay and prune only")
@@ -332,6 +336,24 @@ def doctor_checks(
                 "and prune until it answers",
             )
     return checks
+
+
+def hooks_check(data_dir: Path) -> tuple[str, str, str] | None:
+    """The hook log's failures of the last day (None where no hook has ever logged): a
+    hook fails silently by design, so this is where a person hears of it."""
+    from graymatter_tui.hooks import hook_log
+
+    if not hook_log.log_path(data_dir).exists():
+        return None
+    tail = hook_log.read_tail(data_dir, 500, since=time.time() - 24 * 3600)
+    if tail.failures:
+        return (
+            "hooks",
+            "warn",
+            f"{counted(tail.failures, 'hook failure')} in the last day (log {tail.path}); "
+            f"the last: {tail.last_failure}",
+        )
+    return ("hooks", "ok", f"no hook failures in the last day (log {tail.path})")
 
 
 def review_queue_check(store: MemoryStore) -> tuple[str, str, str]:

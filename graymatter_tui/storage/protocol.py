@@ -151,6 +151,10 @@ class MemoryStore(Protocol):
         limit: int | None = None,
         before: str | None = None,
     ) -> list[Fact]: ...
+    def pinned_facts(self, agent: str, *, limit: int | None = None) -> list[Fact]:
+        """The agent's live pinned facts, newest first, at most `limit`."""
+        ...
+
     def fact_ids(
         self,
         agent: str,

@@ -176,6 +176,11 @@ class BaseStore(ABC):
         """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
         return self._read(lambda tx: queries.list_facts(tx, agent, state, limit, before))
 
+    def pinned_facts(self, agent: str, *, limit: int | None = None) -> list[Fact]:
+        """The agent's live pinned facts, newest first (at most `limit`), without reading
+        every fact: what a session starts by knowing."""
+        return self._read(lambda tx: queries.pinned_facts(tx, agent, limit))
+
     def fact_ids(
         self,
         agent: str,
