@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh store in a temporary directory and the real CLI in a subprocess."""
+"""Shared fixtures: a fresh store in a temporary directory and the real CLI (through its
+`main()` in this process, or in a subprocess: tests/support/cli_process.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core import provenance
 from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
+from tests.support.cli_process import run_in_process, wants_subprocess
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
 from tests.support.suite_env import TEST_DEFAULTS  # no embeddings unless a test asks
@@ -60,6 +62,19 @@ def run_graymatter(
         done.stdout.decode("utf-8", errors="replace"),
         done.stderr.decode("utf-8", errors="replace"),
     )
+
+
+def invoke_graymatter(
+    *args: str,
+    input: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """What `run_graymatter` returns, run in this process through the CLI's `main()`
+    where that is the same (tests/support/cli_process.py says when it is not)."""
+    if wants_subprocess(args):
+        return run_graymatter(*args, input=input, env=env)
+    data = input.encode("utf-8") if isinstance(input, str) else input
+    return run_in_process(args, data or b"", clean_env(env))
 
 
 @pytest.fixture
@@ -123,7 +138,8 @@ def cli_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the real CLI in a subprocess with GRAYMATTER_DIR=cli_dir and a fixed GRAYMATTER_NOW.
+    """Run the real CLI with GRAYMATTER_DIR=cli_dir and a fixed GRAYMATTER_NOW (in this
+    process where that is the same as a subprocess: `invoke_graymatter`).
 
     `env` adds to (or overrides) those variables for one call.
     """
@@ -136,7 +152,7 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}
         if env:
             merged.update(env)
-        return run_graymatter(*args, input=input, env=merged)
+        return invoke_graymatter(*args, input=input, env=merged)
 
     return run
 
@@ -162,7 +178,7 @@ def any_cli(cli_store: CliStore) -> Callable[..., subprocess.CompletedProcess[st
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         merged = {**cli_store.env, "GRAYMATTER_NOW": FIXED_NOW, **(env or {})}
-        return run_graymatter(*args, input=input, env=merged)
+        return invoke_graymatter(*args, input=input, env=merged)
 
     return run
 

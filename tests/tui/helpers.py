@@ -24,6 +24,7 @@ from graymatter_tui.core.config import Settings
 from graymatter_tui.tui.app import GraymatterApp
 from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.conftest import clean_env
+from tests.support.cli_process import run_in_process, wants_subprocess
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 FIXED_TEXT = "2026-11-30T12:00:00Z"
@@ -191,10 +192,11 @@ async def press_each(pilot: Pilot[Any], *keys: str) -> None:
 
 
 async def wait_until(
-    pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 5.0, what: str = ""
+    pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 30.0, what: str = ""
 ) -> None:
     """Poll `condition` between short pauses until it holds; fail after `timeout` seconds
-    of app time (each pause is 0.1 s), never asserting on how long it took."""
+    of app time (each pause is 0.1 s), never asserting on how long it took: the deadline
+    only says when to give up, and is generous, as a loaded machine needs."""
     steps = max(int(timeout / 0.1), 1)
     for _ in range(steps):
         if condition():
@@ -209,6 +211,10 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI with no standard input, in this process where that is the same as a
+    subprocess (tests/support/cli_process.py)."""
+    if not wants_subprocess(args):
+        return run_in_process(args, b"", cli_env(env))
     return subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *args],
         capture_output=True,
