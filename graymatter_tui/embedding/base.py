@@ -43,7 +43,7 @@ class Embedder(Protocol):
 
     def pieces(self, text: str) -> list[str]:
         """The pieces of a fact's text that get a vector each (its similarity is its best
-        piece's): the local model's windows, a server's sentences (ADR 0038, 0053). []
+        piece's): the local model's windows, a server's sentences (ADR 0038, 0058). []
         when nothing in it can be embedded: the fact is then found by keyword only."""
         ...
 

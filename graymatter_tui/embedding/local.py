@@ -1,11 +1,11 @@
-"""The local embedder (GRAYMATTER_EMBED=local, the default; ADR 0053): all-MiniLM-L6-v2
+"""The local embedder (GRAYMATTER_EMBED=local, the default; ADR 0058): all-MiniLM-L6-v2
 as int8 ONNX, run in this process on onnxruntime with the HF `tokenizers` tokenizer. No
 server, nothing downloaded: the weights come from an installed package, the tokenizer is
 vendored, both are checked against their sha256 before the first use in a process.
 
 A vector is the mean of the model's last hidden states over the attention mask, L2
 normalised (the graph does not pool). A fact's pieces are windows of the model's own
-length (ADR 0053): at most `max_tokens - 2` word-pieces plus [CLS]/[SEP], cut at word
+length (ADR 0058): at most `max_tokens - 2` word-pieces plus [CLS]/[SEP], cut at word
 boundaries, each overlapping the one before by 32; a fact scores its best window.
 
 onnxruntime, tokenizers and numpy are imported on the first embedding, not when the

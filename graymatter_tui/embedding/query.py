@@ -5,7 +5,7 @@ None (recall then ranks on keyword and recency); nothing here raises into recall
 
 What happened to the last query's vector signal, in the thread that asked, is
 `last_use()`: used, or why not, and whether the embedder failed (the model missing or
-damaged, the server down). The CLI, the MCP server and the TUI say so (ADR 0053)."""
+damaged, the server down). The CLI, the MCP server and the TUI say so (ADR 0058)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from graymatter_tui.core.errors import InvalidInput
 
 
 class EmbedderName(StrEnum):
-    LOCAL = "local"  # the default: the embedded model, in this process (ADR 0053)
+    LOCAL = "local"  # the default: the embedded model, in this process (ADR 0058)
     OLLAMA = "ollama"
     OPENAI = "openai"
     NONE = "none"

@@ -56,7 +56,7 @@ class Worker:
 
     def step(self) -> tuple[int, int, int]:
         """Embed one batch: (stored, skipped, requeued), in facts. Every piece of every
-        fact in the batch (the embedder's `pieces`: windows or sentences, ADR 0038, 0053)
+        fact in the batch (the embedder's `pieces`: windows or sentences, ADR 0038, 0058)
         is embedded in one call; `batch` counts pieces, and a batch holds whole facts only
         (at least one). A fact with no piece the model can read is stored as one zero row,
         which the store takes as "done, no vector" (`unreadable` counts them). EmbedError

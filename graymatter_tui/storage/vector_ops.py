@@ -116,7 +116,7 @@ def store(
         tx.queue_delete(agent, fact_id)
         if len(vectors) == 1 and not vectors[0].any():
             # One all-zero row: nothing in the text the model can read (only emoji or
-            # symbols, ADR 0053). Done, with no vector: it is found by keyword only. (A
+            # symbols, ADR 0058). Done, with no vector: it is found by keyword only. (A
             # queued fact holds no rows: its text change or the model switch freed them.)
             continue
         by_agent[agent].append((fact_id, vectors))

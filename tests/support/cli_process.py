@@ -7,7 +7,8 @@ same thing a subprocess would: the same `main()` (its own error handling and exi
 an environment that is exactly the subprocess's (`clean_env`, installed for the call and
 taken away after it), standard streams that are real files (an export to stdout writes
 to file descriptor 1 itself) with the subprocess's encodings, and a process state that
-starts as a new process's (the provenance name, the id generator) and is put back after.
+starts as a new process's (the provenance name, the id generator, no local embedding model
+loaded) and is put back after.
 
 A run goes to a real subprocess whenever in-process would not be the same:
 - a store is already open in this process (LMDB opens a directory once per process: the
@@ -137,6 +138,7 @@ def run_in_process(
     from graymatter_tui.backends.lmdb import registry
     from graymatter_tui.cli import main
     from graymatter_tui.core import provenance
+    from graymatter_tui.embedding import local
     from graymatter_tui.storage import ids
 
     streams = _subprocess_streams(
@@ -146,6 +148,7 @@ def run_in_process(
     saved_streams = (sys.stdin, sys.stdout, sys.stderr, sys.argv)
     saved_ids = (ids._seeded, ids._last_ms, ids._last_time, ids._last_random)
     saved_source = provenance._process_source
+    saved_models = (dict(local._LOADED), dict(local._FAILED))
     stdin = _stream(data, streams, "stdin", "r")
     stdout = _stream(b"", streams, "stdout", "w")
     stderr = _stream(b"", streams, "stderr", "w")
@@ -157,6 +160,9 @@ def run_in_process(
         # A new process: unseeded ids, nothing minted yet, writing as the library.
         ids.seed_ids(None)
         provenance.name_process(provenance.LIBRARY)
+        # ... and no local model loaded or refused yet (each is checked once per process).
+        local._LOADED.clear()
+        local._FAILED.clear()
         sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
         sys.argv = [os.path.join(os.path.dirname(main.__code__.co_filename), "__main__.py")]
         sys.argv += list(args)
@@ -176,6 +182,10 @@ def run_in_process(
         os.environ.update(saved_env)
         ids._seeded, ids._last_ms, ids._last_time, ids._last_random = saved_ids
         provenance.name_process(saved_source)
+        local._LOADED.clear()
+        local._LOADED.update(saved_models[0])
+        local._FAILED.clear()
+        local._FAILED.update(saved_models[1])
         # A process that ends closes what it left open; so does this run.
         for opened in set(registry._open.values()) - before:
             close: Callable[[], None] | None = getattr(opened, "close", None)
