@@ -194,6 +194,22 @@ class Transaction(ABC):
             raise NotFound(f"no cycle with id {cycle_id}")
         return record
 
+    # ---- index terms -------------------------------------------------------------------
+    def bulk_terms(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None,
+        made_by: Analyzer | None,
+    ) -> list[dict[str, int]]:
+        """Each fact's index terms for `insert_many`: the ones computed before the
+        transaction (so the write lock is held for less time) when they were made by this
+        store's analyzer, else made again (the store's language changed meanwhile); {} for
+        a tombstone."""
+        if terms is not None and made_by == self.analyzer:
+            return terms
+        counts = self.analyzer.term_counts
+        return [counts(f.text) if f.is_live else {} for f in facts]
+
     # ---- agent counts ------------------------------------------------------------------
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:
