@@ -70,6 +70,11 @@ class KeywordIndex(Protocol):
 
     def find(self, fact_id: str) -> Fact | None: ...
 
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's oldest and newest live facts (first and
+        last by id), or None without live facts."""
+        ...
+
 
 class MemoryStore(Protocol):
     """Facts, tombstones with receipts, the journal of cycles, and the knowledge graph."""
@@ -155,6 +160,12 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The cosine of `vector` to each of `fact_ids` holding a vector of `model` (its
+        best row, as `nearest` scores it); the others are left out."""
+        ...
 
     # Curation
     def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact: ...
@@ -291,6 +302,9 @@ class VectorBlockSource(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]: ...
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...

@@ -12,7 +12,7 @@ Every `MemoryStore` method is implemented (mypy checks `_implements_memory_store
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -306,6 +306,12 @@ class PgStore(BaseStore):
     ) -> list[tuple[str, float]] | None:
         """None: this store holds no vectors, so recall ranks by keywords and recency."""
         return None
+
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Empty: this store holds no vectors."""
+        return {}
 
     def release_mapped_pages(self) -> None:
         """Nothing is mapped: the store lives on a server."""
