@@ -6,12 +6,13 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
-from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
+from graymatter_tui.cli.output import emit_json, fact_line, note, one_line, say, warn
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
@@ -22,6 +23,9 @@ from graymatter_tui.recall.ranking import RecallWeights, check_query, rank, reca
 from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import validate_fact_id
 from graymatter_tui.views.presentation import fact_fields
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.query import VectorUse
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
@@ -258,10 +262,12 @@ def recall_cmd(
     validate_agent(agent)
     check_query(query)
     store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)
-    from graymatter_tui.embedding.query import from_env  # numpy and httpx only if used
+    from graymatter_tui.embedding.query import from_env, use_of  # numpy, httpx only if used
 
     run = rank if preview else recall
-    hits = run(store, agent, query, k=k, weights=fusion, vectors=from_env(store) or NO_VECTORS)
+    vectors = from_env(store)
+    hits = run(store, agent, query, k=k, weights=fusion, vectors=vectors or NO_VECTORS)
+    _say_vector_use(use_of(vectors) if vectors is not None else None, explain=explain)
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     if as_json:
         emit_json(
@@ -278,3 +284,14 @@ def recall_cmd(
         if explain:
             for line in explanation_lines(w):
                 say(f"    {line}")
+
+
+def _say_vector_use(use: VectorUse | None, *, explain: bool) -> None:
+    """A failed embedder is said on stderr (the ranking is keyword and recency only);
+    with --explain, any other reason the vector signal was not used as well."""
+    if use is None or use.used:
+        return
+    if use.failed:
+        warn(f"ranked on keyword and recency only: the embedder failed: {use.reason}")
+    elif explain:
+        note(f"ranked on keyword and recency only: {use.reason}")

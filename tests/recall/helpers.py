@@ -104,7 +104,9 @@ def reference_rank(
         i: (s / best if weights.keyword > 0 else 0.0) + weights.recency * rec(by_id[i])
         for i, s in scores.items()
     }
-    ordered = sorted(fused, key=lambda i: (-fused[i], by_id[i].created_at, i))
+    # Scores equal as numbers may come out an ulp apart here, where the formula is
+    # computed in another order than in recall: such scores are a tie, not an order.
+    ordered = sorted(fused, key=lambda i: (-round(fused[i], 12), by_id[i].created_at, i))
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for fact_id in ordered:

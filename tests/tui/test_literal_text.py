@@ -1,6 +1,6 @@
 """Stored text becomes display text in one place per front end: the TUI's `literal`
-(widgets/literal.py) and row sources (widgets/fact_rows.py), the CLI's `say`/`one_line`
-(cli/output.py), and a Markdown export written to a terminal (exchange.py). A screen or
+(tui/widgets/literal.py) and row sources (tui/widgets/fact_rows.py), the CLI's `say`/`one_line`
+(cli/output.py), and a Markdown export written to a terminal (exchange/transfer.py). A screen or
 command that called `neutralise` itself could also forget to: this keeps it to those."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from graymatter_tui.tui.widgets.literal import literal
 
 PACKAGE = Path(graymatter_tui.__file__).parent
 ALLOWED = {
-    "textsafe.py",
-    "widgets/literal.py",
-    "widgets/fact_rows.py",
+    "core/textsafe.py",
+    "tui/widgets/literal.py",
+    "tui/widgets/fact_rows.py",
     "cli/output.py",
-    "exchange.py",
+    "exchange/transfer.py",
 }
 
 

@@ -141,8 +141,27 @@ CREATE TABLE probes (
 );
 """
 
+# Embedding vectors (ADR 0058): the LMDB store's `vectors` rows, key for key and byte for
+# byte (`storage/vector_layout.py`: per-agent float32 blocks of 128 rows, their ids, each
+# fact's slots, the free list, the block stamps). bytea compares as unsigned bytes, so
+# key order is LMDB's, and a prefix is a key range. A block (128 rows of 4-byte floats)
+# does not compress: kept out of line as it is, never compressed (STORAGE EXTERNAL).
+# The queue of live facts waiting for a vector is (agent, fact id) in LMDB's key order.
+_STEP_4 = """
+CREATE TABLE vectors (
+    key   bytea PRIMARY KEY,
+    value bytea NOT NULL
+);
+ALTER TABLE vectors ALTER COLUMN value SET STORAGE EXTERNAL;
+CREATE TABLE embed_queue (
+    agent_id text COLLATE "C" NOT NULL,
+    fact_id  text COLLATE "C" NOT NULL,
+    PRIMARY KEY (agent_id, fact_id)
+);
+"""
+
 # Step n makes schema version n. Append only; never edit a released step.
-STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3)
+STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3, _STEP_4)
 SCHEMA_VERSION = len(STEPS)
 
 
