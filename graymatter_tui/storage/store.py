@@ -48,9 +48,9 @@ from graymatter_tui.storage import (
     values,
     vector_ops,
 )
-from graymatter_tui.storage.protocol import KeywordIndex
+from graymatter_tui.storage.protocol import KeywordIndex, StoreWatch
 from graymatter_tui.storage.transaction import Transaction, VectorTransaction
-from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch, WatchThread
+from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -135,7 +135,7 @@ class BaseStore(ABC):
         *,
         since: int = -1,
         interval: float = WATCH_INTERVAL,
-    ) -> WatchThread:
+    ) -> StoreWatch:
         """Watch for writes from any process (`MemoryStore.watch`): here by reading the
         generation every `interval` seconds on the watch's thread; a backend that can be
         told of writes overrides this."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tests.conftest import FIXED_NOW, invoke_graymatter, run_graymatter
-from tests.support.cli_process import wants_subprocess
+from tests.conftest import FIXED_NOW, clean_env, run_graymatter
+from tests.support.cli_process import run_in_process
 
 TIMINGS = re.compile(r'"(\w+_ms)":[0-9.]+')
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -52,11 +52,20 @@ def _session(run: Run, data_dir: Path) -> list[tuple[int, str, str]]:
     return outcomes
 
 
+def _here(
+    *args: str, input: str | bytes | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    data = input.encode("utf-8") if isinstance(input, str) else input
+    return run_in_process(args, data or b"", clean_env(env))
+
+
 def test_in_process_runs_answer_as_subprocesses_do(
     tmp_path: Path, clean_graymatter_env: None
 ) -> None:
-    assert not wants_subprocess(("list", "ops"))  # this test compares the two ways
-    here = _session(invoke_graymatter, tmp_path / "here")
+    # This test compares the two ways, so "here" always runs in this process, even when
+    # an earlier test file left a store of its own open (it is at another path: the CLI
+    # shares nothing with it).
+    here = _session(_here, tmp_path / "here")
     there = _session(run_graymatter, tmp_path / "there")
     for step, mine, theirs in zip(SESSION, here, there, strict=True):
         assert mine == theirs, step[0]

@@ -32,7 +32,7 @@ from graymatter_tui.core.model import (
 )
 from graymatter_tui.core.store_url import StoreUrl, parse_store_url
 from graymatter_tui.core.tokens import check_language, language_from_env
-from graymatter_tui.storage import MemoryStore
+from graymatter_tui.storage import MemoryStore, StoreWatch
 from graymatter_tui.storage.store import BaseStore
 from graymatter_tui.storage.transaction import VectorTransaction
 from graymatter_tui.storage.watch import WATCH_INTERVAL
@@ -145,7 +145,7 @@ class PgStore(BaseStore):
         *,
         since: int = -1,
         interval: float = WATCH_INTERVAL,
-    ) -> ListeningWatch:
+    ) -> StoreWatch:
         """Watch for writes from any process (`MemoryStore.watch`): LISTEN on a connection
         of the watch's own, polling the generation there if LISTEN is refused (watch.py)."""
         watch = ListeningWatch(self, moved, failed, since=since, interval=interval)
