@@ -17,14 +17,14 @@ Data sets (each memory an agent of one LMDB store, facts written with `put_many`
 Methods, all through `recall.rank` except BM25:
 - keyword: `rank(..., vectors=NO_VECTORS)` (the keyword signal alone, default weights);
 - vector: `rank` with weights V=1, K=0 (the vector signal's order);
-- hybrid: `rank` with the default weights (V 0.7, K 0.3, R 0; ADR 0053);
+- hybrid: `rank` with the default weights (V 0.7, K 0.3, R 0; ADR 0061);
 - bm25: a real BM25 baseline (the `bm25s` package, Lucene variant, k1 1.2, b 0.75) over
   the same index terms (the store's Analyzer: stems, stop-words), per agent.
 
 Date terms: the LoCoMo stores are also built with the fact's date as keyword terms ahead
 of its text (the vectors stay those of the text): `month-year` ("May 2023"), `date`
 ("May 8, 2023") and `written` (LoCoMo's own "1:56 pm on 8 May, 2023"), to decide whether
-the keyword index should hold a fact's `created_at` (ADR 0053).
+the keyword index should hold a fact's `created_at` (ADR 0061).
 
 The embedder: the product's local model when `graymatter_tui.embedding` has one
 (GRAYMATTER_EMBED=local), its vectors written by the product's own embedding worker; else
@@ -212,13 +212,25 @@ class Cached:
 
     name = "bench"
 
-    def __init__(self, model: str, embed: Callable[[list[str]], Any], cache: DiskCache) -> None:
+    def __init__(
+        self,
+        model: str,
+        embed: Callable[[list[str]], Any],
+        cache: DiskCache,
+        pieces: Callable[[str], list[str]] | None = None,
+    ) -> None:
         self.model = model
+        self._pieces = pieces
         self.where = "the benchmark's embedder"
         self.dimension: int | None = None
         self._embed = embed
         self.cache = cache
         self.calls = 0
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces the wrapped embedder would give a vector each (the whole text when it
+        names none)."""
+        return self._pieces(text) if self._pieces is not None else [text]
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Any:
         np = self.cache.np
@@ -257,7 +269,9 @@ def product_embedder(cache_dir: Path | None) -> Embedding | None:
     if inner is None:
         return None
     cache = DiskCache(cache_dir, f"product-{inner.model}")
-    client = Cached(inner.model, lambda texts: inner.embed(texts, timeout=600.0), cache)
+    client = Cached(
+        inner.model, lambda texts: inner.embed(texts, timeout=600.0), cache, inner.pieces
+    )
     return Embedding(client, None, f"product embedder {inner.name}/{inner.model}")
 
 

@@ -396,7 +396,7 @@ def _hybrid_table(server: FakeOllama) -> None:
 
 def _sweep_table(server: FakeOllama) -> None:
     """recall@8 (before → after) of exact and paraphrased questions for the vector share
-    of the fusion (V / (V + K), ADR 0053) and similarity floors, a vector per fact and per
+    of the fusion (V / (V + K), ADR 0061) and similarity floors, a vector per fact and per
     sentence, lossless summaries with the guard off and lossy ones with it on."""
     print()
     print(

@@ -6,7 +6,7 @@ unit: cosine similarity for vector, the TF-IDF weight for keyword (and that weig
 the query's best, `keyword_normalised`), and for recency the fact's age (newer ranks
 first) and its position between the agent's oldest and newest fact (`recency`, 0 to 1).
 `vector_part`, `keyword_part` and `recency_part` are what each added to the fused score,
-the hit's `score`: their sum (ADR 0053). `vector_stand_in` is true for a fact with no
+the hit's `score`: their sum (ADR 0061). `vector_stand_in` is true for a fact with no
 vector of its own yet, whose vector part used the cosine of the farthest neighbour the
 signal returned."""
 

@@ -1,6 +1,6 @@
 """Recall: rank an agent's live facts for a query.
 
-Two signals and a prior, fused by a weighted sum of normalised scores (ADR 0053):
+Two signals and a prior, fused by a weighted sum of normalised scores (ADR 0061):
 
     score = (V·cos + K·kw/kw_max) / (V + K) + R·rec
 
@@ -57,7 +57,7 @@ MAX_QUERY_BYTES = 4096
 # keyword signal misses still reaches the top k, bounded so fusion stays cheap.
 MIN_VECTOR_CANDIDATES = 50
 VECTOR_CANDIDATES_PER_HIT = 4
-# The fusion weights (ADR 0053), measured on LoCoMo and the paraphrase set: V between
+# The fusion weights (ADR 0061), measured on LoCoMo and the paraphrase set: V between
 # 0.4 and 0.75 of V + K never loses to either signal alone; the recency prior gained
 # nothing there, so it is off unless asked for.
 DEFAULT_VECTOR = 0.7

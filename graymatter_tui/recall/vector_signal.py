@@ -4,7 +4,7 @@ stored. The embedding pipeline answers; without one, recall ranks on keywords al
 
 A signal may also answer `CandidateSimilarity.similarities`: the cosine of the same query
 to facts recall found by keyword, so a keyword match outside the nearest few is fused
-with its own cosine rather than a stand-in (ADR 0053)."""
+with its own cosine rather than a stand-in (ADR 0061)."""
 
 from __future__ import annotations
 
