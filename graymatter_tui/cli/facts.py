@@ -20,6 +20,7 @@ from graymatter_tui.core.retirement import retirement_key, retirement_of
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.core.words import counted
 from graymatter_tui.recall.ranking import RecallWeights, check_query, rank, recall
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import validate_fact_id
 from graymatter_tui.views.presentation import fact_fields
 
@@ -219,7 +220,7 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 def _weights_from_env() -> RecallWeights:
     chosen = os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip()
     if not chosen:
-        return RecallWeights.parse("1.0,0.1")
+        return RecallWeights()
     try:
         return RecallWeights.parse(chosen)
     except InvalidInput as exc:
@@ -234,14 +235,16 @@ def _weights_from_env() -> RecallWeights:
     "--weights",
     default=None,
     callback=checked_by(RecallWeights.parse),
-    help="KEYWORD,RECENCY or VECTOR,KEYWORD,RECENCY fusion weights "
-    "(default $GRAYMATTER_RECALL_WEIGHTS or 1.0,1.0,0.1).",
+    help="VECTOR,KEYWORD,RECENCY fusion weights, or KEYWORD,RECENCY with the vector "
+    "weight at 0.7: score = (V·cosine + K·keyword/best keyword)/(V+K) + R·recency "
+    "(default $GRAYMATTER_RECALL_WEIGHTS or 0.7,0.3,0).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
 @click.option(
     "--explain",
     is_flag=True,
-    help="Say why each fact ranked (signal ranks, score, weight, source) and what it replaced.",
+    help="Say why each fact ranked (what each signal contributed to its score, their "
+    "ranks, weight, source) and what it replaced.",
 )
 @common_options
 def recall_cmd(
@@ -263,7 +266,7 @@ def recall_cmd(
 
     run = rank if preview else recall
     vectors = from_env(store)
-    hits = run(store, agent, query, k=k, weights=fusion, vectors=vectors)
+    hits = run(store, agent, query, k=k, weights=fusion, vectors=vectors or NO_VECTORS)
     _say_vector_use(use_of(vectors) if vectors is not None else None, explain=explain)
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     if as_json:

@@ -33,7 +33,7 @@ from graymatter_tui.mcp.replies import (
 )
 from graymatter_tui.recall.explain_fields import signal_fields
 from graymatter_tui.recall.ranking import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
-from graymatter_tui.recall.vector_signal import QueryVectors
+from graymatter_tui.recall.vector_signal import NO_VECTORS, QueryVectors
 from graymatter_tui.storage import MemoryStore
 
 MAX_EQUIVALENTS = 32
@@ -50,8 +50,8 @@ class Session:
     # (a single call in-process) the search records them itself before answering.
     accesses: DeferredAccesses | None = None
     review: str = "none"
-    # Recall's vector signal, when the server has an embedder; None ranks on keyword and
-    # recency alone.
+    # Recall's vector signal, when the server has an embedder; None ranks on keywords
+    # alone.
     vectors: QueryVectors | None = None
 
     def holds(self, action: str) -> bool:
@@ -106,7 +106,7 @@ def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
         wanted = query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
-    vectors = session.vectors
+    vectors = session.vectors if session.vectors is not None else NO_VECTORS
     if session.read_only:
         return rank(session.store, agent, wanted, k=top_k, vectors=vectors)
     if session.accesses is None:

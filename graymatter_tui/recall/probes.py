@@ -3,7 +3,8 @@
 Every probe of the agent is ranked twice in one write transaction that is then
 abandoned (`MemoryStore.trial_apply`): once on the store as it is, once after the very
 apply the cycle would make (live facts minus the consumed ones, plus the summary). The
-ranking is `recall.rank` itself in both, so what a probe is shown here is what recall
+ranking is `recall.rank` itself in both, on keywords alone (the summary has no vector
+until the embedder reaches it), so what a probe is shown here is what keyword recall
 would answer.
 
 Each result says what the apply does to the probe's top k:
@@ -23,6 +24,7 @@ from typing import TypeVar, cast
 from graymatter_tui.core.errors import ReadOnlyStore
 from graymatter_tui.core.model import SUMMARY_MARK, Probe, ProbeMove, ProbeResult
 from graymatter_tui.recall import ranking as recall
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import ApplyRequest, KeywordIndex, MemoryStore
 
 T = TypeVar("T")
@@ -52,8 +54,13 @@ class _OpenIndex:
 
 
 def _top(index: KeywordIndex, probes: list[Probe]) -> list[list[str]]:
+    # Keywords alone: the summary the trial writes has no vector yet, and asking an
+    # embedding server for every probe inside a write transaction would hold the writer.
     view = cast(MemoryStore, _OpenIndex(index))
-    return [[h.fact.id for h in recall.rank(view, p.agent_id, p.query, k=p.k)] for p in probes]
+    return [
+        [h.fact.id for h in recall.rank(view, p.agent_id, p.query, k=p.k, vectors=NO_VECTORS)]
+        for p in probes
+    ]
 
 
 def compare(

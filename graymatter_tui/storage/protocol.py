@@ -71,6 +71,11 @@ class KeywordIndex(Protocol):
 
     def find(self, fact_id: str) -> Fact | None: ...
 
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's oldest and newest live facts (first and
+        last by id), or None without live facts."""
+        ...
+
 
 class StoreWatch(Protocol):
     """A running watch of a store (`MemoryStore.watch`)."""
@@ -196,6 +201,13 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The cosine of `vector` to each of `fact_ids` holding a vector of `model` (its
+        best row, as `nearest` scores it); the others are left out."""
+        ...
+
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...
@@ -337,6 +349,9 @@ class VectorBlockSource(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]: ...
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...

@@ -583,6 +583,16 @@ class BaseStore(ABC):
         when the store holds no vectors of that model and dimension."""
         return self._read_in_place(lambda tx: vector_ops.nearest(tx, agent, model, vector, limit))
 
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The cosine of the unit `vector` of `model` to each of `fact_ids` that has a
+        vector of it (its best row); the others are left out."""
+        wanted = list(fact_ids)
+        return self._read_in_place(
+            lambda tx: vector_ops.similarities(tx, agent, model, vector, wanted)
+        )
+
     def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
         """`agent`'s vector blocks of `model` changed after store generation `since` (all
         of them for -1), with the numbers of every block: one consistent snapshot, read

@@ -225,6 +225,19 @@ class Transaction(ABC):
     def live_count(self, agent: str) -> int:
         return self.agent_counts(agent).live
 
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's first and last live facts in id order
+        (ids are minted from the creation time, so: its oldest and newest), for recall's
+        recency prior; None without live facts. Two key look-ups and two decodes."""
+        first = next(self.iter_ids(agent, "live", newest_first=False), None)
+        last = next(self.iter_ids(agent, "live", newest_first=True), None)
+        if first is None or last is None:
+            return None
+        oldest, newest = self.find(first), self.find(last)
+        if oldest is None or newest is None:
+            return None
+        return epoch_ms(oldest.created_at), epoch_ms(newest.created_at)
+
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
         counts = self.agent_counts(agent)
         counts.weight_sum = weight_sum
