@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     import numpy as np
     import numpy.typing as npt
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import (
     ActivityEntry,
@@ -213,7 +214,14 @@ class MemoryStore(Protocol):
     ) -> values.VectorBlocks | None: ...
 
     # Curation
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact: ...
+    def put(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> Fact: ...
     def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]: ...
     def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
         """Re-index every live fact in `language`; the store's stemming language after."""
@@ -221,9 +229,13 @@ class MemoryStore(Protocol):
 
     def pin(self, fact_id: str) -> Fact: ...
     def unpin(self, fact_id: str) -> Fact: ...
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]: ...
+    def revise(
+        self, fact_id: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, Fact]: ...
     def retire(self, fact_id: str) -> Fact: ...
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]: ...
+    def supersede_text(
+        self, agent: str, target: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, list[Fact]]: ...
     def retire_text(self, agent: str, target: str) -> list[Fact]: ...
     def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]: ...
     def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint: ...
@@ -259,7 +271,15 @@ class MemoryStore(Protocol):
     def claim_for_demo(self) -> None: ...
 
     # The review queue: an agent's change held for a person (ADR 0027)
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal: ...
+    def hold_change(
+        self,
+        agent: str,
+        action: str,
+        target: str,
+        text: str,
+        *,
+        confidence: Confidence | None = None,
+    ) -> ReviewProposal: ...
     def proposals(
         self,
         agent: str | None = None,
