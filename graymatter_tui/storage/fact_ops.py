@@ -86,6 +86,7 @@ def new_facts(
                 weight=item.weight,
                 pinned=item.pinned,
                 pinned_at=created_at if item.pinned else None,
+                confidence=item.confidence,
                 source=source,
             )
         )
