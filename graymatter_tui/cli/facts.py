@@ -153,8 +153,9 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
         return
     fact = result.fact
     rows = fact_fields(fact, retirement)
+    width = max(len(key) for key, _ in rows)  # 9 ("pinned at"), 10 with a confidence
     for key, value in rows:
-        say(f"{key:>9}: {one_line(value)}")
+        say(f"{key:>{width}}: {one_line(value)}")
     say("")
     say(fact.text)
     if result.replaced_by is not None:

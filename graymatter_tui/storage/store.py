@@ -207,6 +207,11 @@ class BaseStore(ABC):
         paging as in `fact_ids`."""
         return self._read(lambda tx: queries.texts(tx, agent, state, limit, before))
 
+    def confidences(self, agent: str, state: FactState = "live") -> dict[str, str]:
+        """id -> confidence label of each fact of `agent` in `state` that has one (a
+        filter by confidence; facts without a label are not in it)."""
+        return self._read(lambda tx: queries.confidences(tx, agent, state))
+
     def all_facts(self) -> list[Fact]:
         """Every fact of every agent, oldest first (exports)."""
         return self._read(queries.all_facts)

@@ -174,3 +174,14 @@ def test_a_bad_label_on_revise_changes_nothing(any_cli: RunCli, cli_store: CliSt
         assert [(f.id, f.text, f.is_live) for f in store.all_facts()] == [
             (old["id"], "Port 5432", True)
         ]
+
+
+def test_show_names_the_confidence_of_a_labelled_fact_only(any_cli: RunCli) -> None:
+    sure = as_json(any_cli("remember", AGENT, "Port 5432", "--confidence", "verified", "--json"))
+    plain = as_json(any_cli("remember", AGENT, "Port 6379", "--json"))
+    shown = ok(any_cli("show", sure["id"])).splitlines()
+    assert "confidence: verified" in shown
+    assert f"        id: {sure['id']}" in shown  # the labels stay aligned
+    unlabelled = ok(any_cli("show", plain["id"])).splitlines()
+    assert not any("confidence" in line for line in unlabelled)
+    assert f"       id: {plain['id']}" in unlabelled  # as it always was

@@ -182,3 +182,18 @@ def test_an_update_given_a_label_takes_it(any_store: AnyStore) -> None:
         AGENT, target, "The deploy window opens at 8", confidence="verified"
     )
     assert replacement.confidence == "verified"
+
+
+def test_confidences_lists_the_labelled_live_facts_only(any_store: AnyStore) -> None:
+    ids = _seed(any_store)
+    old = any_store.put(AGENT, "The deploy window opened at 8", confidence="verified")
+    any_store.revise(old.id, "The deploy window opens at 8", confidence="inferred")
+    found = any_store.confidences(AGENT)
+    assert found == {
+        ids["unverified"]: "unverified",
+        ids["inferred"]: "inferred",
+        ids["verified"]: "verified",
+        **{f.id: "inferred" for f in any_store.list_facts(AGENT) if f.text.endswith("at 8")},
+    }
+    assert old.id not in found and ids[None] not in found
+    assert any_store.confidences(AGENT, "tombstones") == {old.id: "verified"}
