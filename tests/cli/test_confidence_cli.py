@@ -185,3 +185,20 @@ def test_show_names_the_confidence_of_a_labelled_fact_only(any_cli: RunCli) -> N
     unlabelled = ok(any_cli("show", plain["id"])).splitlines()
     assert not any("confidence" in line for line in unlabelled)
     assert f"       id: {plain['id']}" in unlabelled  # as it always was
+
+
+def test_review_shows_the_confidence_a_held_change_writes(
+    any_cli: RunCli, cli_store: CliStore
+) -> None:
+    with cli_store.open() as store:
+        labelled = store.hold_change(AGENT, "add", "", "Port 80", confidence="verified").id
+        plain = store.hold_change(AGENT, "add", "", "Port 81").id
+    shown = ok(any_cli("review", "show", labelled)).splitlines()
+    assert "  confidence verified (of the fact it writes)" in shown
+    assert as_json(any_cli("review", "show", labelled, "--json"))["confidence"] == "verified"
+    assert not any(
+        "confidence" in line for line in ok(any_cli("review", "show", plain)).splitlines()
+    )
+    assert "confidence" not in as_json(any_cli("review", "show", plain, "--json"))
+    ok(any_cli("review", "approve", labelled))
+    assert list(_stored(cli_store).values()) == ["verified"]  # the approved add: Port 80
