@@ -108,6 +108,9 @@ class RecallWeights:
             raise InvalidInput("recall weights must be non-negative")
         if len(numbers) == 2:
             keyword, recency = numbers
+            # As before fusion: `0,0` named no signal to rank by, and scripts rely on the error.
+            if keyword + recency == 0:
+                raise InvalidInput("recall weights must be non-negative and not both zero")
             return cls(keyword, recency)
         vector, keyword, recency = numbers
         if sum(numbers) == 0:

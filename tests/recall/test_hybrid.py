@@ -357,7 +357,6 @@ def test_rank_uses_the_configured_embedder_unless_told_otherwise(
     [
         ("1,0.1", RecallWeights(1.0, 0.1)),
         ("0,1", RecallWeights(0.0, 1.0)),
-        ("0,0", RecallWeights(0.0, 0.0)),  # the vector signal alone (V stays 0.7)
         ("2,1,0.1", RecallWeights(1.0, 0.1, vector=2.0)),
         ("0,1,0", RecallWeights(1.0, 0.0, vector=0.0)),
         ("1,0,0", RecallWeights(0.0, 0.0, vector=1.0)),
@@ -371,7 +370,8 @@ def test_weights_parse_two_and_three_numbers(raw: str, expected: RecallWeights) 
 
 
 @pytest.mark.parametrize(
-    "raw", ["1", "1,2,3,4", "0,0,0", "1,-1,1", "-1,1", "1,inf,1", "nan,1", "a,b,c", "", "1,,2"]
+    "raw",
+    ["1", "1,2,3,4", "0,0,0", "0,0", "1,-1,1", "-1,1", "1,inf,1", "nan,1", "a,b,c", "", "1,,2"],
 )
 def test_bad_weights_are_refused(raw: str) -> None:
     with pytest.raises(InvalidInput):
