@@ -311,6 +311,8 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
     decided_at: str = ""
     decided_by: str = ""
     record_id: str = ""  # the journal record of the decision
+    # The writer's confidence for the fact an add or update writes (None: not given).
+    confidence: str | None = None
 
     @property
     def pending(self) -> bool:
@@ -319,6 +321,8 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
 
 def proposal_to_dict(proposal: ReviewProposal) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(proposal)
+    if out["confidence"] is None:  # only when given, as on facts
+        del out["confidence"]
     return out
 
 

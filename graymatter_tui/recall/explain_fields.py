@@ -8,7 +8,12 @@ first) and its position between the agent's oldest and newest fact (`recency`, 0
 `vector_part`, `keyword_part` and `recency_part` are what each added to the fused score,
 the hit's `score`: their sum (ADR 0061). `vector_stand_in` is true for a fact with no
 vector of its own yet, whose vector part used the cosine of the farthest neighbour the
-signal returned."""
+signal returned.
+
+Only when recall was asked to rank by confidence (a `min_confidence`, or a
+`confidence_weight` above 0) two more keys say how: `confidence`, the fact's label (null
+when it has none: unknown), and `confidence_factor`, what the parts' sum was multiplied
+by to give the score (1 + w·c; ADR-016)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from graymatter_tui.core.clock import parse_time, short_age
+from graymatter_tui.core.confidence import UNKNOWN, known
 from graymatter_tui.recall.ranking import Hit
 
 
@@ -36,6 +42,17 @@ def signal_fields(hit: Hit, now: datetime) -> dict[str, Any]:
         "keyword_part": _rounded(hit.keyword_part),
         "recency_part": _rounded(hit.recency_part),
         "vector_stand_in": hit.vector_stand_in,
+        **confidence_fields(hit),
+    }
+
+
+def confidence_fields(hit: Hit) -> dict[str, Any]:
+    """`confidence` and `confidence_factor` when recall ranked by confidence, else none."""
+    if hit.confidence_factor is None:
+        return {}
+    return {
+        "confidence": known(hit.fact.confidence),
+        "confidence_factor": _rounded(hit.confidence_factor),
     }
 
 
@@ -62,7 +79,11 @@ def signal_summary(fields: Mapping[str, Any]) -> str:
         f"recency {fields['recency_part']:.4f} ({fields['recency']:.2f} of the span, "
         f"rank {fields['recency_rank']}, age {fields['age']})"
     )
-    return f"{vector} + {keyword} + {recency}"
+    parts = f"{vector} + {keyword} + {recency}"
+    if "confidence_factor" not in fields:
+        return parts
+    label = fields["confidence"] or UNKNOWN
+    return f"({parts}) × confidence {fields['confidence_factor']:.4f} ({label})"
 
 
 def _rounded(value: float | None) -> float | None:

@@ -27,6 +27,11 @@ and dropped unless it is a live fact of the agent (a stale vector never resurrec
 tombstone). Ties: older `created_at` first, then the smaller id. Identical texts are
 returned once. Each hit carries what every signal contributed (`Hit.vector_part`,
 `keyword_part`, `recency_part`), whose sum is its score.
+
+Confidence (off by default; `graymatter_tui.core.confidence`): `min_confidence` leaves
+out facts below that level, and `confidence_weight` w (0 to 0.5) multiplies the fused
+score by `1 + w·c` (c = +1 verified, 0 inferred or unknown, −1 unverified), the hit's
+`confidence_factor`; its score is then the parts' sum times that factor.
 """
 
 from __future__ import annotations
@@ -37,6 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
+from graymatter_tui.core.confidence import (
+    Confidence,
+    admits,
+    check_weight,
+    parse_confidence,
+)
+from graymatter_tui.core.confidence import factor as confidence_factor
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.receipts import Lineage, lineage
@@ -133,6 +145,9 @@ class Hit:
     recency_part: float = 0.0
     # The fact had no cosine of its own: `vector_part` used the farthest neighbour's.
     vector_stand_in: bool = False
+    # What confidence multiplied the parts' sum by; None when recall was asked for no
+    # confidence ranking (no minimum, weight 0), and then the score is their sum.
+    confidence_factor: float | None = None
 
 
 def _impact(count: int, length: int) -> float:
@@ -200,17 +215,21 @@ def rank(
     weights: RecallWeights | None = None,
     vectors: QueryVectors | None = None,
     min_similarity: float | None = None,
+    min_confidence: Confidence | None = None,
+    confidence_weight: float = 0.0,
 ) -> list[Hit]:
     """The top `k` live facts for `query`, without touching access counts (a preview).
 
     `vectors`: the vector signal; None (the default) is the one the environment
     configures for this store (GRAYMATTER_EMBED; none when embeddings are off, and a bad
     setting raises InvalidInput), `NO_VECTORS` ranks on keywords alone. `min_similarity`
-    keeps vector neighbours below it out of the candidates (no floor by default)."""
+    keeps vector neighbours below it out of the candidates (no floor by default).
+    `min_confidence` and `confidence_weight`: see the module's docstring."""
     validate_agent(agent)
     check_query(query)
     if k < 1:
         raise InvalidInput("k must be at least 1")
+    confidence = ConfidenceRanking.of(min_confidence, confidence_weight)
     weights = weights or RecallWeights()
     if vectors is None:
         vectors = configured_vectors(store)
@@ -237,7 +256,26 @@ def rank(
         missing = [i for i in scores if i not in signals.similarity]
         if missing and isinstance(vectors, CandidateSimilarity):
             signals.cosines = _finite(vectors.similarities(agent, query, missing))
-    return store.read_index(lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals))
+    return store.read_index(
+        lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
+    )
+
+
+@dataclass(frozen=True)
+class ConfidenceRanking:
+    """What recall was asked to do with confidence; None from `of` when nothing."""
+
+    minimum: Confidence | None
+    weight: float
+
+    @classmethod
+    def of(cls, minimum: Confidence | None, weight: float) -> ConfidenceRanking | None:
+        if minimum is not None:
+            parse_confidence(minimum, "min_confidence")
+        check_weight(weight)
+        if minimum is None and weight == 0:
+            return None
+        return cls(minimum, weight)
 
 
 @dataclass
@@ -263,6 +301,7 @@ def _fuse(
     scores: dict[str, float],
     facts: dict[str, Fact],
     signals: Signals,
+    confidence: ConfidenceRanking | None = None,
 ) -> list[Hit]:
     similarity = signals.similarity
     candidates = [*scores, *(i for i in similarity if i not in scores)]
@@ -304,21 +343,29 @@ def _fuse(
     # Read in order of the best score each could reach (its relevance plus the whole
     # prior), until k distinct texts are found that nothing unread can beat or tie: with
     # R = 0 that is the exact order, and R > 0 reads only what the prior could lift.
+    # The confidence factor can lift a fact by at most 1 + w.
+    lift = 1.0 + confidence.weight if confidence is not None else 1.0
     bound = {fact_id: sum(parts[fact_id]) + r for fact_id in candidates}
     ordered = sorted(candidates, key=lambda i: (-bound[i], i))
     best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
     for fact_id in ordered:
         if len(best) >= k:
             kth = heapq.nlargest(k, (entry[0] for entry in best.values()))[-1]
-            if bound[fact_id] < kth:
+            if bound[fact_id] * lift < kth:
                 break
         fact = facts.get(fact_id) or tx.find(fact_id)
         if fact is None or not fact.is_live or fact.agent_id != agent:
+            continue
+        if confidence is not None and not admits(fact.confidence, confidence.minimum):
             continue
         vector_part, keyword_part = parts[fact_id]
         rec = position(fact)
         recency_part = r * rec
         score = vector_part + keyword_part + recency_part
+        multiplier = None
+        if confidence is not None:
+            multiplier = confidence_factor(fact.confidence, confidence.weight)
+            score *= multiplier
         cos, stand_in = cosine(fact_id) if with_vectors else (0.0, False)
         hit = Hit(
             fact,
@@ -334,6 +381,7 @@ def _fuse(
             keyword_part,
             recency_part,
             stand_in and v > 0,
+            multiplier,
         )
         key = (score, fact.created_at, fact.id)
         held = best.get(fact.text)
@@ -399,6 +447,8 @@ class RankOptions(TypedDict, total=False):
     weights: RecallWeights | None
     vectors: QueryVectors | None
     min_similarity: float | None
+    min_confidence: Confidence | None
+    confidence_weight: float
 
 
 def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOptions]) -> list[Hit]:

@@ -16,6 +16,7 @@ from typing import TypeVar
 import msgspec
 
 from graymatter_tui.core import clock, provenance
+from graymatter_tui.core.confidence import lowest
 from graymatter_tui.core.errors import Conflict, NotFound
 from graymatter_tui.core.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.core.words import counted
@@ -150,6 +151,8 @@ def apply_consolidation(
         created_at=stamp,
         accessed_at=stamp,
         cycle_id=request.cycle_id,
+        # A summary is no surer than the least sure fact it consumes.
+        confidence=lowest(f.confidence for f in current),
         source=provenance.CONSOLIDATION,
     )
     tx.write_fact(summary, None)

@@ -19,6 +19,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError, InvalidInput
 from graymatter_tui.core.model import (
     ActivityEntry,
@@ -206,6 +207,11 @@ class BaseStore(ABC):
         paging as in `fact_ids`."""
         return self._read(lambda tx: queries.texts(tx, agent, state, limit, before))
 
+    def confidences(self, agent: str, state: FactState = "live") -> dict[str, str]:
+        """id -> confidence label of each fact of `agent` in `state` that has one (a
+        filter by confidence; facts without a label are not in it)."""
+        return self._read(lambda tx: queries.confidences(tx, agent, state))
+
     def all_facts(self) -> list[Fact]:
         """Every fact of every agent, oldest first (exports)."""
         return self._read(queries.all_facts)
@@ -236,11 +242,19 @@ class BaseStore(ABC):
         return self._read(lambda tx: tx.require_record(cycle_id))
 
     # ---- curation ----------------------------------------------------------------------
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
-        """Store a new fact and return it as committed."""
+    def put(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> Fact:
+        """Store a new fact and return it as committed; `confidence` is its writer's
+        label (None: unknown)."""
         validate_agent(agent)
         validate_text(text)
-        return self._write(lambda tx: fact_ops.put(tx, agent, text, pinned))
+        return self._write(lambda tx: fact_ops.put(tx, agent, text, pinned, confidence=confidence))
 
     def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]:
         """Insert many facts in one transaction (demo data, benchmarks)."""
@@ -268,22 +282,31 @@ class BaseStore(ABC):
     def unpin(self, fact_id: str) -> Fact:
         return self._write(lambda tx: fact_ops.unpin(tx, fact_id))
 
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
+    def revise(
+        self, fact_id: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, Fact]:
         """Replace a live fact's text: a new fact plus a tombstone pointing at it, in one
-        transaction. A pin moves to the revision. Returns (revision, tombstone)."""
+        transaction. A pin moves to the revision; so does the confidence unless
+        `confidence` is given. Returns (revision, tombstone)."""
         validate_text(text)
-        return self._write(lambda tx: fact_ops.revise(tx, fact_id, text))
+        return self._write(lambda tx: fact_ops.revise(tx, fact_id, text, confidence=confidence))
 
     def retire(self, fact_id: str) -> Fact:
         """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
         return self._write(lambda tx: fact_ops.retire(tx, fact_id))
 
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+    def supersede_text(
+        self, agent: str, target: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, list[Fact]]:
         """Write `text` and tombstone every live fact of `agent` whose text is exactly
-        `target`, pointing at it, in one transaction. Returns (replacement, tombstones)."""
+        `target`, pointing at it, in one transaction. The replacement's confidence is
+        `confidence`, else the lowest among the facts it replaces (unknown when any is).
+        Returns (replacement, tombstones)."""
         validate_agent(agent)
         validate_text(text)
-        return self._write(lambda tx: fact_ops.supersede_text(tx, agent, target, text))
+        return self._write(
+            lambda tx: fact_ops.supersede_text(tx, agent, target, text, confidence=confidence)
+        )
 
     def retire_text(self, agent: str, target: str) -> list[Fact]:
         """Tombstone every live fact of `agent` whose text is exactly `target`, in one
@@ -297,15 +320,24 @@ class BaseStore(ABC):
         return self._write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
 
     # ---- the review queue ---------------------------------------------------------------
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+    def hold_change(
+        self,
+        agent: str,
+        action: str,
+        target: str,
+        text: str,
+        *,
+        confidence: Confidence | None = None,
+    ) -> ReviewProposal:
         """Hold an agent's add/update/forget/pin/unpin for review instead of applying it;
-        refused now when it could never apply (no live fact has the target text, …)."""
+        refused now when it could never apply (no live fact has the target text, …).
+        `confidence` (add, update) is what the written fact gets once approved."""
         validate_agent(agent)
         if action in ("add", "update"):
             validate_text(text)
         if action != "add":
             validate_text(target)
-        return self._write(lambda tx: review_ops.hold(tx, agent, action, target, text))
+        return self._write(lambda tx: review_ops.hold(tx, agent, action, target, text, confidence))
 
     def proposals(
         self,

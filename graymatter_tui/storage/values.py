@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import Conflict, InvalidInput
 from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.core.retirement import Retirement
@@ -80,6 +81,7 @@ class NewFact:
     weight: float = 1.0
     pinned: bool = False
     fact_id: str | None = None
+    confidence: Confidence | None = None
 
 
 @dataclass(frozen=True)
