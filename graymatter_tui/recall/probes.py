@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar, cast
 
+from graymatter_tui.core import clock
 from graymatter_tui.core.errors import NotFound, ReadOnlyStore
 from graymatter_tui.core.model import SUMMARY_MARK, CycleRecord, Probe, ProbeMove, ProbeResult
 from graymatter_tui.core.textsafe import validate_agent
@@ -146,6 +147,9 @@ def run_probes(
 def run_due(store: MemoryStore) -> list[CycleRecord] | None:
     """The scheduled run, when one is due (None when none is, or there is no schedule):
     of processes asking at once, exactly one runs it. A read-only store runs none."""
+    schedule = store.probe_schedule()  # a read first: most checks find nothing due
+    if schedule.every is None or schedule.next_due_at > clock.format_time(store.now()):
+        return None
     try:
         if not store.claim_probe_run():
             return None
