@@ -138,9 +138,9 @@ COLUMNS: tuple[tuple[str, int], ...] = (
 )
 LEGEND = (
     "hits: probes that find something / probes scored (– none scored there)\n"
-    "live, tombs: the agent's facts, counted at probe runs (– not counted there)\n"
-    "applied, used, revert, review: running totals of consolidations applied, the facts\n"
-    "they consumed, reverts and review decisions"
+    "live, tombs: the agent's facts, counted at probe runs (– not counted)\n"
+    "applied, used, revert, review: running totals of consolidations applied,\n"
+    "the facts they consumed, reverts and review decisions"
 )
 DASH = "–"
 
