@@ -209,7 +209,7 @@ def journal(
             detail = f"restored {len(r.restored)}"
         elif r.kind == "probe_run":
             hits, total = hits_of(r)
-            detail = f"probes {hits}/{total} find something"
+            detail = f"probes {hits}/{total} found something"
         else:
             detail = (
                 f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"

@@ -12,11 +12,10 @@ import click
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.params import checked_by, usage_error
-from graymatter_tui.core.errors import NotFound
 from graymatter_tui.core.model import CycleRecord, Probe, cycle_to_dict, probe_to_dict
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.core.words import counted
-from graymatter_tui.recall.probes import run_due, run_probes
+from graymatter_tui.recall.probes import NO_PROBES, run_due, run_probes, runnable
 from graymatter_tui.storage import (
     MAX_PROBE_K,
     ProbeOutcome,
@@ -94,9 +93,6 @@ def remove(probe_id: str, data_dir: Path | None, as_json: bool) -> None:
     say("removed " + probe_line(removed))
 
 
-NO_PROBES = "no probes to score: add one with `graymatter-tui probe add AGENT QUERY`"
-
-
 def _run_payload(record: CycleRecord) -> dict[str, Any]:
     """A probe run's journal record (as `journal show` gives it) with its hit rate."""
     hits, total = hits_of(record)
@@ -117,7 +113,7 @@ def run_lines(record: CycleRecord) -> list[str]:
     hits, total = hits_of(record)
     rate = f" ({hits / total:.0%})" if total else ""
     lines = [
-        f"  {hits} of {counted(total, 'probe')} find something{rate} · {record.live_facts} "
+        f"  {hits} of {counted(total, 'probe')} found something{rate} · {record.live_facts} "
         f"live, {counted(record.tombstones, 'tombstone')}, {record.pinned} pinned · "
         f"asked by {record.trigger or 'unknown'}"
     ]
@@ -164,6 +160,10 @@ def run(
     agent = agent_arg if agent_arg is not None else agent_opt
     if due and agent is not None:
         raise usage_error("--due runs the schedule, which scores every agent's probes")
+    if not due:
+        # Checked on a read-only open first: a store with nothing to score is not created.
+        with open_reader(data_dir, as_json=True) as reader:
+            runnable(reader, agent)
     store = open_store(data_dir)
     if due:
         records = run_due(store)
@@ -174,8 +174,6 @@ def run(
             say(_nothing_due(store.probe_schedule()))
             return
     else:
-        if agent is None and not store.probes():
-            raise NotFound(NO_PROBES)
         records = run_probes(store, agent, "cli")
     if as_json:
         emit_json([_run_payload(r) for r in records])

@@ -121,20 +121,35 @@ def score(store: MemoryStore, probes: list[Probe]) -> list[ProbeScore]:
     return [ProbeScore(probe=p, found=top) for p, top in zip(probes, tops, strict=True)]
 
 
+NO_PROBES = "no probes to score: add one with `graymatter-tui probe add AGENT QUERY`"
+
+
+def runnable(store: MemoryStore, agent: str | None) -> list[Probe]:
+    """The probes a run of `agent` (every agent when None) would score; NotFound, saying
+    why and what to do, when there are none (nothing is written either way)."""
+    if agent is None:
+        probes = store.probes()
+        if not probes:
+            raise NotFound(NO_PROBES)
+        return probes
+    validate_agent(agent)
+    probes = store.probes(agent)
+    if not probes:
+        if not any(a.agent_id == agent for a in store.agents()):
+            raise NotFound(f"no agent {agent!r} in this store")
+        raise NotFound(
+            f"agent {agent!r} has no probes: add one with `graymatter-tui probe add {agent} QUERY`"
+        )
+    return probes
+
+
 def run_probes(
     store: MemoryStore, agent: str | None = None, trigger: Trigger = "cli"
 ) -> list[CycleRecord]:
     """Score every probe of `agent` (every agent's when None) and journal the results,
     one `probe_run` record per agent, oldest agent name first. An agent that is not in
     the store, or has no probes, is NotFound (with what to do about it)."""
-    if agent is not None:
-        validate_agent(agent)
-    probes = store.probes(agent)
-    if agent is not None and not probes:
-        known = {a.agent_id for a in store.agents()}
-        if agent not in known:
-            raise NotFound(f"no agent {agent!r} in this store")
-        raise NotFound(f"agent {agent!r} has no probes (add one with `probe add`)")
+    probes = runnable(store, agent) if agent is not None else store.probes()
     by_agent: dict[str, list[Probe]] = {}
     for probe in probes:
         by_agent.setdefault(probe.agent_id, []).append(probe)

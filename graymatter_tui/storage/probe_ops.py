@@ -177,7 +177,7 @@ def record_run(tx: Transaction, agent: str, scores: list[ProbeScore], trigger: s
         kind="probe_run",
         agent_id=agent,
         outcome="scored",
-        reason=f"{hits} of {counted(len(scores), 'probe')} find something",
+        reason=f"{hits} of {counted(len(scores), 'probe')} found something",
         started_at=stamp,
         finished_at=stamp,
         probes=results,

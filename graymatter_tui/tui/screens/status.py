@@ -13,6 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from graymatter_tui.core.words import counted
+from graymatter_tui.recall.probes import run_probes
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
 from graymatter_tui.tui.widgets.history_charts import HistoryCharts
@@ -58,6 +59,14 @@ class StatusPane(VerticalScroll, Pane):
             tooltip="The agent's probe hit rate, facts and totals over time (again: back)",
         ),
         Action(
+            "p",
+            "score_probes",
+            "Score probes",
+            id="status-score-probes",
+            title="Score the agent's probes now",
+            tooltip="Rank every probe of the agent now and keep the result in the journal",
+        ),
+        Action(
             "t",
             "table",
             "Charts/table",
@@ -94,6 +103,15 @@ class StatusPane(VerticalScroll, Pane):
             self.history_as_table = not self.history_as_table
         self._show_view()
         self.invalidate()
+
+    def action_score_probes(self) -> None:
+        if not self.host.may_mutate():
+            return
+        store, agent = self.host.store, self.host.agent
+        self.host.run_write(
+            f"Probes of {agent} scored (Status › h shows the history)",
+            lambda: run_probes(store, agent, "tui"),
+        )
 
     def _show_view(self) -> None:
         self.query_one("#status-body").display = not self.showing_history
