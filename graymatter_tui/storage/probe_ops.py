@@ -25,6 +25,7 @@ from graymatter_tui.storage.values import ProbeOutcome, ProbeSchedule, ProbeScor
 # scored (RFC 3339).
 SCHEDULE_KEY = "probe_schedule_every"
 LAST_RUN_KEY = "probe_last_run_at"
+SCHEDULE_ROWS = (SCHEDULE_KEY, LAST_RUN_KEY)
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
 # their number bounds how long a cycle holds the store's write lock.
@@ -120,7 +121,7 @@ def import_probes(tx: Transaction, probes: list[Probe]) -> int:
 
 # ---- probe runs ----------------------------------------------------------------------------
 def schedule(tx: Transaction) -> ProbeSchedule:
-    rows = tx.meta_many((SCHEDULE_KEY, LAST_RUN_KEY))
+    rows = tx.meta_many(SCHEDULE_ROWS)
     raw, last = rows[SCHEDULE_KEY], rows[LAST_RUN_KEY] or ""
     every = int(raw) if raw and raw.isdigit() and int(raw) > 0 else None
     due = ""

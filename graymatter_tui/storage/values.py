@@ -397,6 +397,8 @@ class StoreSnapshot:
     # Derived data (a function of each text and the model): not content, so `empty` and a
     # re-run's "already holds this copy" leave it aside.
     vectors: VectorSnapshot = field(default_factory=VectorSnapshot)
+    # The probe schedule's meta rows (`probe_ops.SCHEDULE_KEY`, `LAST_RUN_KEY`), as set.
+    probe_schedule: dict[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

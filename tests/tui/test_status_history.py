@@ -158,3 +158,27 @@ async def test_the_open_app_makes_a_due_scheduled_run_once(
     schedule = store.probe_schedule()
     assert schedule.last_run_at == made[0].started_at
     assert schedule.next_due_at.startswith((clock.now + timedelta(hours=6)).isoformat()[:16])
+
+
+async def test_the_journal_shows_a_probe_run_and_refuses_to_revert_it(
+    history_store: tuple[LmdbStore, ManualClock],
+) -> None:
+    store, _clock = history_store
+    newest = store.records(OPS, limit=1)[0]
+    assert newest.kind == "probe_run"
+    app = make_app(store)
+    async with running(app, size=(80, 24)) as pilot:
+        await press_each(pilot, "4")
+        text = screen_text(app)
+        assert text.count("probes scored") == 4  # every run, none as a consolidation
+        await press_each(pilot, "enter")
+        shown = screen_text(app)
+        assert f"Probe run {newest.cycle_id}" in shown and "asked by tui" in shown
+        assert "Probes scored (tui): 3 of 3 probes found something" in shown
+        await press_each(pilot, "escape", "u")
+        await wait_until(
+            pilot,
+            lambda: "is a probe run: it changed no fact" in screen_text(app),
+            what="the refusal",
+        )
+    assert store.records(OPS, limit=1)[0].cycle_id == newest.cycle_id
