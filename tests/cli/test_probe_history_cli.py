@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from graymatter_tui.core.model import CycleRecord
+from tests.conftest import clean_env
 from tests.engine.helpers import AGENT, NOW, prompt_rows, seed_weighted
 from tests.support.backends import CliStore
 from tests.support.ollama_fake import RecordedRequest, Reply
@@ -252,3 +256,90 @@ def test_a_store_of_an_earlier_release_shows_its_cycles_as_history(
     (run,) = json.loads(_ok(run_cli("probe", "run", agent, "--json", *old, env=later)).stdout)
     after = json.loads(run_cli("status", *old, "--history", "--agent", agent, "--json").stdout)
     assert after[-1]["record_id"] == run["cycle_id"] and after[-1]["live_facts"] is not None
+
+
+# ---- across processes -------------------------------------------------------------------
+def _scheduled_store(directory: Path) -> None:
+    """A store with one agent's probe and a schedule whose first run is due."""
+    with CliStore.lmdb(directory).open(clock_fn=lambda: NOW) as store:
+        seed_weighted(store, n=4)
+        store.add_probe(AGENT, "garden", 2)
+        store.set_probe_schedule(3600)
+
+
+def test_processes_asking_at_once_make_the_due_run_once(tmp_path: Path) -> None:
+    """Real processes, started together: the store hands the due run to one of them."""
+    directory = tmp_path / "store"
+    _scheduled_store(directory)
+    env = clean_env({"GRAYMATTER_DIR": str(directory), "GRAYMATTER_NOW": T[1]})
+    command = [sys.executable, "-m", "graymatter_tui", "probe", "run", "--due", "--json"]
+    processes = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    answers = [process.communicate(timeout=120) for process in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0], [err for _out, err in answers]
+    made = [run for out, _err in answers for run in json.loads(out)]
+    assert len(made) == 1 and made[0]["trigger"] == "schedule"
+    with CliStore.lmdb(directory).open() as store:
+        assert [r.cycle_id for r in store.records()] == [made[0]["cycle_id"]]
+
+
+def test_a_running_mcp_server_makes_the_due_run(tmp_path: Path) -> None:
+    """`graymatter-tui mcp` (a real process, on stdio) runs a due schedule by itself;
+    stopped by closing its stdin, it leaves exactly that run."""
+    directory = tmp_path / "store"
+    _scheduled_store(directory)
+    env = clean_env({"GRAYMATTER_DIR": str(directory), "GRAYMATTER_NOW": T[1]})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "graymatter_tui", "mcp", "--agent", AGENT],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        records: list[CycleRecord] = []
+        while time.monotonic() < deadline and not records:
+            with CliStore.lmdb(directory).open() as store:
+                records = store.records()
+            time.sleep(0.2)
+    finally:
+        _out, err = server.communicate(input=b"", timeout=60)  # stdin closed: it stops
+    assert server.returncode == 0, err
+    assert [(r.kind, r.trigger, r.agent_id) for r in records] == [("probe_run", "schedule", AGENT)]
+    with CliStore.lmdb(directory).open() as store:
+        assert len(store.records()) == 1
+        assert store.probe_schedule().last_run_at == records[0].started_at
+
+
+def test_migrate_carries_probe_runs_and_the_schedule(run_cli: Run, tmp_path: Path) -> None:
+    source, target = tmp_path / "source", tmp_path / "target"
+    _scheduled_store(source)
+    _ok(run_cli("probe", "run", "--dir", str(source), env=_at(T[1])))
+    _ok(run_cli("migrate", "--from", str(source), "--to", str(target)))
+    for args in (("status", "--history", "--json"), ("probe", "schedule", "--json")):
+        before = json.loads(run_cli(*args, "--dir", str(source), env=_at(T[2])).stdout)
+        after = json.loads(run_cli(*args, "--dir", str(target), env=_at(T[2])).stdout)
+        assert before and after == before
+
+
+def test_export_and_import_keep_probe_runs_and_move_no_counter(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    source, target = tmp_path / "source", tmp_path / "target"
+    _scheduled_store(source)
+    _ok(run_cli("probe", "run", "--dir", str(source), env=_at(T[1])))
+    _ok(run_cli("probe", "run", "--dir", str(source), env=_at(T[2])))
+    dump = tmp_path / "all.jsonl"
+    _ok(run_cli("export", "--out", str(dump), "--dir", str(source)))
+    _ok(run_cli("import", str(dump), "--dir", str(target)))
+    history = [
+        json.loads(run_cli("status", "--history", "--json", "--dir", str(d)).stdout)
+        for d in (source, target)
+    ]
+    assert len(history[0]) == 2 and history[1] == history[0]
+    status = json.loads(_ok(run_cli("status", "--json", "--dir", str(target))).stdout)
+    assert (status["cycles"], status["consolidations"], status["reverts"]) == (0, 0, 0)
+    assert _ok(run_cli("doctor", "--json", "--dir", str(target))).returncode == 0
