@@ -38,7 +38,8 @@ def probe_line(probe: Probe) -> str:
 
 @click.group(name="probe")
 def probe() -> None:
-    """Saved recall probes: queries each cycle is checked against before apply."""
+    """Saved recall probes: queries each cycle is checked against before apply, also
+    scored now (run) or every so often (schedule)."""
 
 
 @probe.command(name="add")
