@@ -37,7 +37,7 @@ from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
-from graymatter_tui.tui.messages import ProbeRunFailed, StoreMoved, StoreUnreadable
+from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
     Action,
     described,
@@ -333,18 +333,12 @@ class GraymatterApp(App[None]):
         return (doing, said)
 
     def _start_due_probe_runs(self) -> None:
+        """A store that fails here fails the panes' reads and the watch too, which say so
+        on the error bar: a failed scheduled run adds nothing of its own (the next check
+        tries again)."""
         if self.read_only or self.store.absent or self.due_probe_runs is not None:
             return
-
-        def failed(exc: GraymatterError) -> None:
-            self.post_message(ProbeRunFailed(f"scheduled probe run failed: {exc}"))
-
-        self.due_probe_runs = DueProbeRuns(
-            self.store, check_every=self.probe_check_seconds, failed=failed
-        )
-
-    def on_probe_run_failed(self, message: ProbeRunFailed) -> None:
-        self.show_error(message.message)
+        self.due_probe_runs = DueProbeRuns(self.store, check_every=self.probe_check_seconds)
 
     def on_unmount(self) -> None:
         if self.due_probe_runs is not None:

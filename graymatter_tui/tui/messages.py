@@ -23,11 +23,3 @@ class StoreUnreadable(Message):
         super().__init__()
         self.message = message
         self.watch = watch
-
-
-class ProbeRunFailed(Message):
-    """A scheduled probe run this process tried could not be made (the store failed)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__()
-        self.message = message
