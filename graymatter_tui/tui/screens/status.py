@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from graymatter_tui.core.words import counted
 from graymatter_tui.recall.probes import run_probes
+from graymatter_tui.storage import ProbeSchedule, interval_text
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
 from graymatter_tui.tui.widgets.history_charts import HistoryCharts
@@ -133,7 +134,7 @@ class StatusPane(VerticalScroll, Pane):
             def history_job() -> Draw:
                 # The agent's journal records only: no scan of the facts.
                 points = history(store, agent) if agent else []
-                return partial(self._draw_history, agent, points)
+                return partial(self._draw_history, agent, points, store.probe_schedule())
 
             return history_job
 
@@ -143,7 +144,9 @@ class StatusPane(VerticalScroll, Pane):
 
         return job
 
-    def _draw_history(self, agent: str, points: list[HistoryPoint]) -> None:
+    def _draw_history(
+        self, agent: str, points: list[HistoryPoint], schedule: ProbeSchedule
+    ) -> None:
         head = Text()
         head.append("History of ", style="bold")
         head.append_text(literal(agent or "no agent"))
@@ -157,6 +160,15 @@ class StatusPane(VerticalScroll, Pane):
             head.append(f" · {counted(len(points), 'point')}, {counted(runs, 'probe run')}")
             head.append(" · t " + ("charts" if self.history_as_table else "table"), style="dim")
             head.append(" · h back", style="dim")
+        if schedule.every is None:
+            head.append("\nno probe schedule: p scores the probes now", style="dim")
+        else:
+            due = schedule.next_due_at[5:16].replace("T", " ")
+            head.append(
+                f"\nprobes scored every {interval_text(schedule.every)}, next due {due} UTC"
+                " · p scores them now",
+                style="dim",
+            )
         self.query_one("#history-head", Static).update(head)
         self.query_one("#history-charts", HistoryCharts).show(points)
         self.query_one("#history-table", Static).update(history_table(points))

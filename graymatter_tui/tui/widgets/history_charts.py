@@ -79,11 +79,11 @@ class HistoryCharts(Vertical):
         self.fit()
 
     def fit(self) -> None:
-        """A third of the visible height each (less the pane's head line), at least
+        """A third of the visible height each (less the pane's two head lines), at least
         `MIN_ROWS`."""
         parent = self.parent.parent if self.parent is not None else None
         visible = parent.size.height if isinstance(parent, Widget) else self.app.size.height
-        rows = max(self.MIN_ROWS, (visible - 1) // len(CHARTS))
+        rows = max(self.MIN_ROWS, (visible - 2) // len(CHARTS))
         for plot in self.query(PlotextPlot):
             if plot.styles.height is None or plot.styles.height.value != rows:
                 plot.styles.height = rows
