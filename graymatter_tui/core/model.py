@@ -253,7 +253,7 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     # Consolidation records: each probe of the agent checked at review against the store
     # as it would be after apply (ADR 0039). Absent from records written before.
     probes: list[ProbeResult] = []
-    # Probe runs only: what asked for the run (`schedule`, `cli`, `tui`, `mcp`) and the
+    # Probe runs only: what asked for the run (`schedule`, `cli`, `tui`) and the
     # agent's facts when it ran (the size of its memory over time, `status --history`).
     trigger: str = ""
     live_facts: int = 0

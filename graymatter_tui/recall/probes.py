@@ -109,7 +109,7 @@ def check_probes(store: MemoryStore, request: ApplyRequest) -> ProbeCheck:
 # ---- probe runs: every probe scored now, kept in the journal -----------------------------
 # What asked for a run: the schedule (`probe run --due`, or the MCP server or TUI finding
 # a run due), or a person (the CLI's `probe run`, the TUI).
-Trigger = Literal["schedule", "cli", "tui", "mcp"]
+Trigger = Literal["schedule", "cli", "tui"]
 
 
 def score(store: MemoryStore, probes: list[Probe]) -> list[ProbeScore]:

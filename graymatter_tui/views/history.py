@@ -30,7 +30,7 @@ class HistoryPoint(TypedDict):
     record_id: str  # the journal record (`journal show ID`)
     event: str  # probe_run, consolidate, revert, review
     outcome: str
-    trigger: str  # probe runs: schedule, cli, tui, mcp; otherwise ""
+    trigger: str  # probe runs: schedule, cli, tui; otherwise ""
     probes: int  # probes scored at this point (0: none were)
     probe_hits: int
     probe_hit_rate: float | None  # probe_hits / probes; None where none were scored
