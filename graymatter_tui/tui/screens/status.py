@@ -17,7 +17,7 @@ from graymatter_tui.recall.probes import run_probes
 from graymatter_tui.storage import ProbeSchedule, interval_text
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
-from graymatter_tui.tui.widgets.history_charts import HistoryCharts
+from graymatter_tui.tui.widgets.history_charts import HistoryCharts, build_charts
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
 from graymatter_tui.views.history import COLUMNS, LEGEND, HistoryPoint, cells, history
@@ -89,8 +89,12 @@ class StatusPane(VerticalScroll, Pane):
             yield Static("", id="history-table", markup=False)
 
     def on_resize(self) -> None:
-        if self.showing_history:
-            self.query_one("#history-charts", HistoryCharts).fit()
+        if self.showing_history and not self.history_as_table:
+            self.invalidate()  # the charts are drawn for a size
+
+    def on_history_charts_resized(self, message: HistoryCharts.Resized) -> None:
+        if self.showing_history and not self.history_as_table:
+            self.invalidate()
 
     def action_history(self) -> None:
         self.showing_history = not self.showing_history
@@ -130,11 +134,17 @@ class StatusPane(VerticalScroll, Pane):
     def read(self, *, keep: bool = True) -> Read:
         store, agent = self.host.store, self.host.agent
         if self.showing_history:
+            charts = self.query_one("#history-charts", HistoryCharts)
+            width, rows, theme = charts.layout_for(self)
+            drawing = not self.history_as_table
 
             def history_job() -> Draw:
-                # The agent's journal records only: no scan of the facts.
+                # The agent's journal records only: no scan of the facts. The charts are
+                # drawn here too: plotext's drawing takes long enough to stall the UI.
                 points = history(store, agent) if agent else []
-                return partial(self._draw_history, agent, points, store.probe_schedule())
+                texts = build_charts(points, width, rows, theme) if drawing else []
+                schedule = store.probe_schedule()
+                return partial(self._draw_history, agent, points, schedule, (texts, rows, width))
 
             return history_job
 
@@ -145,7 +155,11 @@ class StatusPane(VerticalScroll, Pane):
         return job
 
     def _draw_history(
-        self, agent: str, points: list[HistoryPoint], schedule: ProbeSchedule
+        self,
+        agent: str,
+        points: list[HistoryPoint],
+        schedule: ProbeSchedule,
+        drawn: tuple[list[str], int, int],
     ) -> None:
         head = Text()
         head.append("History of ", style="bold")
@@ -170,8 +184,13 @@ class StatusPane(VerticalScroll, Pane):
                 style="dim",
             )
         self.query_one("#history-head", Static).update(head)
-        self.query_one("#history-charts", HistoryCharts).show(points)
+        texts, rows, width = drawn
+        charts = self.query_one("#history-charts", HistoryCharts)
+        if texts:
+            charts.show_built(texts, rows, width)
         self.query_one("#history-table", Static).update(history_table(points))
+        if texts and charts.size.width and charts.size.width != width:
+            self.invalidate()  # drawn before the charts' width was known: once more
 
     def _draw(self, p: StatusPayload, weights: list[float]) -> None:
         out = Table.grid(padding=(0, 2))

@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from textual.app import ComposeResult
+from rich.text import Text
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from graymatter_tui.core import clock
 from graymatter_tui.views.history import HistoryPoint
@@ -60,71 +63,113 @@ def _tick_label(moment: float, span: float) -> str:
     return at.strftime("%m-%d %H:%M" if span >= 3600 else "%H:%M:%S")
 
 
+# Most points a series is drawn with: about one a column (the table has every number).
+# plotext's drawing grows with the points (2,000 take ~0.4 s a chart).
+def _thin(pairs: list[tuple[float, float]], most: int) -> list[tuple[float, float]]:
+    if len(pairs) <= most:
+        return pairs
+    step = (len(pairs) - 1) / (most - 1)
+    return [pairs[round(i * step)] for i in range(most)]
+
+
+def build_charts(points: list[HistoryPoint], width: int, rows: int, theme: str) -> list[str]:
+    """The charts drawn as text (ANSI), `width` × `rows` each, in plotext theme `theme`.
+    Pure and slow (plotext draws every cell): run off the UI thread."""
+    xs = [_seconds(p) for p in points]
+    start = xs[0] if xs else 0.0
+    span = (xs[-1] - start) if xs else 0.0
+    out: list[str] = []
+    for index, (title, series) in enumerate(CHARTS):
+        plt = Plot()
+        # The legend is in the title: plotext's own would cover the newest points.
+        keys = "   ".join(f"{marker} {label}" for label, marker, _value in series)
+        plt.title(f"{title}: {keys}" if len(series) > 1 else title)
+        values: list[float] = []
+        for _label, marker, value in series:
+            pairs = [
+                (x - start, float(v))
+                for x, p in zip(xs, points, strict=True)
+                if (v := value(p)) is not None
+            ]
+            if pairs:
+                pairs = _thin(pairs, max(width, 2))
+                plt.plot([x for x, _v in pairs], [v for _x, v in pairs], marker=marker)
+                values += [v for _x, v in pairs]
+        if not values:
+            plt.title(f"{title} · nothing counted yet")
+        if index == 0:
+            plt.ylim(0, 100)
+            plt.yticks([0, 50, 100])
+        elif values:
+            low, high = int(min(values)), int(max(values))
+            top = max(high, low + 1)
+            plt.ylim(low, top)
+            plt.yticks(sorted({low, (low + top) // 2, top}))
+        if span > 0:
+            ticks = [span * i / (TICKS - 1) for i in range(TICKS)]
+            plt.xticks(ticks, [_tick_label(start + t, span) for t in ticks])
+            plt.xlim(0, span)
+        elif xs:
+            plt.xticks([0.0], [_tick_label(start, 3600)])
+            plt.xlim(-1, 1)
+        plt.plotsize(width, rows)
+        plt._set_size(width, rows)  # as PlotextPlot.render does (textual-plotext issue 5)
+        plt.theme(theme)
+        out.append(plt.build())
+    return out
+
+
+class ChartPlot(PlotextPlot):
+    """A chart drawn elsewhere (`build_charts`, in a worker): rendering shows that text,
+    never plotext's drawing on the UI thread."""
+
+    built: Text | None = None
+
+    def render(self) -> RenderResult:
+        return self.built if self.built is not None else Text("")
+
+
 class HistoryCharts(Vertical):
-    """Three charts, stacked, sharing the time axis."""
+    """Three charts, stacked, sharing the time axis. What to draw is measured here, on
+    the UI thread (`layout`); the drawing is made off it (`build_charts`) and shown
+    (`show_built`)."""
 
     DEFAULT_CSS = """
     HistoryCharts { height: auto; }
-    HistoryCharts > PlotextPlot { height: 9; }
+    HistoryCharts > ChartPlot { height: 9; }
     """
     # Each chart takes a third of the pane's height, and never fewer rows than this (at
     # 80×24 the third scrolls into view).
     MIN_ROWS = 9
 
+    class Resized(Message):
+        """The charts are now another width than they were drawn for."""
+
+    built_width = 0
+
     def compose(self) -> ComposeResult:
         for index, _chart in enumerate(CHARTS):
-            yield PlotextPlot(id=f"history-chart-{index}")
+            yield ChartPlot(id=f"history-chart-{index}")
 
     def on_resize(self) -> None:
-        self.fit()
+        if self.built_width and self.size.width != self.built_width:
+            self.built_width = 0  # asked once: the next drawing sets it again
+            self.post_message(self.Resized())
 
-    def fit(self) -> None:
-        """A third of the visible height each (less the pane's two head lines), at least
-        `MIN_ROWS`."""
-        parent = self.parent.parent if self.parent is not None else None
-        visible = parent.size.height if isinstance(parent, Widget) else self.app.size.height
-        rows = max(self.MIN_ROWS, (visible - 2) // len(CHARTS))
-        for plot in self.query(PlotextPlot):
+    def layout_for(self, pane: Widget) -> tuple[int, int, str]:
+        """(width, rows, plotext theme) of each chart now: a third of the pane's height
+        (less its two head lines), at least `MIN_ROWS`, as wide as the charts are."""
+        rows = max(self.MIN_ROWS, (pane.size.height - 2) // len(CHARTS))
+        width = self.size.width or pane.size.width
+        first = self.query_one("#history-chart-0", ChartPlot)
+        first._register_theme(self.app.theme)  # the current theme's colours, registered
+        return max(width, 20), rows, first._get_plotext_theme_name(self.app.theme)
+
+    def show_built(self, texts: list[str], rows: int, width: int) -> None:
+        self.built_width = width
+        for index, text in enumerate(texts):
+            plot = self.query_one(f"#history-chart-{index}", ChartPlot)
+            plot.built = Text.from_ansi(text)
             if plot.styles.height is None or plot.styles.height.value != rows:
                 plot.styles.height = rows
-
-    def show(self, points: list[HistoryPoint]) -> None:
-        self.fit()
-        xs = [_seconds(p) for p in points]
-        start = xs[0] if xs else 0.0
-        span = (xs[-1] - start) if xs else 0.0
-        for index, (title, series) in enumerate(CHARTS):
-            widget = self.query_one(f"#history-chart-{index}", PlotextPlot)
-            plt = widget.plt
-            plt.clear_figure()
-            # The legend is in the title: plotext's own would cover the newest points.
-            keys = "   ".join(f"{marker} {label}" for label, marker, _value in series)
-            plt.title(f"{title}: {keys}" if len(series) > 1 else title)
-            values: list[float] = []
-            for _label, marker, value in series:
-                pairs = [
-                    (x - start, v)
-                    for x, p in zip(xs, points, strict=True)
-                    if (v := value(p)) is not None
-                ]
-                if pairs:
-                    plt.plot([x for x, _v in pairs], [v for _x, v in pairs], marker=marker)
-                    values += [v for _x, v in pairs]
-            if not values:
-                plt.title(f"{title} · nothing counted yet")
-            if index == 0:
-                plt.ylim(0, 100)
-                plt.yticks([0, 50, 100])
-            elif values:
-                low, high = int(min(values)), int(max(values))
-                top = max(high, low + 1)
-                plt.ylim(low, top)
-                plt.yticks(sorted({low, (low + top) // 2, top}))
-            if span > 0:
-                ticks = [span * i / (TICKS - 1) for i in range(TICKS)]
-                plt.xticks(ticks, [_tick_label(start + t, span) for t in ticks])
-                plt.xlim(0, span)
-            elif xs:
-                plt.xticks([0.0], [_tick_label(start, 3600)])
-                plt.xlim(-1, 1)
-            widget.refresh()
+            plot.refresh()
