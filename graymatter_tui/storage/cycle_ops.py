@@ -318,6 +318,10 @@ def _applied_record(tx: Transaction, cycle_id: str) -> CycleRecord:
     what = "review" if original.kind == "review" else "cycle"
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"{what} {cycle_id} cannot be reverted: nothing was applied "
@@ -334,6 +338,10 @@ def _revertible(tx: Transaction, cycle_id: str) -> tuple[CycleRecord, Fact, list
     original = tx.require_record(cycle_id)
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"cycle {cycle_id} cannot be reverted: nothing was applied "

@@ -256,6 +256,23 @@ class MemoryStore(Protocol):
 
     def probes(self, agent: str | None = None) -> list[Probe]: ...
     def remove_probe(self, probe_id: str) -> Probe: ...
+    def probe_schedule(self) -> values.ProbeSchedule: ...
+    def set_probe_schedule(self, every: int | None) -> values.ProbeSchedule: ...
+    def claim_probe_run(self) -> bool:
+        """Whether a scheduled probe run is due; True makes it the caller's to run."""
+        ...
+
+    def record_probe_run(
+        self,
+        agent: str,
+        scores: Sequence[values.ProbeScore],
+        trigger: str,
+        *,
+        every_agent: bool = False,
+    ) -> CycleRecord:
+        """Journal one agent's probes as scored now (a `probe_run` record)."""
+        ...
+
     def trial_apply(
         self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
     ) -> values.TrialApply[T]:

@@ -407,6 +407,41 @@ class BaseStore(ABC):
         """Probes of `agent` (every agent's when None), oldest first."""
         return self._read(lambda tx: probe_ops.listing(tx, agent))
 
+    def probe_schedule(self) -> values.ProbeSchedule:
+        """How often every agent's probes are scored, when they last were, when next."""
+        return self._read(probe_ops.schedule)
+
+    def set_probe_schedule(self, every: int | None) -> values.ProbeSchedule:
+        """Score every agent's probes each `every` seconds (None: no schedule)."""
+        if every is not None and not values.MIN_PROBE_EVERY <= every <= values.MAX_PROBE_EVERY:
+            raise InvalidInput(f"the interval must be between 1m and 366d, got {every} s")
+        return self._write(lambda tx: probe_ops.set_schedule(tx, every))
+
+    def claim_probe_run(self) -> bool:
+        """Whether a scheduled probe run is due; True makes it the caller's to run (the
+        schedule's clock moves to now, so another process asking meanwhile gets False)."""
+        return self._write(probe_ops.claim_due)
+
+    def record_probe_run(
+        self,
+        agent: str,
+        scores: Sequence[values.ProbeScore],
+        trigger: str,
+        *,
+        every_agent: bool = False,
+    ) -> CycleRecord:
+        """Journal one agent's probes as scored now (a `probe_run` record). `every_agent`:
+        this is one of a run of every agent's probes, so the schedule counts from now."""
+        validate_agent(agent)
+        wanted = list(scores)
+
+        def run(tx: Transaction) -> CycleRecord:
+            if every_agent:
+                probe_ops.mark_run(tx)
+            return probe_ops.record_run(tx, agent, wanted, trigger)
+
+        return self._write(run)
+
     def remove_probe(self, probe_id: str) -> Probe:
         """Remove a probe; NotFound when there is none with this id."""
         probe_id = values.validate_probe_id(probe_id)
