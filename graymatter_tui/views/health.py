@@ -524,8 +524,8 @@ def check_health(
     def run(view: MemoryStore) -> HealthReport:
         known = sorted(a.agent_id for a in view.agents())
         if agent is not None and agent not in known:
-            names = ", ".join(known[:5]) + (f" and {len(known) - 5} more" if len(known) > 5 else "")
-            held = f"its agents: {names}" if known else "it holds no agent"
+            more = f" and {len(known) - 5} more" if len(known) > 5 else ""
+            held = f"its agents: {', '.join(known[:5])}{more}" if known else "it holds no agent"
             raise NotFound(f"no agent {agent!r} in this store ({held})")
         names = known if agent is None else [agent]
         return HealthReport(
