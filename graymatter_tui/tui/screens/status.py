@@ -7,11 +7,13 @@ from functools import partial
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from graymatter_tui.core.words import counted
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
+from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
 from graymatter_tui.views.overview import (
@@ -43,6 +45,7 @@ class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
     DEPENDS_ON = ("reach", "embedding")  # the summariser and embedder lines
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
+    BINDINGS = [Binding("h", "health", "Health", id="status-health")]
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-body", markup=False)
@@ -50,6 +53,12 @@ class StatusPane(VerticalScroll, Pane):
     def on_mount(self) -> None:
         # The histogram carries the old theme's colours: draw it again (when shown).
         redraw_on_theme_change(self, self.invalidate)
+
+    def action_health(self) -> None:
+        """The health rules of the current agent's memory, in a dialog (`doctor --health`)."""
+        vectors = getattr(self.app, "query_vectors", None)
+        model = None if vectors is None else vectors.embedder.model
+        self.app.push_screen(HealthScreen(self.host.store, self.host.agent, model))
 
     def read(self, *, keep: bool = True) -> Read:
         store, agent = self.host.store, self.host.agent
@@ -100,6 +109,7 @@ class StatusPane(VerticalScroll, Pane):
             f"half-life {s.half_life_hours:.0f} h · threshold {s.threshold} · max batch "
             f"{s.max_batch} · guard {s.guard}",
         )
+        out.add_row("health", literal(f"h: the health rules of {self.host.agent}'s memory"))
         agents = Table(title="Agents", title_justify="left", expand=False)
         for column in ("agent", "live", "tombstones", "pinned", "avg weight"):
             agents.add_column(column, justify="left" if column == "agent" else "right")
