@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,6 +30,7 @@ STATUSES: tuple[Status, ...] = ("ok", "info", "warn", "fail")
 
 MAX_FACTS = 10  # facts a finding names (then "and N more")
 TEXT_CHARS = 80  # of each named fact's text
+PIN_LOOKUPS = 5000  # weak critical facts looked up one by one (more: the agent's pins)
 
 # Every number a rule compares with; `doctor --health --json` gives them as `thresholds`.
 THRESHOLDS: dict[str, dict[str, float | int | str]] = {
@@ -110,30 +111,65 @@ def normalised(text: str) -> str:
 
 
 _SEP = "\x00"
-_ASCII_SPACES = str.maketrans("\t\n\r\v\f\x1c\x1d\x1e\x1f", " " * 9)
+_ASCII_PUNCTUATION_BYTES = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_ASCII_SPACES_BYTES = bytes.maketrans(b"\t\n\r\v\f\x1c\x1d\x1e\x1f", b" " * 9)
 _OTHER_SPACES = re.compile(r"[^\S ]")  # whitespace but the plain space (never the separator)
 
 
 def normalised_all(texts: Sequence[str]) -> list[str]:
-    """`normalised` of each text, computed over all of them joined at once (a million
-    texts in a few C-level passes instead of a million Python calls); texts holding the
-    separator are done one by one."""
-    parts = max(len(texts) - 1, 0)
+    """`normalised` of each text, computed over many joined at once (a million texts in a
+    few C-level passes instead of a million Python calls): the ASCII ones as bytes, the
+    others together. If a text holds the separator, each is done on its own."""
+    if not texts:
+        return []
     joined = _SEP.join(texts)
-    if joined.count(_SEP) != parts:
+    if joined.count(_SEP) != len(texts) - 1:
         return [normalised(t) for t in texts]
-    folded = joined.casefold()
-    if folded.isascii():
-        folded = folded.translate(_ASCII_PUNCTUATION).translate(_ASCII_SPACES)
-    else:
-        folded = _PUNCTUATION.sub("", unicodedata.normalize("NFKC", folded))
-        folded = _OTHER_SPACES.sub(" ", folded)
-        if folded.count(_SEP) != parts:  # NFKC made or took one (it never should)
-            return [normalised(t) for t in texts]
+    if joined.isascii():
+        return _ascii_all(joined)
+    plain = [i for i, t in enumerate(texts) if t.isascii()]
+    other = [i for i, t in enumerate(texts) if not t.isascii()]
+    out = [""] * len(texts)
+    if plain:
+        for i, key in zip(plain, _ascii_all(_SEP.join(texts[i] for i in plain)), strict=True):
+            out[i] = key
+    for i, key in zip(other, _unicode_all([texts[i] for i in other]), strict=True):
+        out[i] = key
+    return out
+
+
+def _ascii_all(joined: str) -> list[str]:
+    data = joined.encode("ascii").lower().translate(_ASCII_SPACES_BYTES, _ASCII_PUNCTUATION_BYTES)
+    while b"  " in data:
+        data = data.replace(b"    ", b" ").replace(b"  ", b" ")
+    data = data.replace(b" \x00", b"\x00").replace(b"\x00 ", b"\x00").strip(b" ")
+    return data.decode("ascii").split(_SEP)
+
+
+def _unicode_all(texts: list[str]) -> list[str]:
+    folded = _PUNCTUATION.sub("", unicodedata.normalize("NFKC", _SEP.join(texts).casefold()))
+    folded = _OTHER_SPACES.sub(" ", folded)
+    if folded.count(_SEP) != len(texts) - 1:  # NFKC made or took one (it never should)
+        return [normalised(t) for t in texts]
     while "  " in folded:
         folded = folded.replace("    ", " ").replace("  ", " ")
-    folded = folded.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ")
-    return folded.split(_SEP) if texts else []
+    return folded.replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ").split(_SEP)
+
+
+def repeated(keys: Sequence[str]) -> set[str]:
+    """The keys that occur more than once (hashes counted in an array, then the few
+    candidates compared exactly)."""
+    import numpy as np
+
+    if len(keys) < 2:
+        return set()
+    hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+    _values, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    candidates = np.flatnonzero(counts[inverse] > 1).tolist()
+    seen: dict[str, int] = {}
+    for index in candidates:
+        seen[keys[index]] = seen.get(keys[index], 0) + 1
+    return {key for key, n in seen.items() if n > 1}
 
 
 def ulid_ms(ids: Sequence[str]) -> Any:
@@ -178,29 +214,26 @@ def _pct(part: int, whole: int) -> str:
 
 
 class _AgentData:
-    """One agent's live ids and texts (newest first) and weights, read once; its pins
-    and a text by id only when a rule asks."""
+    """One agent's live ids and texts (newest first) and weights, read once; pins and
+    the texts of named facts only when a rule asks."""
 
     def __init__(self, store: MemoryStore, agent: str) -> None:
         self.store, self.agent = store, agent
         self.ids, self.texts = store.texts(agent, "live")
         self.weights = store.weights(agent, "live")
-        self._text_of: dict[str, str] | None = None
 
-    @property
-    def text_of(self) -> dict[str, str]:
-        if self._text_of is None:
-            self._text_of = dict(zip(self.ids, self.texts, strict=True))
-        return self._text_of
-
-    def pinned(self) -> set[str]:
+    def pinned_among(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` are pinned: a few facts read whole, or the agent's pins."""
+        if len(ids) <= PIN_LOOKUPS:
+            return {f.id for f in self.store.find_many(ids) if f is not None and f.pinned}
         return {f.id for f in self.store.pinned_facts(self.agent)}
 
     def pairs(self, ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, text) of `ids`; only the first MAX_FACTS are named, so only theirs are
-        looked up."""
-        text_of = self.text_of
-        return [(i, text_of.get(i, "") if n < MAX_FACTS else "") for n, i in enumerate(ids)]
+        """(id, text) of `ids`; only the first MAX_FACTS are named, so only their texts
+        are read."""
+        found = self.store.find_many(ids[:MAX_FACTS])
+        texts = {f.id: f.text for f in found if f is not None}
+        return [(i, texts.get(i, "")) for i in ids]
 
 
 # ---- upstream's four rules --------------------------------------------------------------
@@ -277,10 +310,15 @@ def near_prune_critical(data: _AgentData) -> Finding:
     t = THRESHOLDS["near-prune-critical"]
     below = float(t["below_weight"])
     threshold = f"warn: unpinned, weight < {below} (pruned below 0.01), and saying {t['words']}"
-    light = sorted((i for i, w in data.weights.items() if w < below), reverse=True)
-    said = [(i, data.text_of[i]) for i in light if i in data.text_of]
-    said = [(i, text) for i, text in said if CRITICAL_WORDS.search(text.casefold())]
-    pinned = data.pinned() if said else set()
+    light = {i for i, w in data.weights.items() if w < below}
+    said: list[tuple[str, str]] = []
+    if light:  # newest first, as the ids are
+        said = [
+            (i, text)
+            for i, text in zip(data.ids, data.texts, strict=True)
+            if i in light and CRITICAL_WORDS.search(text.casefold())
+        ]
+    pinned = data.pinned_among([i for i, _ in said]) if said else set()
     weak = [(i, text) for i, text in said if i not in pinned]
     if not weak:
         return Finding("near-prune-critical", "ok", "no weak decision or policy", threshold)
@@ -321,7 +359,7 @@ def duplicates(data: _AgentData) -> Finding:
         "facts in groups (case, punctuation and spacing ignored)"
     )
     keys = normalised_all(data.texts)
-    twice = {key for key, n in Counter(keys).items() if n > 1}
+    twice = repeated(keys)
     by_text: dict[str, list[str]] = defaultdict(list)
     if twice:
         for fact_id, key in zip(data.ids, keys, strict=True):
@@ -361,7 +399,8 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
         for row, name in enumerate(names):
             if name:
                 rows[name].append(matrix[row])
-    live = [i for i in data.ids if i in rows][:newest]
+    compared = [(i, t) for i, t in zip(data.ids, data.texts, strict=True) if i in rows][:newest]
+    live = [i for i, _ in compared]
     if len(live) < 2:
         return Finding(
             "semantic-duplicates",
@@ -372,7 +411,7 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
     vectors = np.stack([np.mean(rows[i], axis=0) for i in live]).astype(np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors /= np.where(norms == 0, 1, norms)
-    keys = normalised_all([data.text_of[i] for i in live])
+    keys = normalised_all([t for _, t in compared])
     parent = list(range(len(live)))
 
     def root(x: int) -> int:

@@ -319,3 +319,33 @@ def test_the_report_does_not_depend_on_the_clock(
     first = health.report_to_dict(check_health(any_store, embed_model="m"))
     store_clock.advance(hours=24 * 365)
     assert health.report_to_dict(check_health(any_store, embed_model="m")) == first
+
+
+def test_normalising_many_at_once_is_normalising_each() -> None:
+    """The bulk path (ASCII as bytes, the rest together, the separator held by a text)
+    gives exactly what one text at a time gives."""
+    import random
+
+    rng = random.Random(7)
+    alphabet = [*'aB c,.!\t\n_-é ÄßŞ«»—\x1c\x00\u00a0\u2003\x85\r\x0b\\"', "  ", "ﬁ", "①"]
+    for _ in range(3000):
+        texts = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            for _ in range(rng.randint(0, 6))
+        ]
+        for each in (texts, [t.replace("\x00", "") for t in texts]):
+            assert health.normalised_all(each) == [health.normalised(t) for t in each]
+        keys = [rng.choice("abcde") for _ in range(rng.randint(0, 6))]
+        assert health.repeated(keys) == {k for k in keys if keys.count(k) > 1}
+
+
+def test_times_come_from_the_ids() -> None:
+    from graymatter_tui.storage.ids import new_id
+
+    moments = [T0, T0 + timedelta(milliseconds=1), T0 + timedelta(days=400)]
+    ids = [new_id(m) for m in moments]
+    assert health.ulid_ms(ids).tolist() == [int(m.timestamp() * 1000) for m in moments]
+    assert health.ulid_ms([ids[0].lower(), "not-a-ulid"]).tolist() == [
+        int(T0.timestamp() * 1000),
+        -1,
+    ]
