@@ -542,11 +542,11 @@ def _doctor_health(
         )
         for finding in health.findings:
             say(f"  {marks[finding.status]} {finding.rule:<{width}}  {one_line(finding.detail)}")
-            say(f"    {' ' * width}  [{one_line(finding.threshold)}]")
+            say(f"      [{one_line(finding.threshold)}]")
             for fact in finding.facts:
-                say(f"    {' ' * width}  {fact.id}  {one_line(fact.text)}")
+                say(f"      {fact.id}  {one_line(fact.text)}")
             if finding.more:
-                say(f"    {' ' * width}  … and {finding.more} more")
+                say(f"      … and {finding.more} more")
     say("")
     say(health_summary(report))
 

@@ -38,7 +38,7 @@ THRESHOLDS: dict[str, dict[str, float | int | str]] = {
     "dumping": {"min_facts": 8, "window_seconds": 3600, "max_avg_chars": 50},
     "near-prune-critical": {
         "below_weight": 0.05,
-        "words": "must, always, never, decision(s), decided, policy/policies",
+        "words": "must/always/never/decision(s)/decided/policy/policies",
     },
     "duplicates": {"warn_ratio": 0.10, "fail_ratio": 0.25},
     "semantic-duplicates": {"min_cosine": 0.92, "newest_compared": 5000},
@@ -242,8 +242,8 @@ def supersede_loop(live: int, tombstones: int) -> Finding:
     total = live + tombstones
     ratio = tombstones / total if total else 0.0
     threshold = (
-        f"warn ≥ {t['warn_ratio']:.0%}, fail ≥ {t['fail_ratio']:.0%} of the agent's facts "
-        f"being tombstones, from {t['min_facts']} facts on"
+        f"warn ≥ {t['warn_ratio']:.0%}, fail ≥ {t['fail_ratio']:.0%} of the facts "
+        f"tombstones, from {t['min_facts']} facts"
     )
     detail = f"{tombstones} of {counted(total, 'fact')} are tombstones ({_pct(tombstones, total)})"
     status: Status = "ok"
@@ -265,9 +265,7 @@ def dumping(data: _AgentData) -> Finding:
 
     t = THRESHOLDS["dumping"]
     least, window, avg = int(t["min_facts"]), int(t["window_seconds"]), int(t["max_avg_chars"])
-    threshold = (
-        f"warn: ≥ {least} facts written within {window // 60} min averaging < {avg} characters"
-    )
+    threshold = f"warn: ≥ {least} facts within {window // 60} min averaging < {avg} characters"
     ids = data.ids[::-1]  # oldest first
     ms = ulid_ms(ids)
     lengths = np.fromiter(map(len, reversed(data.texts)), dtype=np.int64, count=len(ids))
@@ -309,7 +307,7 @@ def dumping(data: _AgentData) -> Finding:
 def near_prune_critical(data: _AgentData) -> Finding:
     t = THRESHOLDS["near-prune-critical"]
     below = float(t["below_weight"])
-    threshold = f"warn: unpinned, weight < {below} (pruned below 0.01), and saying {t['words']}"
+    threshold = f"warn: unpinned, weight < {below} (pruning at 0.01), saying {t['words']}"
     light = {i for i, w in data.weights.items() if w < below}
     said: list[tuple[str, str]] = []
     if light:  # newest first, as the ids are
@@ -355,8 +353,8 @@ def _groups_finding(
 def duplicates(data: _AgentData) -> Finding:
     t = THRESHOLDS["duplicates"]
     threshold = (
-        f"info when any; warn ≥ {t['warn_ratio']:.0%}, fail ≥ {t['fail_ratio']:.0%} of live "
-        "facts in groups (case, punctuation and spacing ignored)"
+        f"info if any; warn ≥ {t['warn_ratio']:.0%}, fail ≥ {t['fail_ratio']:.0%} of live "
+        "facts (case, punctuation, spacing ignored)"
     )
     keys = normalised_all(data.texts)
     twice = repeated(keys)
@@ -381,8 +379,8 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
     cosine, newest = float(t["min_cosine"]), int(t["newest_compared"])
     d = THRESHOLDS["duplicates"]
     threshold = (
-        f"cosine ≥ {cosine} among the newest {newest:,} facts with a vector; info when any, "
-        f"warn ≥ {d['warn_ratio']:.0%}, fail ≥ {d['fail_ratio']:.0%} of those compared"
+        f"cosine ≥ {cosine}, newest {newest:,} with a vector; info if any, "
+        f"warn ≥ {d['warn_ratio']:.0%}, fail ≥ {d['fail_ratio']:.0%} of them"
     )
     model, _dimension = store.embed_model()
     blocks = None if model is None else store.vector_blocks_since(agent, model, -1)
@@ -450,8 +448,8 @@ def probes_changed(store: MemoryStore, records: list[CycleRecord]) -> Finding:
     t = THRESHOLDS["probes-changed"]
     recent = int(t["recent_cycles"])
     threshold = (
-        f"the {recent} newest applied cycles with probes: warn when one lost a fact a probe "
-        "found, info when one changed a probe's answer"
+        f"last {recent} applied cycles with probes: warn if a probe lost a fact, info if "
+        "an answer changed"
     )
     cycles = [r for r in _recent_applied(records, recent) if not r.reverted_by]
     lost: list[str] = []
@@ -496,7 +494,7 @@ def contradiction_finding(pending: Sequence[ReviewProposal]) -> Finding:
     """Held changes waiting for a person whose kind says the store may contradict itself
     (`duplicate`, `possible_update`), compared by name: a kind this version does not
     know yet counts as soon as a store holds it."""
-    threshold = "warn when any held change of kind duplicate or possible_update waits"
+    threshold = "warn if any held change of kind duplicate or possible_update waits"
     waiting = [p for p in pending if p.pending and str(p.action) in CONTRADICTION_ACTIONS]
     if not waiting:
         return Finding(
@@ -521,9 +519,7 @@ def embedding_coverage(
     store: MemoryStore, agent: str, live: int, configured: str | None
 ) -> Finding:
     warn_below = float(THRESHOLDS["embedding-coverage"]["warn_below"])
-    threshold = (
-        f"warn below {warn_below:.0%} of live facts holding a vector of the configured model"
-    )
+    threshold = f"warn below {warn_below:.0%} of live facts with a vector of the configured model"
     if configured is None:
         return Finding(
             "embedding-coverage", "ok", "embeddings are off (GRAYMATTER_EMBED=none)", threshold
@@ -555,10 +551,7 @@ def embedding_coverage(
 def summaries_reverted(store: MemoryStore, records: list[CycleRecord]) -> Finding:
     t = THRESHOLDS["summaries-reverted"]
     ratio_at, least = float(t["warn_ratio"]), int(t["warn_min"])
-    threshold = (
-        f"info when any; warn when ≥ {least} and ≥ {ratio_at:.0%} of applied consolidations "
-        "were reverted"
-    )
+    threshold = f"info if any; warn if ≥ {least} and ≥ {ratio_at:.0%} of applied consolidations"
     applied = [r for r in records if r.kind == "consolidate" and r.outcome == "applied"]
     reverted = [r for r in applied if r.reverted_by]
     if not reverted:

@@ -64,7 +64,7 @@ def test_findings_exit_0_and_name_their_facts(any_cli: Cli) -> None:
     human = any_cli("doctor", "--health")
     assert human.returncode == 0
     assert "✗ duplicates" in human.stdout
-    assert "[info when any; warn ≥ 10%, fail ≥ 25%" in human.stdout  # thresholds said
+    assert "[info if any; warn ≥ 10%, fail ≥ 25%" in human.stdout  # thresholds said
     assert f"{first}  Deploy on Friday!" in human.stdout
     assert human.stdout.rstrip().endswith("Verdict fail: 1 failure (ops: duplicates).")
 
