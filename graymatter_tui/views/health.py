@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from graymatter_tui.consolidation.guard import detail_key, key_details
 from graymatter_tui.core.errors import NotFound
 from graymatter_tui.core.model import CycleRecord, ReviewProposal
 from graymatter_tui.core.words import counted
@@ -371,15 +372,16 @@ def duplicates(data: _AgentData) -> Finding:
 def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Finding:
     """Pairs of live facts whose vectors (a fact's sentence vectors averaged) are at
     least `min_cosine` alike, among the agent's newest `newest_compared` facts holding a
-    vector of the store's model; facts that are already exact duplicates are left to the
-    rule above."""
+    vector of the store's model, where one fact's key details (numbers, dates, ids,
+    names: the coverage guard's) are all in the other; facts that are already exact
+    duplicates are left to the rule above."""
     import numpy as np
 
     t = THRESHOLDS["semantic-duplicates"]
     cosine, newest = float(t["min_cosine"]), int(t["newest_compared"])
     d = THRESHOLDS["duplicates"]
     threshold = (
-        f"cosine ≥ {cosine}, newest {newest:,} with a vector; info if any, "
+        f"cosine ≥ {cosine} and no detail apart, newest {newest:,} with a vector; info if any, "
         f"warn ≥ {d['warn_ratio']:.0%}, fail ≥ {d['fail_ratio']:.0%} of them"
     )
     model, _dimension = store.embed_model()
@@ -418,13 +420,26 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
             x = parent[x]
         return x
 
+    texts = [t for _, t in compared]
+    details: dict[int, set[str]] = {}
+
+    def held(index: int) -> set[str]:
+        if index not in details:
+            details[index] = {detail_key(d) for d in key_details(texts[index])}
+        return details[index]
+
     chunk = 1024
     for start in range(0, len(live), chunk):
         sims = vectors[start : start + chunk] @ vectors.T
         rows_i, cols = np.nonzero(sims >= cosine)
         for a, b in zip((rows_i + start).tolist(), cols.tolist(), strict=True):
-            if a < b and keys[a] != keys[b]:
-                parent[root(a)] = root(b)
+            if a >= b or keys[a] == keys[b]:
+                continue
+            # Alike, but each holds a detail the other lacks (a number, a date, a name):
+            # two facts, or an update of one (review's possible_update), not a duplicate.
+            if not (held(a) <= held(b) or held(b) <= held(a)):
+                continue
+            parent[root(a)] = root(b)
     grouped: dict[int, list[str]] = defaultdict(list)
     for index, fact_id in enumerate(live):
         grouped[root(index)].append(fact_id)

@@ -166,6 +166,22 @@ def test_no_near_duplicates_by_meaning(any_store: AnyStore) -> None:
     assert _finding(any_store, "semantic-duplicates", "m").status == "ok"
 
 
+def test_alike_facts_with_other_details_are_not_duplicates(any_store: AnyStore) -> None:
+    """Disk alerts at 74% and at 22%: alike by meaning, but two facts (or an update of
+    one), not one said twice; a detail only one of them adds does not part them."""
+    facts = _embed(
+        any_store,
+        {
+            "Disk alerts fire at 74% usage on the build servers": [1, 0.1, 0, 0],
+            "Disk alerts fire at 22% usage on the build servers": [1, 0.11, 0, 0],
+            "Globex support hours are 9:00-17:00 CET": [0, 0, 1, 0.1],
+            "Globex support hours are 9:00-17:00 CET on weekdays": [0, 0, 1, 0.11],
+        },
+    )
+    found = _finding(any_store, "semantic-duplicates", "m")
+    assert {f.id for f in found.facts} == {facts[2].id, facts[3].id}
+
+
 def test_without_vectors_the_meaning_rule_says_it_did_not_look(any_store: AnyStore) -> None:
     any_store.put_many(_spread(3))
     found = _finding(any_store, "semantic-duplicates")
