@@ -42,7 +42,7 @@ THRESHOLDS: dict[str, dict[str, float | int | str]] = {
         "words": "must/always/never/decision(s)/decided/policy/policies",
     },
     "duplicates": {"warn_ratio": 0.10, "fail_ratio": 0.25},
-    "semantic-duplicates": {"min_cosine": 0.92, "newest_compared": 5000},
+    "semantic-duplicates": {"min_cosine": 0.92, "newest_compared": 5000, "most_vectors": 200_000},
     "probes-changed": {"recent_cycles": 5},
     "contradictions-pending": {"actions": "duplicate, possible_update"},
     "embedding-coverage": {"warn_below": 0.50},
@@ -385,6 +385,11 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
         f"warn ≥ {d['warn_ratio']:.0%}, fail ≥ {d['fail_ratio']:.0%} of them"
     )
     model, _dimension = store.embed_model()
+    most = int(t["most_vectors"])
+    stored = 0 if model is None else store.embed_state(agent).vectors
+    if stored > most:  # every block is read to find the newest: bounded in memory
+        detail = f"not checked: {stored:,} facts have a vector (it reads at most {most:,})"
+        return Finding("semantic-duplicates", "info", detail, threshold)
     blocks = None if model is None else store.vector_blocks_since(agent, model, -1)
     if blocks is None:
         return Finding(

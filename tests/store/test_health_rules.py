@@ -182,6 +182,16 @@ def test_alike_facts_with_other_details_are_not_duplicates(any_store: AnyStore) 
     assert {f.id for f in found.facts} == {facts[2].id, facts[3].id}
 
 
+def test_more_vectors_than_it_reads_are_not_checked(
+    any_store: AnyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _embed(any_store, {"Deploys go out on Friday": [1, 0, 0, 0], "Deploys, Friday": [1, 0, 0, 0]})
+    monkeypatch.setitem(health.THRESHOLDS["semantic-duplicates"], "most_vectors", 1)
+    found = _finding(any_store, "semantic-duplicates", "m")
+    assert (found.status, found.facts) == ("info", ())
+    assert found.detail == "not checked: 2 facts have a vector (it reads at most 1)"
+
+
 def test_without_vectors_the_meaning_rule_says_it_did_not_look(any_store: AnyStore) -> None:
     any_store.put_many(_spread(3))
     found = _finding(any_store, "semantic-duplicates")
