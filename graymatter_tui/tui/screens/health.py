@@ -4,7 +4,7 @@ on a fact opens it as the other screens do, `esc` comes back here."""
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,7 +17,6 @@ from textual.widgets.option_list import Option
 from graymatter_tui.core.errors import GraymatterError, NotFound
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import MemoryStore
-from graymatter_tui.tui.screens.base import Host
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.workers import off_thread
 from graymatter_tui.views.health import AgentHealth, check_health
@@ -32,11 +31,18 @@ class HealthScreen(ModalScreen[None]):
         Binding("r", "reload", "Check again", id="health-reload"),
     ]
 
-    def __init__(self, store: MemoryStore, agent: str, embed_model: str | None) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        agent: str,
+        embed_model: str | None,
+        open_fact: Callable[[str], None],
+    ) -> None:
         super().__init__()
         self.store = store
         self.agent = agent
         self.embed_model = embed_model
+        self.open_fact = open_fact  # the app's show_fact: as the other screens open one
         self.fact_of: dict[str, str] = {}  # option id -> fact id
 
     def compose(self) -> ComposeResult:
@@ -116,7 +122,7 @@ class HealthScreen(ModalScreen[None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         fact_id = self.fact_of.get(event.option.id or "")
         if fact_id is not None:
-            cast(Host, self.app).show_fact(fact_id)
+            self.open_fact(fact_id)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -56,9 +56,9 @@ class StatusPane(VerticalScroll, Pane):
 
     def action_health(self) -> None:
         """The health rules of the current agent's memory, in a dialog (`doctor --health`)."""
-        vectors = getattr(self.app, "query_vectors", None)
-        model = None if vectors is None else vectors.embedder.model
-        self.app.push_screen(HealthScreen(self.host.store, self.host.agent, model))
+        host = self.host
+        screen = HealthScreen(host.store, host.agent, host.embed_model(), host.show_fact)
+        self.app.push_screen(screen)
 
     def read(self, *, keep: bool = True) -> Read:
         store, agent = self.host.store, self.host.agent
