@@ -375,3 +375,27 @@ def test_times_come_from_the_ids() -> None:
         int(T0.timestamp() * 1000),
         -1,
     ]
+
+
+@pytest.mark.parametrize("state", ["live", "tombstones", "all"])
+def test_texts_are_the_facts_texts_in_every_state_and_page(any_store: AnyStore, state: str) -> None:
+    """`texts` (what the rules read; on LMDB a walk of the fact rows) gives exactly the
+    ids and texts `list_facts` gives, newest first, page by page, with tombstones and
+    another agent's facts around them."""
+    facts = any_store.put_many(_spread(15))
+    any_store.put_many(NewFact("ops2", f"the other agent's fact {i}") for i in range(3))
+    any_store.put_many(NewFact("op", f"a prefix of the name {i}") for i in range(2))
+    for fact in facts[::3]:
+        any_store.retire(fact.id)
+    want = [(f.id, f.text) for f in any_store.list_facts(AGENT, state)]  # type: ignore[arg-type]
+    ids, texts = any_store.texts(AGENT, state)  # type: ignore[arg-type]
+    assert list(zip(ids, texts, strict=True)) == want and want
+    pages: list[tuple[str, str]] = []
+    before = None
+    while True:
+        ids, texts = any_store.texts(AGENT, state, limit=4, before=before)  # type: ignore[arg-type]
+        if not ids:
+            break
+        pages += zip(ids, texts, strict=True)
+        before = ids[-1]
+    assert pages == want
