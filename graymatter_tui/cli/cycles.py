@@ -486,7 +486,8 @@ def doctor(
     bursts of short facts, weak decisions near pruning, duplicates, probes a cycle
     changed, contradictions waiting in review, embedding coverage, summaries reverted),
     each with its thresholds and the facts it concerns. It exits 0 whatever the rules
-    find (the verdict is in the output); 1 only when the store cannot be read."""
+    find (the verdict is in the output); 1 when the store cannot be read or --agent
+    names no agent of it."""
     if not health:
         if agent is not None:
             raise usage_error("--agent is for --health (doctor checks the whole store)")
@@ -515,7 +516,9 @@ def doctor(
 def _doctor_health(
     data_dir: Path | None, agent: str | None, embed: str | None, as_json: bool
 ) -> None:
-    """`doctor --health`: every rule of `views.health` per agent; exit 0 with findings."""
+    """`doctor --health`: every rule of `views.health` per agent; exit 0 with findings
+    (they are advice about what memory holds, not a store that is broken: ADR text in the
+    change's notes), 1 for a store that cannot be read or an unknown agent."""
     from graymatter_tui.views.health import check_health, report_to_dict
 
     settings = settings_for(data_dir)
