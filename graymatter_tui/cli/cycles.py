@@ -517,8 +517,8 @@ def _doctor_health(
     data_dir: Path | None, agent: str | None, embed: str | None, as_json: bool
 ) -> None:
     """`doctor --health`: every rule of `views.health` per agent; exit 0 with findings
-    (they are advice about what memory holds, not a store that is broken: ADR text in the
-    change's notes), 1 for a store that cannot be read or an unknown agent."""
+    (they are advice about what memory holds, not a broken store), 1 for a store that
+    cannot be read or an unknown agent."""
     from graymatter_tui.views.health import check_health, report_to_dict
 
     settings = settings_for(data_dir)
