@@ -610,9 +610,10 @@ class BaseStore(ABC):
         )
 
     # ---- embedding vectors (ADR 0034, ADR 0058) ------------------------------------------
-    def embed_state(self) -> values.EmbedState:
-        """The store's embedding model, dimension, backlog and how many facts have vectors."""
-        return self._read(vector_ops.state)
+    def embed_state(self, agent: str | None = None) -> values.EmbedState:
+        """The store's embedding model and dimension, and the backlog and how many facts
+        have vectors, of `agent` or of all."""
+        return self._read(lambda tx: vector_ops.state(tx, agent))
 
     def embed_model(self) -> tuple[str | None, int | None]:
         """(model, dimension) of the store's vectors; None for what is not recorded yet.

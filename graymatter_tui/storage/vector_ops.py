@@ -44,12 +44,15 @@ def model(tx: VectorTransaction) -> tuple[str | None, int | None]:
     return found[EMBED_MODEL], int(dimension) if dimension else None
 
 
-def state(tx: VectorTransaction) -> EmbedState:
+def state(tx: VectorTransaction, agent: str | None = None) -> EmbedState:
+    """The store's model and dimension, with the backlog and the facts holding a vector
+    of `agent` (or of every agent)."""
     name, dimension = model(tx)
     if not tx.has_vector_tables():
         return EmbedState(name, dimension, 0, 0)
-    slots = sum(tx.count_vector_rows(agent_prefix(agent, b"s")) for agent in tx.agent_names())
-    return EmbedState(name, dimension, tx.queue_size(), slots)
+    agents = tx.agent_names() if agent is None else [agent]
+    slots = sum(tx.count_vector_rows(agent_prefix(each, b"s")) for each in agents)
+    return EmbedState(name, dimension, tx.queue_size(agent), slots)
 
 
 def backlog(tx: VectorTransaction, agent: str | None = None) -> int:

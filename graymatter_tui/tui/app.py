@@ -59,6 +59,7 @@ from graymatter_tui.tui.screens.dialogs import (
     TextEntryScreen,
 )
 from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
@@ -94,6 +95,7 @@ LISTS: tuple[type[Widget], ...] = (VirtualList, JournalTable)
 SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("Recall preview", (RecallScreen,)),
     ("Fact detail", (FactDetailScreen,)),
+    ("Health", (HealthScreen,)),
     ("Cycle replay", (CycleDiffScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
     ("No store yet", (NoStoreScreen,)),
@@ -628,6 +630,10 @@ class GraymatterApp(App[None]):
         if then is not None:
             then(result)
         self._store_moved(generation)
+
+    def embed_model(self) -> str | None:
+        vectors = self.query_vectors
+        return None if vectors is None else vectors.embedder.model
 
     def show_fact(self, fact_id: str) -> None:
         if not self.closing:

@@ -57,6 +57,10 @@ class Host(Protocol):
 
     def show_fact(self, fact_id: str) -> None: ...
 
+    def embed_model(self) -> str | None:
+        """The model of the embedder GRAYMATTER_EMBED configures, None when off."""
+        ...
+
     def show_cycle(self, cycle_id: str) -> None: ...
 
     def read_in_thread(

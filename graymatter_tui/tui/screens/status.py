@@ -17,6 +17,7 @@ from graymatter_tui.recall.probes import run_probes
 from graymatter_tui.storage import ProbeSchedule, interval_text
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
+from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.widgets.history_charts import HistoryCharts, build_charts
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
@@ -75,6 +76,14 @@ class StatusPane(VerticalScroll, Pane):
             title="History as a table",
             tooltip="Show the history's numbers as a table, or as charts again",
         ),
+        Action(
+            "d",
+            "health",
+            "Health",
+            id="status-health",
+            title="Memory health",
+            tooltip="The health rules of the agent's memory (as doctor --health)",
+        ),
     ]
 
     # What the pane shows: the overview, or the agent's history as charts or a table.
@@ -130,6 +139,12 @@ class StatusPane(VerticalScroll, Pane):
         # The histogram carries the old theme's colours: draw it again (when shown).
         redraw_on_theme_change(self, self.invalidate)
         self._show_view()
+
+    def action_health(self) -> None:
+        """The health rules of the current agent's memory, in a dialog (`doctor --health`)."""
+        host = self.host
+        screen = HealthScreen(host.store, host.agent, host.embed_model(), host.show_fact)
+        self.app.push_screen(screen)
 
     def read(self, *, keep: bool = True) -> Read:
         store, agent = self.host.store, self.host.agent
@@ -232,6 +247,7 @@ class StatusPane(VerticalScroll, Pane):
             f"half-life {s.half_life_hours:.0f} h · threshold {s.threshold} · max batch "
             f"{s.max_batch} · guard {s.guard}",
         )
+        out.add_row("health", literal(f"h: the health rules of {self.host.agent}'s memory"))
         agents = Table(title="Agents", title_justify="left", expand=False)
         for column in ("agent", "live", "tombstones", "pinned", "avg weight"):
             agents.add_column(column, justify="left" if column == "agent" else "right")
