@@ -19,6 +19,7 @@ from itertools import islice
 from typing import TypeVar
 
 from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -40,12 +41,14 @@ from graymatter_tui.storage import (
     graph_ops,
     import_ops,
     migrate_ops,
+    past_ops,
     probe_ops,
     queries,
     reindex_ops,
     review_ops,
     values,
 )
+from graymatter_tui.storage.past_index import PastIndex
 from graymatter_tui.storage.protocol import KeywordIndex
 from graymatter_tui.storage.transaction import Transaction
 
@@ -104,6 +107,36 @@ class BaseStore(ABC):
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         """Run `fn` over one consistent snapshot of the keyword index (recall)."""
         return self._read(fn)
+
+    def past_facts(
+        self,
+        agent: str | None,
+        as_of: AsOf,
+        *,
+        state: FactState = "live",
+        limit: int | None = None,
+        before: str | None = None,
+        with_facts: bool = True,
+    ) -> values.PastFacts:
+        """The facts in `state` at the moment `as_of` names, newest first, each with what
+        happened to it since (`past_ops.past_facts`), in one read transaction."""
+        if agent is not None:
+            validate_agent(agent)
+        return self._read(
+            lambda tx: past_ops.past_facts(
+                tx,
+                agent,
+                as_of,
+                state=state,
+                limit=limit,
+                before=before,
+                with_facts=with_facts,
+            )
+        )
+
+    def read_past_index(self, past: values.PastFacts, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over the keyword index of the facts live in `past` (`past_index`)."""
+        return self._read(lambda tx: fn(PastIndex(tx, past)))
 
     def generation(self) -> int:
         """Bumped by every write transaction of any process: cheap change detection."""

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graymatter_tui.core.errors import Conflict, InvalidInput
+from graymatter_tui.core.lifespan import Ending, Moment
 from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.core.retirement import Retirement
 from graymatter_tui.core.textsafe import canonical_id, validate_agent, validate_query
@@ -289,6 +290,52 @@ MOVED_COUNTERS = (
     "review_pending",
     "activity_seq",
 )
+
+
+# ---- memory as it was (`past_ops`) -----------------------------------------------------
+PastState = Literal["live", "tombstone"]
+NowState = Literal["live", "tombstone", "pruned"]
+
+
+@dataclass(frozen=True, slots=True)
+class PastFact:
+    """A fact as it stood at a past moment: `then` live or a tombstone (`ended` says
+    what made it one), `now` where it is today, `later` what happened to it since,
+    oldest first. `fact` is the store's row today (a pruned fact's copy in the journal),
+    or None when only the id was asked for. `approximate`: a time in `later` or `ended`
+    was derived after the fact (a store written before schema 6)."""
+
+    fact_id: str
+    fact: Fact | None
+    then: PastState
+    now: NowState
+    later: list[Ending]
+    ended: Ending | None = None
+    approximate: bool = False
+
+    def without_fact(self) -> PastFact:
+        """The same, naming a fact the store still holds by id only."""
+        if self.now == "pruned" or self.fact is None:
+            return self
+        return PastFact(
+            self.fact_id, None, self.then, self.now, self.later, self.ended, self.approximate
+        )
+
+
+@dataclass(frozen=True)
+class PastFacts:
+    """The facts of one moment (`moment`), newest first. `derived`: the store keeps no
+    endings yet (a store from before schema 6 read as it is), so every one was derived
+    from its journal just now."""
+
+    moment: Moment
+    agent: str | None
+    facts: list[PastFact]
+    derived: bool = False
+
+    @property
+    def approximate(self) -> bool:
+        return any(p.approximate for p in self.facts)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from graymatter_tui.tui.screens.facts import FactsPane
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.screens.review import ReviewPane
 from graymatter_tui.tui.screens.status import StatusPane
@@ -84,6 +85,7 @@ SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("Recall preview", (RecallScreen,)),
     ("Fact detail", (FactDetailScreen,)),
     ("Cycle replay", (CycleDiffScreen,)),
+    ("Facts as they stood", (PastFactsScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
     ("No store yet", (NoStoreScreen,)),
     ("This help", (HelpScreen,)),
@@ -477,7 +479,7 @@ class GraymatterApp(App[None]):
         if record is None:
             self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
             return
-        self.push_screen(CycleDiffScreen(record))
+        self.push_screen(CycleDiffScreen(record, self.store))
 
     # ---- closing -----------------------------------------------------------------------
     # Keys typed in the same burst of input as `q` are read after the app began to close;

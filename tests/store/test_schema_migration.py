@@ -55,7 +55,7 @@ def test_a_released_store_is_upgraded_on_its_first_writable_open(
 ) -> None:
     path = _copy(release, tmp_path)
     old = int(_meta(path)[b"schema_version"])
-    assert old < SCHEMA_VERSION == 5
+    assert old < SCHEMA_VERSION == 6
     with LmdbStore.open(path, read_only=True) as store:
         aliases_before = store.aliases("ops-agent")
         feed_before = store.activity()
