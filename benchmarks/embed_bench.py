@@ -8,6 +8,15 @@ and clustered vectors (run it with OPENBLAS_NUM_THREADS=1).
         [--skip-usearch] [--throughput 2000] [--write-cost 300]
     OPENBLAS_NUM_THREADS=1 python benchmarks/embed_bench.py --search [--hnsw-dtypes f16]
         --skip-storage --throughput 0 --write-cost 0
+
+The embedded model (GRAYMATTER_EMBED=local, ADR 0058): import and load time and memory
+(each in a fresh process), the sha256 check cold and cached, facts/s through the worker
+for short and long facts, query-embedding latency, 1 against 2 intra-op threads, the cost
+of a CLI write with the local model configured, and a bulk import of N facts followed by
+the embedder draining the whole backlog:
+
+    python benchmarks/embed_bench.py --local [--drain 100000] --skip-storage \
+        --throughput 0 --write-cost 0
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import median, new_facts, percentile
+from benchmarks._common import NOW, fact_texts, median, new_facts, percentile
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.backends.lmdb.files import DATA_FILE
 from graymatter_tui.storage import NewFact
@@ -300,6 +309,158 @@ def write_cost(args: argparse.Namespace, root: Path) -> None:
             print(f"{label}: {_ms(samples)}")
 
 
+LOCAL_SHORT = 400  # facts of each kind for throughput
+LOCAL_QUERIES = 200
+
+
+def _fresh(code: str, env: dict[str, str] | None = None) -> str:
+    """Run `code` in a fresh interpreter (nothing imported or loaded yet); its stdout."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    return done.stdout.strip()
+
+
+LOAD_PROBE = """
+import time, json
+t = time.perf_counter()
+import onnxruntime, tokenizers
+imported = time.perf_counter() - t
+from graymatter_tui.embedding import local
+from graymatter_tui.embedding.settings import EmbedSettings
+e = local.from_settings(EmbedSettings.from_env("local"))
+t = time.perf_counter()
+e.runtime()
+loaded = time.perf_counter() - t
+t = time.perf_counter()
+e.embed(["the first query of a process"])
+first = time.perf_counter() - t
+status = dict(l.split(":", 1) for l in open("/proc/self/status") if l.startswith("Vm"))
+print(json.dumps({"import": imported, "load": loaded, "first": first,
+    "rss": int(status["VmRSS"].split()[0]) / 1024, "hwm": int(status["VmHWM"].split()[0]) / 1024}))
+"""
+
+
+def local_model(args: argparse.Namespace, root: Path) -> None:
+    import json
+
+    from graymatter_tui.embedding import local
+    from graymatter_tui.embedding.model_files import bundled, sha256_of, verify
+    from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
+    from graymatter_tui.embedding.worker import Worker
+
+    print("\n## the embedded model (minilm-l6-v2-int8@win256, 384 dims)\n")
+    cache = {"XDG_CACHE_HOME": str(root / "cache")}
+    os.environ.update(cache)
+    runs = [json.loads(_fresh(LOAD_PROBE, cache)) for _ in range(3)]
+    for key, label in (("import", "import onnxruntime+tokenizers"), ("load", "verify+load"),
+                       ("first", "first query")):  # fmt: skip
+        values = sorted(r[key] for r in runs)
+        print(f"{label}: {values[1] * 1000:.0f} ms (median of 3 fresh processes)")
+    print(
+        f"RSS after load and one query: {sorted(r['rss'] for r in runs)[1]:.0f} MB "
+        f"(peak {sorted(r['hwm'] for r in runs)[1]:.0f} MB)"
+    )
+    files = bundled()
+    cold = []
+    for _ in range(5):
+        t = time.perf_counter()
+        sha256_of(files.model)
+        cold.append(time.perf_counter() - t)
+    verify(files)
+    cached = []
+    for _ in range(20):
+        t = time.perf_counter()
+        verify(files)
+        cached.append(time.perf_counter() - t)
+    print(f"sha256 of model.onnx: {median(cold) * 1000:.1f} ms; cached verdict {_ms(cached)}")
+
+    texts = fact_texts(LOCAL_SHORT, 11)
+    long_texts = [" ".join(fact_texts(60, 100 + i)) for i in range(args.long)]
+    for threads in (1, 2):
+        embedder = local.from_settings(EmbedSettings(embedder=EmbedderName.LOCAL, threads=threads))
+        embedder.embed(["warm up"])
+        with LmdbStore.open(root / f"local-{threads}", map_size=4 << 30) as store:
+            for label, batch in (("short", texts), ("long", long_texts)):
+                store.put_many([NewFact(agent_id=AGENT, text=t, created_at=NOW) for t in batch])
+                windows = sum(len(embedder.pieces(t)) for t in batch)
+                worker = Worker(store, embedder)
+                t = time.perf_counter()
+                result = worker.drain()
+                took = time.perf_counter() - t
+                print(
+                    f"{threads} thread(s), {len(batch)} {label} facts ({windows} windows): "
+                    f"{result.stored / took:,.1f} facts/s, {windows / took:,.1f} windows/s"
+                )
+        latencies = []
+        for i in range(LOCAL_QUERIES):
+            t = time.perf_counter()
+            embedder.embed([f"which service handles the deploy for team {i}?"])
+            latencies.append(time.perf_counter() - t)
+        print(f"{threads} thread(s), query embedding: {_ms(latencies)}")
+
+    writes: dict[str, list[float]] = {"none": [], "local": []}
+    data = root / "writes"
+    for i in range(args.cli_writes):
+        for name in writes:
+            import subprocess
+
+            t = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "graymatter_tui", "remember", AGENT, f"fact {i} {name}"],
+                env={**os.environ, "GRAYMATTER_DIR": str(data), "GRAYMATTER_EMBED": name},
+                capture_output=True,
+                check=True,
+            )
+            writes[name].append(time.perf_counter() - t)
+    for name, samples in writes.items():
+        print(f"`remember` in a fresh process, GRAYMATTER_EMBED={name}: {_ms(samples)}")
+
+
+def drain(args: argparse.Namespace, root: Path) -> None:
+    from graymatter_tui.embedding import local
+    from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
+
+    n = args.drain
+    print(f"\n## {n:,} facts imported, then the backlog drained by the local model\n")
+    with LmdbStore.open(root / "drain", map_size=16 << 30) as store:
+        embedder = local.from_settings(EmbedSettings(embedder=EmbedderName.LOCAL))
+        store.start_embedding(embedder.model)  # a store that embeds: the import queues
+        facts = new_facts(AGENT, n)
+        t = time.perf_counter()
+        for start in range(0, n, 10_000):
+            store.put_many(facts[start : start + 10_000])
+        imported = time.perf_counter() - t
+        print(
+            f"import: {imported:.1f} s ({n / imported:,.0f} facts/s); "
+            f"backlog {store.embed_backlog():,}"
+        )
+        # The TUI's and the MCP server's background embedder, on its own thread; the
+        # backlog is read every minute as `status` would show it.
+        from graymatter_tui.embedding.background import BackgroundEmbedder
+
+        background = BackgroundEmbedder(store, embedder)
+        started = time.perf_counter()
+        background.start()
+        while (left := store.embed_backlog()) > 0:
+            print(f"  {time.perf_counter() - started:7.0f} s: backlog {left:,}", flush=True)
+            time.sleep(60 if left > 1000 else 1)
+        took = time.perf_counter() - started
+        background.stop()
+        print(
+            f"drained {background.stored:,} facts in {took:.0f} s "
+            f"({background.stored / took:,.1f} facts/s); "
+            f"vectors {store.embed_state().vectors:,}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=100_000)
@@ -312,6 +473,10 @@ def main() -> None:
     parser.add_argument("--skip-storage", action="store_true")
     parser.add_argument("--throughput", type=int, default=2000)
     parser.add_argument("--write-cost", type=int, default=300)
+    parser.add_argument("--local", action="store_true", help="the embedded model")
+    parser.add_argument("--long", type=int, default=40, help="--local: long facts")
+    parser.add_argument("--cli-writes", type=int, default=20, help="--local: CLI writes each")
+    parser.add_argument("--drain", type=int, default=0, help="facts to import, then embed")
     args = parser.parse_args()
     os.environ.pop("GRAYMATTER_EMBED", None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -324,6 +489,10 @@ def main() -> None:
             throughput(args, root)
         if args.write_cost:
             write_cost(args, root)
+        if args.local:
+            local_model(args, root)
+        if args.drain:
+            drain(args, root)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ matches and until it shows all of them), and peak RSS split into the Python heap
 pages of the store's memory map. The same store holds tombstones of another agent
 (`--tombstones-max`); their tab is timed from start-up and from its key to a first frame,
 and until the whole list is scrollable to its end. `--keep-stores DIR` builds each store
-once and reuses it. The DataTable baseline adds every row to
+once and reuses it. `--memory` measures, at the largest size, the resident size through a
+scripted session instead (see `measure_memory`). The DataTable baseline adds every row to
 a stock DataTable and waits for its first paint (for it, first paint is also the moment
 the whole list is scrollable).
 """
@@ -74,6 +75,33 @@ def build(path: Path, size: int, tombstones: int) -> None:
     store.close()
 
 
+def build_memory(path: Path, size: int) -> None:
+    """One agent, `size` facts; one in ten mentions `deploy` (the filter of `--memory`)."""
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.storage import NewFact
+
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
+    chunk = 100_000
+    for start in range(0, size, chunk):
+        store.put_many(
+            NewFact(
+                agent_id="bench",
+                text=f"Fact number {i}: {'deploy' if i % 10 == 0 else 'rollout'} staging "
+                f"ledger port {i % 9973} ref OPS-{i % 10000}",
+                created_at=NOW - timedelta(seconds=size - i),
+            )
+            for i in range(start, min(start + chunk, size))
+        )
+    store.close()
+
+
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 class RssWatch:
     """The largest anonymous and file-backed resident sizes seen (sampled every 10 ms from
     /proc/self/status): ru_maxrss alone cannot tell the Python heap from the pages of the
@@ -82,6 +110,7 @@ class RssWatch:
     def __init__(self) -> None:
         self.anon_kb = 0
         self.file_kb = 0
+        self._phase_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -95,11 +124,22 @@ class RssWatch:
             lines = Path("/proc/self/status").read_text().splitlines()
         except OSError:  # not Linux: the split stays 0
             return
+        anon = file = 0
         for line in lines:
             if line.startswith("RssAnon:"):
-                self.anon_kb = max(self.anon_kb, int(line.split()[1]))
+                anon = int(line.split()[1])
+                self.anon_kb = max(self.anon_kb, anon)
             elif line.startswith("RssFile:"):
-                self.file_kb = max(self.file_kb, int(line.split()[1]))
+                file = int(line.split()[1])
+                self.file_kb = max(self.file_kb, file)
+        self._phase_kb = max(self._phase_kb, anon + file)
+
+    def phase(self) -> float:
+        """The largest resident size (anonymous + file) seen since the last call."""
+        self.sample()
+        peak = self._phase_kb / 1024
+        self._phase_kb = 0
+        return peak
 
     def stop(self) -> dict[str, float]:
         self._stop.set()
@@ -149,13 +189,18 @@ async def measure_tombstones(path: Path) -> dict[str, float]:
         assert tombs.cursor == len(tombs.source) - 1 == expected - 1
         out["whole_list_s"] = time.perf_counter() - started
         out["whole_rows"] = float(len(tombs.source))
-        # What a reload (after any write) blocks the UI thread for, timed directly.
+        # What a reload (after any write) holds the UI thread for, timed directly: what to
+        # read is said and what was read is drawn there; the read runs in a worker.
         pane = app.query_one("#tombstones-pane")
         samples = []
         for _ in range(5):
             started = time.perf_counter()
-            pane.reload()  # type: ignore[attr-defined]
-            samples.append((time.perf_counter() - started) * 1000)
+            job = pane.read()  # type: ignore[attr-defined]
+            held = time.perf_counter() - started
+            draw = job()
+            started = time.perf_counter()
+            draw()
+            samples.append((held + time.perf_counter() - started) * 1000)
             await pilot.pause()
         out["reload_work_ms"] = sorted(samples)[len(samples) // 2]
     store.close()
@@ -177,6 +222,9 @@ async def measure_ours(path: Path) -> dict[str, float]:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         facts = app.query_one("#fact-list", VirtualList)
+        deadline = time.monotonic() + 300
+        while not len(facts.source) and time.monotonic() < deadline:  # read in a worker
+            await pilot.pause(0.01)
         assert len(facts.source) > 0
         app.screen._compositor.render_update(full=True)  # force a full frame
         out["first_paint_s"] = time.perf_counter() - started
@@ -267,6 +315,78 @@ async def measure_ours(path: Path) -> dict[str, float]:
     return out
 
 
+async def measure_memory(path: Path) -> dict[str, float]:
+    """Resident size (RssAnon + RssFile, sampled every 10 ms) of the app over a store of
+    1M facts through: start-up and the background load of every id (then idle); typing
+    the filter `deploy` (about 1 in 10 facts) until all its matches are shown; `esc`,
+    `end`, `home`, a switch to the Tombstones tab and back; clearing the filter. The
+    figure after each step is the peak during it; `*_now_mb` is the size once it is done
+    (after a garbage collection, as the app's idle loop would reach)."""
+    import gc
+
+    from textual.widgets import Input, Static
+
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.config import Settings
+    from graymatter_tui.tui.app import GraymatterApp
+    from graymatter_tui.tui.widgets.virtual_list import VirtualList
+
+    watch = RssWatch()
+    store = LmdbStore.open(path, clock_fn=lambda: NOW)
+    app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent="bench")
+    out: dict[str, float] = {}
+
+    def now_mb() -> float:
+        gc.collect()
+        return _status_mb("RssAnon") + _status_mb("RssFile")
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        pane = app.query_one("#facts-pane")
+        facts = app.query_one("#fact-list", VirtualList)
+        deadline = time.monotonic() + 600
+        while not pane._complete and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        out["idle_peak_mb"] = watch.phase()
+        out["idle_now_mb"] = now_mb()
+        info = app.query_one("#facts-info", Static)
+
+        def settled() -> bool:
+            shown = str(info.content)
+            return (
+                not (shown.startswith(("searching", "indexing")) or "+ of" in shown)
+                and getattr(pane, "_texts", True) is not None
+            )
+
+        await pilot.press("slash", *"deploy")
+        while not settled() and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        out["filter_matches"] = float(len(facts.source))
+        out["filter_peak_mb"] = watch.phase()
+        out["filter_now_mb"] = now_mb()
+        for key in ("escape", "end", "home", "2", "1"):
+            await pilot.press(key)
+            await pilot.pause(0.3)
+        out["browse_peak_mb"] = watch.phase()
+        out["browse_now_mb"] = now_mb()
+        filter_input = app.query_one("#filter", Input)
+        filter_input.focus()
+        await pilot.pause()
+        filter_input.value = ""
+        await pilot.pause(0.5)
+        await pilot.press("escape")
+        await pilot.pause(0.5)
+        out["cleared_rows"] = float(len(facts.source))
+        out["cleared_peak_mb"] = watch.phase()
+        out["cleared_now_mb"] = now_mb()
+    store.close()
+    out.update(watch.stop())
+    out["peak_vmhwm_mb"] = _status_mb("VmHWM")
+    return out
+
+
 async def measure_floor() -> dict[str, float]:
     """Textual's own start-up floor: an app with one Static, same harness."""
     from textual.app import App, ComposeResult
@@ -333,6 +453,28 @@ def store_for(size: int, tombstones: int, keep: Path | None, tmp: Path) -> tuple
     return path, time.perf_counter() - started
 
 
+def report_memory(size: int, keep: Path | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = (keep or Path(tmp)) / f"memory-store-{size}"
+        if not (path / "data.mdb").exists():
+            run_child("build-memory", f"{path}:{size}")
+        got = run_child("memory", str(path))
+    print(f"tui_bench --memory: {size:,} facts, 120x40; resident size = RssAnon + RssFile (MB)")
+    print("| step | peak during it | after it (gc'd) |")
+    print("|---|---:|---:|")
+    for step, name in (
+        ("idle", "start-up and background load of every id"),
+        ("filter", f"type `deploy` until all {got['filter_matches']:,.0f} matches show"),
+        ("browse", "esc, end, home, tab 2, tab 1"),
+        ("cleared", f"filter cleared ({got['cleared_rows']:,.0f} rows)"),
+    ):
+        print(f"| {name} | {got[step + '_peak_mb']:.0f} | {got[step + '_now_mb']:.0f} |")
+    print(
+        f"VmHWM {got['peak_vmhwm_mb']:.0f} MB; largest anon {got['peak_anon_mb']:.0f} MB, "
+        f"file {got['peak_file_mb']:.0f} MB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
@@ -348,6 +490,11 @@ def main() -> None:
         type=Path,
         help="build each store once in this directory and reuse it on later runs",
     )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="only the resident-size session at the largest of --sizes (its own store)",
+    )
     parser.add_argument("mode", nargs="?", default="report")
     parser.add_argument("target", nargs="?")
     args = parser.parse_args()
@@ -359,6 +506,14 @@ def main() -> None:
     if args.mode == "ours":
         print(json.dumps(asyncio.run(measure_ours(Path(args.target)))))
         return
+    if args.mode == "build-memory":
+        path, size = args.target.split(":")
+        build_memory(Path(path), int(size))
+        print("{}")
+        return
+    if args.mode == "memory":
+        print(json.dumps(asyncio.run(measure_memory(Path(args.target)))))
+        return
     if args.mode == "tombs":
         print(json.dumps(asyncio.run(measure_tombstones(Path(args.target)))))
         return
@@ -367,6 +522,9 @@ def main() -> None:
         return
     if args.mode == "table":
         print(json.dumps(asyncio.run(measure_datatable(int(args.target)))))
+        return
+    if args.memory:
+        report_memory(max(int(s) for s in args.sizes.split(",")), args.keep_stores)
         return
     print("tui_bench: Facts and Tombstones screens, 120x40 headless terminal")
     print("work = our handler and every visible line redrawn, timed directly;")

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh store in a temporary directory and the real CLI in a subprocess."""
+"""Shared fixtures: a fresh store in a temporary directory and the real CLI (through its
+`main()` in this process, or in a subprocess: tests/support/cli_process.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import pytest
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core import provenance
 from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
+from tests.support.cli_process import run_in_process, wants_subprocess
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
+from tests.support.suite_env import TEST_DEFAULTS  # no embeddings unless a test asks
 
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
@@ -23,12 +26,14 @@ CLI_TIMEOUT = 120
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without any graymatter or summariser settings, plus `extra`."""
+    """The parent's environment without any graymatter or summariser settings, plus the
+    suite's TEST_DEFAULTS and `extra`."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("GRAYMATTER_", "ANTHROPIC_", "LMDB_"))
     }
+    env.update(TEST_DEFAULTS)
     env["COLUMNS"] = "400"  # `list` truncates rows to the terminal width
     env["PYTHONIOENCODING"] = "utf-8"
     if extra:
@@ -59,12 +64,28 @@ def run_graymatter(
     )
 
 
+def invoke_graymatter(
+    *args: str,
+    input: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """What `run_graymatter` returns, run in this process through the CLI's `main()`
+    where that is the same (tests/support/cli_process.py says when it is not)."""
+    if wants_subprocess(args):
+        return run_graymatter(*args, input=input, env=env)
+    data = input.encode("utf-8") if isinstance(input, str) else input
+    return run_in_process(args, data or b"", clean_env(env))
+
+
 @pytest.fixture
 def clean_graymatter_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No GRAYMATTER_* setting of the developer's shell leaks into an in-process store."""
+    """No GRAYMATTER_* setting of the developer's shell leaks into an in-process store;
+    the suite's TEST_DEFAULTS (no embeddings) hold instead."""
     for key in list(os.environ):
         if key.startswith(("GRAYMATTER_", "LMDB_")):
             monkeypatch.delenv(key)
+    for key, value in TEST_DEFAULTS.items():
+        monkeypatch.setenv(key, value)
 
 
 def _fresh_store(path: Path, clock_fn: Callable[[], datetime] | None) -> Iterator[LmdbStore]:
@@ -117,7 +138,8 @@ def cli_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the real CLI in a subprocess with GRAYMATTER_DIR=cli_dir and a fixed GRAYMATTER_NOW.
+    """Run the real CLI with GRAYMATTER_DIR=cli_dir and a fixed GRAYMATTER_NOW (in this
+    process where that is the same as a subprocess: `invoke_graymatter`).
 
     `env` adds to (or overrides) those variables for one call.
     """
@@ -130,7 +152,7 @@ def run_cli(cli_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
         merged = {"GRAYMATTER_DIR": str(cli_dir), "GRAYMATTER_NOW": FIXED_NOW}
         if env:
             merged.update(env)
-        return run_graymatter(*args, input=input, env=merged)
+        return invoke_graymatter(*args, input=input, env=merged)
 
     return run
 
@@ -156,7 +178,7 @@ def any_cli(cli_store: CliStore) -> Callable[..., subprocess.CompletedProcess[st
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         merged = {**cli_store.env, "GRAYMATTER_NOW": FIXED_NOW, **(env or {})}
-        return run_graymatter(*args, input=input, env=merged)
+        return invoke_graymatter(*args, input=input, env=merged)
 
     return run
 

@@ -10,7 +10,20 @@ from typing import Any
 import click
 
 from graymatter_tui import __version__
-from graymatter_tui.cli import activity, admin, cycles, embed, facts, mcp, migrate, probes, review
+from graymatter_tui.cli import (
+    activity,
+    admin,
+    context_sync,
+    cycles,
+    embed,
+    facts,
+    hooks,
+    init,
+    mcp,
+    migrate,
+    probes,
+    review,
+)
 from graymatter_tui.cli.common import BOTH_GIVEN, STORE_KEY, dir_option, store_option
 from graymatter_tui.cli.output import fail
 from graymatter_tui.cli.params import checked_by
@@ -124,6 +137,9 @@ for command in (
     review.review,
     probes.probe,
     migrate.migrate_cmd,
+    hooks.hooks,
+    init.init,
+    context_sync.context_sync,
 ):
     cli.add_command(command)
 

@@ -20,19 +20,21 @@ from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import ActivityEntry
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.storage import MemoryStore
-from graymatter_tui.views.activity_feed import ANY_MCP, FeedFilter, read_page
+from graymatter_tui.views.activity_feed import ANY_HOOK, ANY_MCP, FeedFilter, read_page
 
 FOLLOW_SECONDS = 0.5  # the TUI's poll interval
 DEFAULT_LIMIT = 50
 
 
 def _source(value: str) -> str:
-    """A source a write can have, or `mcp` for every MCP client."""
-    if value == ANY_MCP or provenance.is_valid(value):
+    """A source a write can have, or `mcp` for every MCP client (`hook` for every
+    client's hooks)."""
+    if value in (ANY_MCP, ANY_HOOK) or provenance.is_valid(value):
         return value
     known = ", ".join(sorted(provenance.KNOWN))
     raise InvalidInput(
-        f"unknown source {one_line(value[:60])!r}; give one of {known}, mcp:<client> or mcp"
+        f"unknown source {one_line(value[:60])!r}; give one of {known}, mcp:<client>, mcp, "
+        "hook:<client> or hook"
     )
 
 

@@ -34,8 +34,9 @@ MAX_LISTED = 10
 def status(data_dir: Path | None, as_json: bool) -> None:
     """Totals, counters and per-agent figures."""
     payload = status_payload(open_reader(data_dir, as_json=as_json))
+    embedder = _embedder_payload()
     if as_json:
-        emit_json(payload)
+        emit_json({**payload, **embedder})
         return
     say(f"store      {one_line(payload['data_dir'])}")
     say(
@@ -59,6 +60,7 @@ def status(data_dir: Path | None, as_json: bool) -> None:
             f"embedding  {one_line(payload['embed_model'])} · {dims} · "
             f"{counted(payload['embed_backlog'], 'fact')} waiting"
         )
+    say(f"embedder   {one_line(_embedder_line(embedder, payload['embed_model']))}")
     if payload["agents"]:
         say("")
         say(f"{'agent':<32} {'live':>7} {'tombs':>7} {'pinned':>7} {'avg w':>7}")
@@ -70,6 +72,34 @@ def status(data_dir: Path | None, as_json: bool) -> None:
                 f"{name:<32} {a['live_facts']:>7} {a['tombstones']:>7} {a['pinned']:>7} "
                 f"{a['avg_weight']:>7.3f}"
             )
+
+
+def _embedder_payload() -> dict[str, str | None]:
+    """The configured embedder and the model name its vectors get (added to `status`)."""
+    from graymatter_tui.embedding.factory import from_settings
+    from graymatter_tui.embedding.settings import EmbedSettings
+
+    try:
+        settings = EmbedSettings.from_env()
+        embedder = from_settings(settings)
+        model = None if embedder is None else embedder.model
+    except GraymatterError as exc:
+        return {"embedder": None, "embedder_model": None, "embedder_error": str(exc)}
+    return {"embedder": settings.embedder.value, "embedder_model": model, "embedder_error": None}
+
+
+def _embedder_line(payload: dict[str, str | None], stored: str | None) -> str:
+    if payload["embedder_error"]:
+        return f"not usable: {payload['embedder_error']}"
+    if payload["embedder_model"] is None:
+        return "none (GRAYMATTER_EMBED=none): recall ranks on keyword and recency"
+    line = f"{payload['embedder']} · {payload['embedder_model']}"
+    if stored != payload["embedder_model"]:
+        line += (
+            " · its vectors are not made yet: `graymatter-tui embed` makes them (so do the "
+            "TUI and the MCP server while they run)"
+        )
+    return line
 
 
 @click.command()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,7 +20,11 @@ from graymatter_tui.core.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import CycleRecord, cycle_to_dict
 from graymatter_tui.core.words import counted
+from graymatter_tui.embedding.settings import EMBEDDERS
 from graymatter_tui.storage import MemoryStore, validate_cycle_id
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.base import Embedder
 
 EXIT_NOT_APPLIED = 3
 
@@ -247,9 +252,16 @@ def _deep_verify(path: Path) -> tuple[str, str]:
     return "ok", "every table and value decodes"
 
 
-def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list[dict[str, Any]]:
+def doctor_checks(
+    settings: Settings,
+    *,
+    named_summariser: bool = False,
+    embedder: str | None = None,
+) -> list[dict[str, Any]]:
     """Every check of `doctor`. A summariser named on the command line that does not answer
-    fails; one that only the environment configured is a warning (cycles go on without it)."""
+    fails; one that only the environment configured is a warning (cycles go on without it).
+    The embedder likewise: `embedder` (named with --embed) fails, the configured one (the
+    default: local) warns (recall then ranks on keyword and recency)."""
     from graymatter_tui.backends.lmdb.access import directory_check, files_check
     from graymatter_tui.consolidation.invariants import check_invariants
     from graymatter_tui.consolidation.summarisers import factory as summarisers
@@ -302,7 +314,11 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
                 check.title if check.ok else "; ".join(check.violations[:3]),
             )
     add("embeddings", "ok", embedding_note(store, sum(a.live_facts for a in agents)))
+    add(*embedder_check(store, embedder))
     add(*review_queue_check(store))
+    hooks = hooks_check(settings.data_dir)
+    if hooks is not None:
+        add(*hooks)
     summariser = summarisers.from_settings(settings)
     if summariser is None:
         add("summariser", "ok", "none configured: cycles decay and prune only")
@@ -322,6 +338,24 @@ def doctor_checks(settings: Settings, *, named_summariser: bool = False) -> list
     return checks
 
 
+def hooks_check(data_dir: Path) -> tuple[str, str, str] | None:
+    """The hook log's failures of the last day (None where no hook has ever logged): a
+    hook fails silently by design, so this is where a person hears of it."""
+    from graymatter_tui.hooks import hook_log
+
+    if not hook_log.log_path(data_dir).exists():
+        return None
+    tail = hook_log.read_tail(data_dir, 500, since=time.time() - 24 * 3600)
+    if tail.failures:
+        return (
+            "hooks",
+            "warn",
+            f"{counted(tail.failures, 'hook failure')} in the last day (log {tail.path}); "
+            f"the last: {tail.last_failure}",
+        )
+    return ("hooks", "ok", f"no hook failures in the last day (log {tail.path})")
+
+
 def review_queue_check(store: MemoryStore) -> tuple[str, str, str]:
     """The top bar's count of changes waiting (a counter kept by each decision) must be
     the number of proposals actually pending, or the TUI would announce the wrong work."""
@@ -337,27 +371,60 @@ def review_queue_check(store: MemoryStore) -> tuple[str, str, str]:
     return ("review queue", "ok", f"{counted(pending, 'agent change')} waiting for a decision")
 
 
+def _configured_embedder(named: str | None) -> Embedder | None:
+    """The embedder `doctor` looks at: the one named with --embed, else the environment's
+    (GRAYMATTER_EMBED, default local); None when off. InvalidInput for a bad setting."""
+    from graymatter_tui.embedding.factory import from_settings
+    from graymatter_tui.embedding.settings import EmbedSettings
+
+    return from_settings(EmbedSettings.from_env(named))
+
+
+def embedder_check(store: MemoryStore, named: str | None) -> tuple[str, str, str]:
+    """The configured (or --embed named) embedder, made to embed a probe for real."""
+    from graymatter_tui.embedding.check import check
+
+    try:
+        embedder = _configured_embedder(named)
+    except GraymatterError as exc:
+        return ("embedder", "fail", f"the embedding settings are wrong: {exc}")
+    if embedder is None:
+        detail = "none configured (GRAYMATTER_EMBED=none): recall ranks on keyword and recency"
+        return ("embedder", "ok", detail)
+    model, dimension = store.embed_model()
+    result = check(embedder, model, dimension)
+    if result.ok:
+        return ("embedder", "ok", f"{embedder.name}: {result.detail}")
+    if named is not None:
+        return ("embedder", "fail", f"{embedder.name}: {result.detail}")
+    return (
+        "embedder",
+        "warn",
+        f"{embedder.name} (configured): {result.detail}; recall ranks on keyword and recency "
+        "until it works",
+    )
+
+
 def embedding_note(store: MemoryStore, live: int) -> str:
     """Coverage of live facts by vectors of the store's model: a note, never a failure
     (facts without a vector rank on keyword and recency)."""
-    from graymatter_tui.embedding.settings import EmbedSettings
-
     state = store.embed_state()
     try:
-        configured = EmbedSettings.from_env()
+        embedder = _configured_embedder(None)
+        configured = None if embedder is None else embedder.model
     except GraymatterError as exc:
         return f"the embedding settings are wrong: {exc}"
     if state.model is None:
-        if configured.enabled:
-            return f"none stored yet; {configured.model} will embed every live fact"
+        if configured is not None:
+            return f"none stored yet; {configured} will embed every live fact"
         return "none: this store has never embedded (GRAYMATTER_EMBED is off)"
     share = 100.0 if live == 0 else 100 * state.vectors / live
     note = (
         f"{state.vectors} of {counted(live, 'live fact has', 'live facts have')} a vector of "
         f"{state.model} ({share:.0f}%); {state.backlog} waiting"
     )
-    if configured.enabled and configured.model != state.model:
-        note += f"; {configured.model} is configured: the next embedder run re-embeds all"
+    if configured is not None and configured != state.model:
+        note += f"; {configured} is configured: the next embedder run re-embeds all"
     return note
 
 
@@ -379,13 +446,21 @@ def doctor_summary(checks: list[dict[str, Any]]) -> str:
 
 @click.command()
 @click.option("--llm", type=click.Choice(SUMMARISERS), default=None, help="Summariser to check.")
+@click.option(
+    "--embed",
+    "embed",
+    type=click.Choice(EMBEDDERS),
+    default=None,
+    help="Embedder to check (default: GRAYMATTER_EMBED's, local unless set).",
+)
 @common_options
-def doctor(llm: str | None, data_dir: Path | None, as_json: bool) -> None:
-    """Check the data dir and its files, the store's integrity, invariants I-1…I-6 and the
-    summariser. Exit 1 when a check fails (a summariser named with --llm that does not
-    answer fails; the configured one only warns)."""
+def doctor(llm: str | None, embed: str | None, data_dir: Path | None, as_json: bool) -> None:
+    """Check the data dir and its files, the store's integrity, invariants I-1…I-6, the
+    embedder and the summariser. Exit 1 when a check fails (a summariser named with --llm,
+    or an embedder named with --embed, that does not answer fails; the configured ones
+    only warn)."""
     settings = settings_for(data_dir).with_overrides(summariser=llm)
-    checks = doctor_checks(settings, named_summariser=llm is not None)
+    checks = doctor_checks(settings, named_summariser=llm is not None, embedder=embed)
     ok = all(c["status"] != "fail" for c in checks)
     if as_json:
         emit_json({"data_dir": _shown(settings), "ok": ok, "checks": checks})

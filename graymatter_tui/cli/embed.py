@@ -29,8 +29,9 @@ def embed(
     agent_option: str | None, agent: str | None, data_dir: Path | None, as_json: bool
 ) -> None:
     """Embed every fact (of --agent A, or all) still waiting for a vector, with the model
-    GRAYMATTER_EMBED configures. A store that holds another model's vectors is switched
-    to this one first (every live fact is embedded again)."""
+    GRAYMATTER_EMBED configures (local, the embedded model, unless set). A store that
+    holds another model's vectors is switched to this one first (every live fact is
+    embedded again)."""
     if agent_option is not None and agent is not None and agent_option != agent:
         raise usage_error(f"two agents given: --agent {agent_option!r} and {agent!r}")
     agent = agent_option if agent_option is not None else agent
@@ -44,7 +45,8 @@ def embed(
     embedder = from_settings(settings)
     if embedder is None:
         raise InvalidInput(
-            "embeddings are off: set GRAYMATTER_EMBED=ollama or GRAYMATTER_EMBED=openai"
+            "embeddings are off (GRAYMATTER_EMBED=none): set GRAYMATTER_EMBED=local (the "
+            "default), ollama or openai"
         )
     store = open_store(data_dir)
     worker = Worker(store, embedder, batch=settings.batch, agent=agent)
@@ -61,6 +63,7 @@ def embed(
                 "skipped": result.skipped,
                 "requeued": result.requeued,
                 "backlog": result.backlog,
+                "unreadable": result.unreadable,
             }
         )
         return
@@ -69,6 +72,9 @@ def embed(
         f"embedded {counted(result.stored, 'fact')}{scope} with {one_line(model or '?')} "
         f"(dimension {dimension or '?'}); {result.backlog} waiting"
     )
+    if result.unreadable:
+        said = counted(result.unreadable, "fact holds", "facts hold")
+        say(f"{said} nothing the model can read (only emoji or symbols): found by keyword only")
     if result.requeued:
         queued = counted(result.requeued, "fact was", "facts were")
         say(f"the store switched to this model: {queued} queued again")

@@ -6,13 +6,13 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
-from graymatter_tui.cli.output import emit_json, fact_line, one_line, say
+from graymatter_tui.cli.output import emit_json, fact_line, note, one_line, say, warn
 from graymatter_tui.cli.params import as_of_option, checked_by
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.lifespan import AsOf
@@ -33,6 +33,9 @@ from graymatter_tui.views.past import (
     when,
 )
 from graymatter_tui.views.presentation import fact_fields
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.query import VectorUse
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
@@ -317,7 +320,7 @@ def recall_cmd(
     check_query(query)
     reading = preview or as_of is not None
     store = open_reader(data_dir, as_json=as_json) if reading else open_store(data_dir)
-    from graymatter_tui.embedding.query import from_env  # numpy and httpx only if used
+    from graymatter_tui.embedding.query import from_env, use_of  # numpy, httpx only if used
 
     vectors = from_env(store)
     past: PastFacts | None = None
@@ -326,6 +329,7 @@ def recall_cmd(
     else:
         run = rank if preview else recall
         hits = run(store, agent, query, k=k, weights=fusion, vectors=vectors)
+    _say_vector_use(use_of(vectors) if vectors is not None else None, explain=explain)
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     then = {p.fact_id: p for p in past.facts} if past is not None else {}
 
@@ -362,3 +366,14 @@ def recall_cmd(
                 say(f"    ↳ {event_line(event)}")
     if past is not None and (past.approximate or past.derived):
         say(f"note: {APPROXIMATE_NOTE}")
+
+
+def _say_vector_use(use: VectorUse | None, *, explain: bool) -> None:
+    """A failed embedder is said on stderr (the ranking is keyword and recency only);
+    with --explain, any other reason the vector signal was not used as well."""
+    if use is None or use.used:
+        return
+    if use.failed:
+        warn(f"ranked on keyword and recency only: the embedder failed: {use.reason}")
+    elif explain:
+        note(f"ranked on keyword and recency only: {use.reason}")

@@ -162,12 +162,15 @@ def _serve(
     with store, background.running(store) as embedder:
         if embedder is not None:
             note(f"embedding new facts in the background with {embedder.model}")
+        vectors = from_env(store, cache=True)  # a server answers many queries
+        if vectors is not None:
+            vectors.warm()
         session = Session(
             store,
             read_only=read_only,
             default_agent=agent,
             review=review,
-            vectors=from_env(store, cache=True),  # a server answers many queries
+            vectors=vectors,
         )
         if where is None or listening is None:
             note(f"serving {store.location} over MCP on stdio{mode}")

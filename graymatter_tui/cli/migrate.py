@@ -9,7 +9,7 @@ import click
 
 from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, settings_for
-from graymatter_tui.cli.output import emit_json, say
+from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.cli.params import checked_by
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.core.errors import Conflict, InvalidInput
@@ -59,7 +59,38 @@ def report_dict(report: MigrationReport) -> dict[str, Any]:
         "verified": list(report.verified),
         "inherited_violations": report.inherited,
         "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+        "vectors": None
+        if report.vectors is None
+        else {
+            "mode": report.vectors.mode,
+            "model": report.vectors.model,
+            "dimension": report.vectors.dimension,
+            "copied": report.vectors.copied,
+            "queued": report.vectors.queued,
+        },
     }
+
+
+def vectors_line(report: MigrationReport) -> str:
+    """What became of the source's embedding vectors, in words."""
+    load = report.vectors
+    if load is None:
+        return "left as the target has them"
+    model = one_line(load.model or "?")
+    waiting = counted(load.queued, "fact")
+    if load.mode == "copy":
+        dims = f" ({load.dimension} dimensions)" if load.dimension else ""
+        return (
+            f"{counted(load.copied, 'fact')} with vectors of {model}{dims} copied, none "
+            f"embedded again; {waiting} waiting for one"
+        )
+    if load.mode == "queue":
+        return f"not copied: the target holds vectors of {model}; {waiting} queued for it"
+    if load.mode == "switch":
+        return f"not copied: the target's embedder uses {model}; {waiting} queued for it"
+    if load.model is not None:
+        return f"none in the source; {waiting} queued for the target's {model}"
+    return "none (the source has never embedded)"
 
 
 def print_report(report: MigrationReport) -> None:
@@ -99,7 +130,7 @@ def print_report(report: MigrationReport) -> None:
     else:
         feed = "not copied (the target has a feed of its own)"
     say(f"  activity     {feed}")
-    say("  not copied   embedding vectors (the target's embedder makes them again)")
+    say(f"  vectors      {vectors_line(report)}")
     timing = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     say(f"verified: {', '.join(report.verified)} ({timing})")
     if report.inherited:
@@ -138,19 +169,31 @@ def migrate_cmd(
     as_json: bool,
 ) -> None:
     """Copy a whole store to another (LMDB directory or postgresql:// URL, either way):
-    facts, journal, counters, probes, checkpoints, aliases, the review queue and the
-    graph, in one transaction; then verify the copy. The source is only read."""
+    facts, journal, counters, probes, checkpoints, aliases, the review queue, the graph
+    and the embedding vectors, in one transaction; then verify the copy. The source is
+    only read. Vectors of another model than the target's embedder uses (GRAYMATTER_EMBED)
+    are not copied: the facts are queued for it."""
+    from graymatter_tui.embedding.settings import EmbedSettings
+
     source_at = source_url if source_url is not None else settings_for(data_dir).location
     target_at = target_url
     if _same_place(source_at, target_at):
         raise InvalidInput(f"--from and --to name the same store ({source_at.redacted})")
+    embedding = EmbedSettings.from_env()
+    embed_model = embedding.model if embedding.enabled else None
     source = _open_source(source_at)
     try:
         target = open_location(target_at)
         try:
             with stderr_progress(as_json) as bar:
                 try:
-                    report = migrate(source, target, allow_non_empty=allow_non_empty, progress=bar)
+                    report = migrate(
+                        source,
+                        target,
+                        allow_non_empty=allow_non_empty,
+                        progress=bar,
+                        embed_model=embed_model,
+                    )
                 except TargetNotEmpty as exc:
                     raise Conflict(str(exc) + NOT_EMPTY_HINT) from None
         finally:

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-import platformdirs
-
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.store_url import StoreUrl, lmdb_url, parse_store_url
 from graymatter_tui.core.summariser_names import SUMMARISERS, SummariserName, parse_summariser
@@ -37,11 +35,17 @@ _N = TypeVar("_N", int, float)
 
 
 def default_data_dir() -> Path:
+    # platformdirs (and the tempfile, shutil and random it loads) only when asked: a
+    # process told its --dir, as every hook is, never needs it.
+    import platformdirs
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
 def default_demo_dir() -> Path:
     """Where `--demo` keeps its store; GRAYMATTER_DIR does not move it."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir(DEMO_APP_NAME, appauthor=False))
 
 

@@ -1,7 +1,8 @@
 """Who is writing: every fact records the source that wrote it, and every write leaves an
 activity entry naming it. A process names itself once (`cli`, `tui`, …); an MCP server
 names each call after the client that made it (`mcp:<client name>`), so one HTTP server
-shared by two clients still tells them apart.
+shared by two clients still tells them apart. A hook a coding agent's client runs on its
+own (a `remember:` line, a checkpoint before compaction) writes as `hook:<client>`.
 
 The current source is read at the start of each store write, in the writing thread: a
 context variable for the per-call name, falling back to the process's own name (worker
@@ -22,6 +23,7 @@ CONSOLIDATION = "consolidation"
 DEMO = "demo"
 LIBRARY = "api"  # code that uses the package without naming itself
 MCP_PREFIX = "mcp:"
+HOOK_PREFIX = "hook:"
 # Shown for facts written before the store recorded sources (schema 3).
 UNRECORDED = "not recorded"
 
@@ -60,6 +62,12 @@ def mcp_source(client_name: object) -> str:
     return MCP_PREFIX + (cleaned or "unnamed-client")
 
 
+def hook_source(client: str) -> str:
+    """`hook:<client>`: what a client's hook (not the model through a tool) wrote."""
+    cleaned = _CLIENT_UNSAFE.sub("-", client).strip("-")[:MAX_CLIENT_NAME]
+    return HOOK_PREFIX + (cleaned or "unnamed-client")
+
+
 KNOWN = frozenset({CLI, TUI, IMPORT, CONSOLIDATION, DEMO, LIBRARY})
 _SAFE_NAME = re.compile(rf"[A-Za-z0-9._@+-]{{1,{MAX_CLIENT_NAME}}}")
 
@@ -68,8 +76,11 @@ def is_valid(source: str) -> bool:
     """Whether `source` is one this program writes: a file to import may claim any."""
     if source in KNOWN:
         return True
-    name = source.removeprefix(MCP_PREFIX)
-    return name != source and _SAFE_NAME.fullmatch(name) is not None
+    for prefix in (MCP_PREFIX, HOOK_PREFIX):
+        name = source.removeprefix(prefix)
+        if name != source:
+            return _SAFE_NAME.fullmatch(name) is not None
+    return False
 
 
 def describe(source: str | None, cycle_id: str = "") -> str:

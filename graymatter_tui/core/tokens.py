@@ -71,6 +71,8 @@ _COMPOUND = r"\b\w+(?:[-_./:#+]\w+)+"
 _IDENTIFIERS = re.compile(_COMPOUND)
 _ANY_NAME = re.compile(f"{URL.pattern}|{EMAIL.pattern}|{_COMPOUND}", re.IGNORECASE)
 _DIGIT_OR_UNDERSCORE = re.compile(r"[\d_]")
+# Two word characters joined by a separator: where an identifier-shaped span may start.
+_JOINED = re.compile(r"\w[-_./:#+]\w")
 
 
 def _is_name(span: str) -> bool:
@@ -121,6 +123,10 @@ def language_from_env() -> str:
 # lookup costs a fraction of a call into the stemmer. Emptied when it grows past the limit.
 _STEMS: dict[str, dict[str, str]] = {}
 _STEM_CACHE = 200_000
+# Folded ASCII chunk of text (no white space) -> its terms, per language, for
+# `term_counts`; emptied when it grows past the limit (it holds a few MB at most).
+_CHUNK_TERMS: dict[str, dict[str, tuple[str, ...]]] = {}
+_CHUNK_CACHE = 100_000
 # PyStemmer's stemmers are not safe to share between threads (each keeps a cache).
 _local = threading.local()
 
@@ -178,10 +184,34 @@ class Analyzer:
         return out
 
     def term_counts(self, text: str) -> dict[str, int]:
+        """How often each of `terms(text)` occurs, keyed in the order they first appear."""
+        folded = _fold(text)
         counts: dict[str, int] = {}
-        for term in self.terms(text):
-            counts[term] = counts.get(term, 0) + 1
+        if not folded.isascii() or "@" in folded or "://" in folded:
+            for term in self.terms(text):
+                counts[term] = counts.get(term, 0) + 1
+            return counts
+        # ASCII without emails or URLs, the bulk of what an import indexes: no word or
+        # identifier spans white space, so the terms of the text are those of each of its
+        # white-space-separated chunks in turn, and a chunk seen before is a look-up.
+        cache = _CHUNK_TERMS.setdefault(self.language, {})
+        get = cache.get
+        for chunk in folded.split():
+            terms = get(chunk)
+            if terms is None:
+                if len(cache) >= _CHUNK_CACHE:
+                    cache.clear()
+                terms = cache[chunk] = self._chunk_terms(chunk)
+            for term in terms:
+                counts[term] = counts.get(term, 0) + 1
         return counts
+
+    def _chunk_terms(self, chunk: str) -> tuple[str, ...]:
+        """`terms(chunk)` of folded ASCII text holding no white space, '@' or '://'."""
+        if _DIGIT_OR_UNDERSCORE.search(chunk) is None or _JOINED.search(chunk) is None:
+            words = _words(chunk)  # no name: prose only
+            return tuple(words if self.language == NO_STEMMING else self._stemmed(words))
+        return tuple(self.terms(chunk))
 
 
 FOLDING_ONLY = Analyzer(NO_STEMMING)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -41,13 +43,21 @@ class BackgroundEmbedder:
         self.stored = 0
         self.failures = 0  # in a row; 0 once a batch goes through
         self.last_error = ""
+        self.busy = False  # the last round found facts waiting
+        self.running = False  # past the start delay
+        self._rounds: deque[tuple[float, int]] = deque(maxlen=64)  # (when, facts) per batch
+        self._delay = 0.0
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graymatter-embedder", daemon=True)
 
     @property
     def model(self) -> str:
-        return self.worker.embedder.model
+        """The model it embeds with, as the store will record it (or why it cannot)."""
+        try:
+            return self.worker.embedder.model
+        except GraymatterError as exc:
+            return f"{self.worker.embedder.where} (not available: {exc})"
 
     def start(self) -> None:
         self._thread.start()
@@ -64,7 +74,16 @@ class BackgroundEmbedder:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def start_later(self, seconds: float) -> None:
+        """Start, but take the first batch only after `seconds` (the TUI's first paint
+        comes before the local model's import and load)."""
+        self._delay = seconds
+        self._thread.start()
+
     def _run(self) -> None:
+        if self._delay and self._stop.wait(self._delay):
+            return
+        self.running = True
         while not self._stop.is_set():
             wait = self._one_round()
             if self._wake.wait(wait):
@@ -83,7 +102,31 @@ class BackgroundEmbedder:
         self.failures = 0
         self.last_error = ""
         self.stored += stored
-        return 0.0 if stored + skipped + requeued else self.idle
+        self.busy = bool(stored + skipped + requeued)
+        if stored:
+            self._rounds.append((time.monotonic(), stored))
+        return 0.0 if self.busy else self.idle
+
+    def rate(self, window: float = 30.0) -> float:
+        """Facts embedded per second over the last `window` seconds (0 when idle)."""
+        now = time.monotonic()
+        recent = [(at, n) for at, n in self._rounds if now - at <= window]
+        if len(recent) < 2:
+            return 0.0
+        span = recent[-1][0] - recent[0][0]
+        return sum(n for _, n in recent[1:]) / span if span > 0 else 0.0
+
+    def describe(self) -> str:
+        """What it is doing, on one line (the TUI's Status tab)."""
+        done = f"{self.stored:,} embedded since start"
+        if self.last_error:
+            return f"NOT embedding ({self.failures} failures in a row, retrying): {self.last_error}"
+        if not self.running:
+            return "starting…"
+        if self.busy:
+            rate = self.rate()
+            return f"embedding · {done}" + (f" · {rate:,.0f} facts/s" if rate else "")
+        return f"idle · {done}"
 
     def _failed(self, message: str) -> float:
         self.failures += 1

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from graymatter_tui.core.errors import GraymatterError
 
-Matrix = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy loads with the first vector, not with the settings (`status`)
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
 
 
 class EmbedError(GraymatterError):
@@ -27,10 +28,24 @@ class DimensionChanged(EmbedError):
 
 
 class Embedder(Protocol):
-    name: str  # "ollama" or "openai"
-    model: str
-    where: str  # the server, as messages name it
+    name: str  # "local", "ollama" or "openai"
     dimension: int | None  # the store's, once known: vectors of another are refused
+
+    @property
+    def model(self) -> str:
+        """The model name the store records for these vectors: what made them."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """The model or server, as messages name it."""
+        ...
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces of a fact's text that get a vector each (its similarity is its best
+        piece's): the local model's windows, a server's sentences (ADR 0038, 0058). []
+        when nothing in it can be embedded: the fact is then found by keyword only."""
+        ...
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         """One unit-length float32 row per text, in order; EmbedError otherwise."""

@@ -1,4 +1,5 @@
-"""The configured embedding client (imports httpx only when one is asked for)."""
+"""The configured embedder (imports httpx only when a server's is asked for, and the
+local one builds without loading its model)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 
 
 def from_settings(settings: EmbedSettings, *, dimension: int | None = None) -> Embedder | None:
-    """The client `settings` name, or None when embeddings are off."""
+    """The embedder `settings` name, or None when embeddings are off."""
+    if settings.embedder is EmbedderName.LOCAL:
+        from graymatter_tui.embedding import local
+
+        return local.from_settings(settings, dimension=dimension)
     if settings.embedder is EmbedderName.OLLAMA:
         from graymatter_tui.embedding.ollama import OllamaEmbedder
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 
 from graymatter_tui.embedding import validate
-from graymatter_tui.embedding.base import EmbedError, Matrix
+from graymatter_tui.embedding.base import EmbedError
 from graymatter_tui.embedding.http import Connection, post_json
+from graymatter_tui.embedding.sentences import sentences
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.base import Matrix
 
 
 class OllamaEmbedder:
@@ -27,6 +33,9 @@ class OllamaEmbedder:
         self.dimension = dimension  # the store's, once it has vectors of this model
         self.where = f"Ollama at {self.url}"
         self._connection = Connection(transport)
+
+    def pieces(self, text: str) -> list[str]:
+        return sentences(text)  # the server's own window is not known here (ADR 0038)
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         if not texts:

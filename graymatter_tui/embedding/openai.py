@@ -4,13 +4,17 @@ key travels only in a header and is redacted from every message."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from graymatter_tui.embedding import validate
-from graymatter_tui.embedding.base import EmbedError, Matrix
+from graymatter_tui.embedding.base import EmbedError
 from graymatter_tui.embedding.http import Connection, post_json, redact
+from graymatter_tui.embedding.sentences import sentences
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.base import Matrix
 
 
 def endpoint(base: str) -> str:
@@ -55,6 +59,9 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, url={self.url!r})"
+
+    def pieces(self, text: str) -> list[str]:
+        return sentences(text)  # the server's own window is not known here (ADR 0038)
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         if not texts:

@@ -1,21 +1,62 @@
 """Recall's vector signal (`vector_signal.QueryVectors`) over the store's vectors: embed
 the query with a short timeout, then search the agent's blocks, or, in a long-running
 process, an in-RAM copy of them kept exact (`vector_cache`, ADR 0045). Any failure gives
-None (recall then ranks on keyword and recency); nothing here raises into recall."""
+None (recall then ranks on keyword and recency); nothing here raises into recall.
+
+What happened to the last query's vector signal, in the thread that asked, is
+`last_use()`: used, or why not, and whether the embedder failed (the model missing or
+damaged, the server down). The CLI, the MCP server and the TUI say so (ADR 0058)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from graymatter_tui.embedding.settings import EmbedSettings
 from graymatter_tui.embedding.vector_cache import VectorCache
-from graymatter_tui.storage import MemoryStore, VectorBlockSource
+from graymatter_tui.storage import MemoryStore
 
 if TYPE_CHECKING:  # numpy loads when a vector is first needed, not when the TUI starts
     from graymatter_tui.embedding.base import Embedder
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VectorUse:
+    """Whether a recall had its vector signal, and if not, why (one line). `failed`: the
+    embedder itself failed, rather than there being no vectors to compare yet."""
+
+    used: bool
+    reason: str = ""
+    failed: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"used": self.used}
+        if not self.used:
+            found.update(reason=self.reason, failed=self.failed)
+        return found
+
+
+NEVER_EMBEDDED = (
+    "this store has no vectors yet (`graymatter-tui embed` makes them; so do the TUI and "
+    "the MCP server while they run)"
+)
+OFF = VectorUse(False, "embeddings are off (GRAYMATTER_EMBED=none)")
+NOT_ASKED = VectorUse(False, "no query was ranked yet")
+
+
+def use_of(vectors: object | None) -> VectorUse:
+    """The last recall's VectorUse in this thread: OFF without an embedder; another
+    implementation of recall's QueryVectors, which does not report its use, counts as
+    used."""
+    if vectors is None:
+        return OFF
+    if isinstance(vectors, StoreQueryVectors):
+        return vectors.last_use()
+    return VectorUse(True)
 
 
 class StoreQueryVectors:
@@ -24,26 +65,75 @@ class StoreQueryVectors:
     ) -> None:
         self.store = store
         # Only a process that answers many queries gains from copying the vectors to RAM.
-        wanted = cache and isinstance(store, VectorBlockSource)
-        self.cache = VectorCache(store) if wanted and isinstance(store, VectorBlockSource) else None
+        self.cache = VectorCache(store) if cache else None
         self.embedder = embedder
         self.timeout = timeout
         self.last_error = ""  # why the last query had no vector signal, for diagnostics
+        self._last = threading.local()
+        self.latest = NOT_ASKED  # the last query's, from any thread (the TUI's Status tab)
+
+    def warm(self) -> None:
+        """Load a local model on a daemon thread now, so the first query of a long-running
+        process (the MCP server) does not wait for it; only when the store holds vectors
+        of its model. Servers are not called."""
+        from graymatter_tui.embedding.local import LocalEmbedder
+
+        embedder = self.embedder
+        if not isinstance(embedder, LocalEmbedder):
+            return
+        try:
+            if self.store.embed_model()[0] != embedder.model:
+                return  # no vectors of this model to compare with: queries won't embed
+        except Exception:  # the first query says what is wrong
+            return
+
+        def load() -> None:
+            try:
+                embedder.runtime()
+            except Exception as exc:  # said by the first query instead
+                log.info("the local model did not load: %s", exc)
+
+        threading.Thread(target=load, name="graymatter-model-load", daemon=True).start()
+
+    def last_use(self) -> VectorUse:
+        use = getattr(self._last, "use", None)
+        return use if isinstance(use, VectorUse) else NOT_ASKED
 
     def nearest(self, agent: str, query: str, limit: int) -> list[tuple[str, float]] | None:
+        found, use = self._nearest(agent, query, limit)
+        self._last.use = self.latest = use
+        return found
+
+    def _nearest(
+        self, agent: str, query: str, limit: int
+    ) -> tuple[list[tuple[str, float]] | None, VectorUse]:
         try:
             name, dimension = self.store.embed_model()
-            if name != self.embedder.model or dimension is None or not query.strip():
-                return None  # no vectors of this model yet: don't call the server
+            wanted = self.embedder.model
+            if name is None:
+                return None, VectorUse(False, NEVER_EMBEDDED)
+            if name == wanted and dimension is None:
+                # No vectors of this model yet: don't load the model or call the server.
+                waiting = self.store.embed_backlog()
+                return None, VectorUse(False, f"no fact has a vector yet ({waiting} waiting)")
+            if name != wanted:
+                why = f"this store's vectors are of {name}, not {wanted} (the next embedder run"
+                return None, VectorUse(False, f"{why} makes them again)")
+            if not query.strip():
+                return None, VectorUse(False, "the query is blank")
             self.embedder.dimension = dimension
             vector = self.embedder.embed([query], timeout=self.timeout)[0]
             if self.cache is not None:
-                return self.cache.nearest(agent, name, vector, limit)
-            return self.store.nearest(agent, name, vector, limit)
+                found = self.cache.nearest(agent, name, vector, limit)
+            else:
+                found = self.store.nearest(agent, name, vector, limit)
         except Exception as exc:  # never into recall: it ranks without vectors instead
             self.last_error = str(exc) or type(exc).__name__
             log.debug("no vector signal: %s", self.last_error)
-            return None
+            return None, VectorUse(False, self.last_error, failed=True)
+        if found is None:
+            return None, VectorUse(False, f"no fact of {agent} has a vector yet")
+        return found, VectorUse(True)
 
 
 def from_env(store: MemoryStore, *, cache: bool = False) -> StoreQueryVectors | None:

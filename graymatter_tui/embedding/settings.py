@@ -11,13 +11,16 @@ from graymatter_tui.core.errors import InvalidInput
 
 
 class EmbedderName(StrEnum):
+    LOCAL = "local"  # the default: the embedded model, in this process (ADR 0058)
     OLLAMA = "ollama"
     OPENAI = "openai"
     NONE = "none"
 
 
 EMBEDDERS: tuple[str, ...] = tuple(name.value for name in EmbedderName)
+DEFAULT_EMBEDDER = EmbedderName.LOCAL
 DEFAULT_MODELS = {
+    EmbedderName.LOCAL: "minilm-l6-v2-int8",
     EmbedderName.OLLAMA: "nomic-embed-text",
     EmbedderName.OPENAI: "text-embedding-3-small",
 }
@@ -28,6 +31,10 @@ DEFAULT_OPENAI_URL = "https://api.openai.com"
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_QUERY_TIMEOUT = 2.0
 DEFAULT_BATCH = 32
+# The local model's intra-op threads: 1 leaves the other core to the TUI, the MCP server
+# or the agent; 2 was slower on a loaded two-core machine (benchmarks/README.md).
+DEFAULT_THREADS = 1
+MAX_THREADS = 64
 
 
 def _text(name: str) -> str:
@@ -47,7 +54,7 @@ def _seconds(name: str, default: float) -> float:
     return value
 
 
-def _count(name: str, default: int) -> int:
+def _count(name: str, default: int, most: int = 2048) -> int:
     raw = _text(name)
     if not raw:
         return default
@@ -55,14 +62,22 @@ def _count(name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise InvalidInput(f"{name} must be a whole number, got {raw!r}") from None
-    if not 1 <= value <= 2048:
-        raise InvalidInput(f"{name} must be between 1 and 2048, got {value}")
+    if not 1 <= value <= most:
+        raise InvalidInput(f"{name} must be between 1 and {most}, got {value}")
     return value
 
 
+def _sha256(name: str) -> str:
+    raw = _text(name).lower()
+    if raw and (len(raw) != 64 or any(c not in "0123456789abcdef" for c in raw)):
+        raise InvalidInput(f"{name} must be 64 hexadecimal digits (a sha256), got {raw[:80]!r}")
+    return raw
+
+
 def parse_embedder(text: str) -> EmbedderName:
+    """The embedder a GRAYMATTER_EMBED value names; blank means the default (local)."""
     try:
-        return EmbedderName(text.strip().lower() or "none")
+        return EmbedderName(text.strip().lower() or DEFAULT_EMBEDDER)
     except ValueError:
         raise InvalidInput(
             f"GRAYMATTER_EMBED: unknown embedder {text.strip()!r}; choose one of "
@@ -91,23 +106,36 @@ def _check_url(name: str, url: str) -> str:
 
 @dataclass(frozen=True)
 class EmbedSettings:
+    """What GRAYMATTER_EMBED* configure. The default (nothing set) is the local model;
+    `EmbedSettings()` itself is "off", what GRAYMATTER_EMBED=none gives."""
+
     embedder: EmbedderName = EmbedderName.NONE
-    model: str = ""
+    model: str = ""  # a server's model name; for local, a label (the stored name: local.py)
     url: str = ""
     api_key: str = field(default="", repr=False)
     timeout: float = DEFAULT_TIMEOUT
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     batch: int = DEFAULT_BATCH
+    # local only: a model of the user's own (a directory with model.onnx and
+    # tokenizer.json) and the sha256 its model.onnx must have; the threads it runs on.
+    model_path: str = ""
+    model_sha256: str = ""
+    threads: int = DEFAULT_THREADS
 
     @property
     def enabled(self) -> bool:
         return self.embedder is not EmbedderName.NONE
 
     @classmethod
-    def from_env(cls) -> EmbedSettings:
-        embedder = parse_embedder(_text("GRAYMATTER_EMBED"))
+    def from_env(cls, embedder_name: str | None = None) -> EmbedSettings:
+        """The environment's settings; `embedder_name` (doctor --embed) in place of
+        GRAYMATTER_EMBED, the rest still read from the environment."""
+        chosen = _text("GRAYMATTER_EMBED") if embedder_name is None else embedder_name
+        embedder = parse_embedder(chosen)
         if embedder is EmbedderName.NONE:
             return cls()
+        if embedder is EmbedderName.LOCAL:
+            return cls._local()
         url = _text("GRAYMATTER_EMBED_URL")
         if url:
             url = _check_url("GRAYMATTER_EMBED_URL", url)
@@ -124,4 +152,28 @@ class EmbedSettings:
             timeout=_seconds("GRAYMATTER_EMBED_TIMEOUT", DEFAULT_TIMEOUT),
             query_timeout=_seconds("GRAYMATTER_EMBED_QUERY_TIMEOUT", DEFAULT_QUERY_TIMEOUT),
             batch=_count("GRAYMATTER_EMBED_BATCH", DEFAULT_BATCH),
+        )
+
+    @classmethod
+    def _local(cls) -> EmbedSettings:
+        path = _text("GRAYMATTER_EMBED_MODEL_PATH")
+        sha = _sha256("GRAYMATTER_EMBED_MODEL_SHA256")
+        label = _text("GRAYMATTER_EMBED_MODEL")
+        if not path and (label or sha):
+            # A server's model name left over from GRAYMATTER_EMBED=ollama, or a hash
+            # for a file that is not named: either would silently do nothing.
+            given = "GRAYMATTER_EMBED_MODEL" if label else "GRAYMATTER_EMBED_MODEL_SHA256"
+            raise InvalidInput(
+                f"{given} is set, but the local embedder runs its own model: name a model "
+                "directory with GRAYMATTER_EMBED_MODEL_PATH, or unset it"
+            )
+        return cls(
+            embedder=EmbedderName.LOCAL,
+            model=label or DEFAULT_MODELS[EmbedderName.LOCAL],
+            timeout=_seconds("GRAYMATTER_EMBED_TIMEOUT", DEFAULT_TIMEOUT),
+            query_timeout=_seconds("GRAYMATTER_EMBED_QUERY_TIMEOUT", DEFAULT_QUERY_TIMEOUT),
+            batch=_count("GRAYMATTER_EMBED_BATCH", DEFAULT_BATCH),
+            model_path=path,
+            model_sha256=sha,
+            threads=_count("GRAYMATTER_EMBED_THREADS", DEFAULT_THREADS, MAX_THREADS),
         )

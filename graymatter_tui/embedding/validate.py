@@ -4,12 +4,15 @@ float32, none all zeros. Rows come back normalised so similarity is a dot produc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from graymatter_tui.core.words import counted
-from graymatter_tui.embedding.base import DimensionChanged, EmbedError, Matrix
+from graymatter_tui.embedding.base import DimensionChanged, EmbedError
+
+if TYPE_CHECKING:
+    from graymatter_tui.embedding.base import Matrix
 
 _NUMBERS = {int, float}
 

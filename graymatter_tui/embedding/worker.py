@@ -15,7 +15,6 @@ import numpy as np
 
 from graymatter_tui.core.progress import Report
 from graymatter_tui.embedding.base import DimensionChanged, Embedder
-from graymatter_tui.embedding.sentences import sentences
 from graymatter_tui.storage import MemoryStore
 
 PROBE_TEXT = "graymatter dimension probe"
@@ -27,6 +26,7 @@ class DrainResult:
     skipped: int = 0  # changed or retired while their embedding was in flight
     requeued: int = 0  # by a switch of model or dimension
     backlog: int = 0  # still waiting after the drain
+    unreadable: int = 0  # of `stored`: nothing the model can read (only emoji…): no vector
 
 
 class Worker:
@@ -42,6 +42,7 @@ class Worker:
         self.embedder = embedder
         self.batch = batch
         self.agent = agent
+        self.unreadable = 0  # facts given no vector: nothing in them the model can read
 
     def ensure_model(self) -> int:
         """Switch the store to the configured model if it holds another (or none); the
@@ -54,17 +55,24 @@ class Worker:
         return 0
 
     def step(self) -> tuple[int, int, int]:
-        """Embed one batch: (stored, skipped, requeued), in facts. Every sentence of every
-        fact in the batch is embedded in one server call (ADR 0038); `batch` counts
-        sentences, and a batch holds whole facts only (at least one). EmbedError when the
-        server fails (nothing is stored; the batch stays queued)."""
+        """Embed one batch: (stored, skipped, requeued), in facts. Every piece of every
+        fact in the batch (the embedder's `pieces`: windows or sentences, ADR 0038, 0058)
+        is embedded in one call; `batch` counts pieces, and a batch holds whole facts only
+        (at least one). A fact with no piece the model can read is stored as one zero row,
+        which the store takes as "done, no vector" (`unreadable` counts them). EmbedError
+        when the embedder fails (nothing is stored; the batch stays queued)."""
         waiting = self.store.embed_waiting(self.batch, self.agent)
         if not waiting:
             return 0, 0, 0
         rows: list[tuple[str, str, str]] = []
-        pieces: list[str | None] = []  # None: a fact no longer live, stored as a zero row
+        pieces: list[str | None] = []  # None: a zero row (a fact no longer live, or unreadable)
+        unreadable = 0
         for index, (agent, fact_id, text) in enumerate(waiting):
-            parts: list[str | None] = list(sentences(text)) if text else [None]
+            parts: list[str | None] = list(self.embedder.pieces(text)) if text else []
+            if text and not parts:
+                unreadable += 1
+            if not parts:
+                parts = [None]
             if index and len(pieces) + len(parts) > self.batch:
                 break  # the next batch takes it whole
             rows.extend([(agent, fact_id, text)] * len(parts))
@@ -80,8 +88,10 @@ class Worker:
         if live:
             matrix[live] = vectors
         stored, skipped = self.store.store_vectors(self.embedder.model, rows, matrix)
-        if stored and self.embedder.dimension is None:
+        if stored and self.embedder.dimension is None and live:
             self.embedder.dimension = dimension
+        if stored:
+            self.unreadable += unreadable
         return stored, skipped, 0
 
     def _dimension_switch(self, exc: DimensionChanged) -> int:
@@ -121,6 +131,7 @@ class Worker:
             if stored == 0 and skipped and not requeued and self._stuck():
                 break
         result.backlog = self.store.embed_backlog(self.agent)
+        result.unreadable = self.unreadable
         return result
 
     def _stuck(self) -> bool:

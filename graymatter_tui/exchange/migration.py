@@ -1,6 +1,7 @@
 """Moving a whole store to another, on either backend (ADR 0046): one read of the source,
 one transaction on the target (all of it or nothing), then a check that the target holds
-what the source holds and keeps the invariants.
+what the source holds and keeps the invariants. Embedding vectors of the same model come
+along and are compared fact by fact (ADR 0058); nothing is embedded again.
 
 The source is only read. A target that already holds an identical copy (a migration
 stopped after its commit, run again) is verified and left as it is.
@@ -17,7 +18,13 @@ from graymatter_tui.core.errors import InvalidInput, StoreError
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import MemoryStore, StoreSnapshot, TargetNotEmpty
+from graymatter_tui.storage import (
+    MemoryStore,
+    StoreSnapshot,
+    TargetNotEmpty,
+    VectorLoad,
+    vector_ops,
+)
 
 # What the verification compares, as the report names it.
 VERIFIED = (
@@ -32,6 +39,7 @@ VERIFIED = (
     "review queue",
     "graph and watermark",
     "activity feed",
+    "embedding vectors",
     "invariants I-1…I-6",
 )
 
@@ -61,6 +69,8 @@ class MigrationReport:
     verified: tuple[str, ...] = VERIFIED
     inherited: list[str] = field(default_factory=list)  # violations the source has too
     seconds: dict[str, float] = field(default_factory=dict)
+    # What became of the source's vectors (None: the target held this copy already).
+    vectors: VectorLoad | None = None
 
 
 class MigrationUnverified(StoreError):
@@ -90,10 +100,13 @@ def migrate(
     *,
     allow_non_empty: bool = False,
     progress: Report | None = None,
+    embed_model: str | None = None,
 ) -> MigrationReport:
     """Copy everything `source` holds into `target` and verify the copy (module
     docstring). Refuses the same store twice and a non-empty target (TargetNotEmpty)
-    unless `allow_non_empty`; raises MigrationUnverified when the check fails."""
+    unless `allow_non_empty`; raises MigrationUnverified when the check fails.
+    `embed_model`: the model the target's embedder will use (GRAYMATTER_EMBED), when
+    set; a target that would otherwise take another model's vectors starts on it."""
     if source is target or source.location == target.location:
         raise InvalidInput(f"the source and the target are the same store ({source.location})")
     if target.read_only_reason is not None:
@@ -109,18 +122,26 @@ def migrate(
     if not before.empty and not already and not allow_non_empty:
         raise TargetNotEmpty(_described(before))
     activity = 0
+    vectors: VectorLoad | None = None
     if not already:
         started = time.perf_counter()
         result = target.load_snapshot(
-            snap, allow_non_empty=allow_non_empty, origin=source.location, progress=progress
+            snap,
+            allow_non_empty=allow_non_empty,
+            origin=source.location,
+            progress=progress,
+            embed_model=embed_model,
         )
         activity = len(snap.activity) if result.activity_copied else 0
+        vectors = result.vectors
         seconds["write"] = time.perf_counter() - started
     started = time.perf_counter()
     if progress is not None:
         progress("verifying", 0, 1)
     after = target.snapshot()
     _verify(snap, before if not already else _nothing_like(before), after, copied_feed=activity > 0)
+    if vectors is not None:
+        _verify_vectors(snap, before, after, vectors)
     inherited = _check_target_invariants(source, target)
     if progress is not None:
         progress("verifying", 1, 1)
@@ -136,9 +157,14 @@ def migrate(
         activity=activity,
         counters=dict(snap.counters),
         agents=agent_counts(snap.facts),
-        verified=VERIFIED if activity else tuple(v for v in VERIFIED if v != "activity feed"),
+        verified=tuple(
+            v
+            for v in VERIFIED
+            if (v != "activity feed" or activity) and (v != "embedding vectors" or vectors)
+        ),
         inherited=inherited,
         seconds=seconds,
+        vectors=vectors,
     )
 
 
@@ -229,6 +255,43 @@ def _verify(
         copied = [e for e in after.activity if e.seq <= last]
         if copied != source.activity[len(source.activity) - len(copied) :]:
             problems.append("the activity feed differs from the source's")
+    if problems:
+        raise MigrationUnverified(f"the copy does not match the source: {'; '.join(problems)}")
+
+
+def _verify_vectors(
+    source: StoreSnapshot, before: StoreSnapshot, after: StoreSnapshot, load: VectorLoad
+) -> None:
+    """The target's vectors are what `load.mode` promised: copied ones equal the
+    source's fact by fact (and the target's own are untouched), with the queue; queued
+    ones wait for the target's model and hold no vector of the source's."""
+    problems: list[str] = []
+    found = vector_ops.vector_digests(after.vectors)
+    queue = set(after.vectors.queue)
+    live = {(f.agent_id, f.id) for f in source.facts if f.is_live}
+    if load.mode == "copy":
+        wanted = vector_ops.vector_digests(before.vectors) | vector_ops.vector_digests(
+            source.vectors
+        )
+        if after.vectors.model != source.vectors.model:
+            problems.append(
+                f"the target's embedding model is {after.vectors.model!r}, expected "
+                f"{source.vectors.model!r}"
+            )
+        if found != wanted:
+            off = sum(1 for key, value in wanted.items() if found.get(key) != value)
+            problems.append(
+                f"vectors differ ({len(wanted)} facts expected, {len(found)} found, "
+                f"{off} missing or changed)"
+            )
+        if queue != set(before.vectors.queue) | set(source.vectors.queue):
+            problems.append("the embedding queue differs from the source's")
+    else:
+        carried = sorted(key for key in found if key in live)
+        if carried:
+            problems.append(f"{len(carried)} copied facts hold vectors of another model")
+        if after.vectors.model is not None and not live <= queue:
+            problems.append(f"{len(live - queue)} copied live facts are not queued for a vector")
     if problems:
         raise MigrationUnverified(f"the copy does not match the source: {'; '.join(problems)}")
 

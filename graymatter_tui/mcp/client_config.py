@@ -11,6 +11,7 @@ absolute, so a snippet works as it is pasted."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -34,6 +35,56 @@ WHERE = {
     "cursor": "~/.cursor/mcp.json, or .cursor/mcp.json in a project",
     "codex": "~/.codex/config.toml",
 }
+
+
+# Clients whose file belongs to one project (its agent is the project's by default).
+PROJECT_CLIENTS = ("claude-code",)
+
+
+def claude_desktop_config() -> Path:
+    """Claude Desktop's config file on this system (`Settings → Developer → Edit Config`)."""
+    name = "claude_desktop_config.json"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "Claude" / name
+    if sys.platform == "win32":
+        return (
+            Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming") / "Claude" / name
+        )
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return (Path(config) if config else Path.home() / ".config") / "Claude" / name
+
+
+def config_file(client: str, project: Path | None) -> Path:
+    """The file `client` reads its MCP servers from: Claude Code's `.mcp.json` in the
+    project (the current directory when none is named); Cursor's project
+    `.cursor/mcp.json` when a project is named, else `~/.cursor/mcp.json`; Codex's
+    `config.toml` in `$CODEX_HOME` (default `~/.codex`); Claude Desktop's own."""
+    if client == "claude-code":
+        return (project or Path.cwd()).absolute() / ".mcp.json"
+    if client == "cursor":
+        if project is not None:
+            return project.absolute() / ".cursor" / "mcp.json"
+        return Path.home() / ".cursor" / "mcp.json"
+    if client == "codex":
+        home = os.environ.get("CODEX_HOME", "").strip()
+        return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+    if client == "claude-desktop":
+        return claude_desktop_config()
+    raise ValueError(f"unknown client {client!r}")
+
+
+def detected(client: str) -> bool:
+    """Whether `client` looks installed for this user (its own directory exists, or for
+    Claude Code its command is on PATH)."""
+    if client == "claude-code":
+        return (Path.home() / ".claude").is_dir() or shutil.which("claude") is not None
+    if client == "cursor":
+        return (Path.home() / ".cursor").is_dir()
+    if client == "codex":
+        return config_file("codex", None).parent.is_dir()
+    if client == "claude-desktop":
+        return claude_desktop_config().parent.is_dir()
+    return False
 
 
 class NotExpressible(InvalidInput):

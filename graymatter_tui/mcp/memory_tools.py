@@ -13,6 +13,7 @@ from graymatter_tui.core.receipts import Lineage, lineage_fields
 from graymatter_tui.core.review_modes import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.core.tokens import tokens
 from graymatter_tui.core.words import counted
+from graymatter_tui.embedding.query import use_of
 from graymatter_tui.mcp.arguments import MAX_QUERIES, Arguments, fact_text
 from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
 from graymatter_tui.mcp.errors import ToolError
@@ -142,6 +143,9 @@ def memory_search(session: Session, args: Arguments) -> Reply:
     explain = args.flag("explain")
     hits = _hits(session, agent, query, top_k)
     reply = search_reply(agent, query, [hit.fact.text for hit in hits])
+    # Whether the vector signal took part, and why not (the embedder failed, no vectors
+    # yet): in the structured part only, the text stays upstream's.
+    reply.structured["vector"] = use_of(session.vectors).as_json()
     if not explain:
         return reply
     found = lineages(session.store, agent, [hit.fact.id for hit in hits])

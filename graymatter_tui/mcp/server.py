@@ -28,6 +28,7 @@ from graymatter_tui import __version__
 from graymatter_tui.core import provenance
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.mcp.arguments import Arguments
+from graymatter_tui.mcp.briefing import briefing
 from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
 from graymatter_tui.mcp.draining import serve_draining
 from graymatter_tui.mcp.errors import ToolError
@@ -103,6 +104,12 @@ def build_server(session: Session) -> Server[Any]:
     return Server(
         SERVER_NAME,
         version=__version__,
+        # When to use the tools, read by the model with them (ADR 0053).
+        instructions=briefing(
+            default_agent=session.default_agent,
+            read_only=session.read_only,
+            review=session.review,
+        ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

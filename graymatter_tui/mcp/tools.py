@@ -75,6 +75,12 @@ MEMORY_SEARCH = ToolSpec(
             "count": {"type": "integer"},
             "facts": _TEXTS,
             "explain": {"type": "array", "items": {"type": "object"}},
+            # Whether recall's vector signal took part; if not, why, and whether the
+            # embedder failed (then the ranking is keyword and recency only).
+            "vector": _obj(
+                {"used": {"type": "boolean"}, "reason": _STR, "failed": {"type": "boolean"}},
+                ["used"],
+            ),
         },
         ["agent_id", "query", "count", "facts"],
     ),

@@ -2,7 +2,7 @@
 transaction protocol. Imports no backend: `backends.lmdb` and `backends.postgres` supply
 the transactions."""
 
-from graymatter_tui.storage.protocol import KeywordIndex, MemoryStore, VectorBlockSource
+from graymatter_tui.storage.protocol import KeywordIndex, MemoryStore, StoreWatch, VectorBlockSource
 from graymatter_tui.storage.values import (
     MAX_PROBE_K,
     MAX_PROBE_QUERY_BYTES,
@@ -34,6 +34,8 @@ from graymatter_tui.storage.values import (
     TargetNotEmpty,
     TrialApply,
     VectorBlocks,
+    VectorLoad,
+    VectorSnapshot,
     WeightChange,
     validate_cycle_id,
     validate_fact_id,
@@ -71,10 +73,13 @@ __all__ = [
     "Selection",
     "ShowResult",
     "StoreSnapshot",
+    "StoreWatch",
     "TargetNotEmpty",
     "TrialApply",
     "VectorBlockSource",
     "VectorBlocks",
+    "VectorLoad",
+    "VectorSnapshot",
     "WeightChange",
     "validate_cycle_id",
     "validate_fact_id",

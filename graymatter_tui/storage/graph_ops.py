@@ -55,19 +55,17 @@ def extract_graph(
 ) -> ExtractOutcome:
     """Extract entities from live facts whose text signature is new or changed."""
     stamp = clock.format_time(tx.now)
-    examined = extracted = unchanged = 0
+    extracted = 0
     # Many facts mention the same entities: gather the updates, write each once.
     nodes: dict[bytes, Node] = {}
     edges: dict[bytes, Edge] = {}
     head = agent.encode() + SEP
     # A fact's text never changes in place (a revision is a new fact), so an entry in the
     # watermark table means this text was extracted; only new ids decode.
-    for fact_id in tx.iter_ids(agent, "live", newest_first=False):
-        examined += 1
+    examined, fresh = tx.unextracted(agent)
+    unchanged = examined - len(fresh)
+    for fact_id in fresh:
         key = head + fact_id.encode()
-        if tx.extracted(key):
-            unchanged += 1
-            continue
         fact = tx.require(fact_id)
         signature = text_signature(fact.text)
         entities = list(extract(fact.text))
@@ -90,6 +88,8 @@ def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDec
     seen = [0, 0]
     removed = [0, 0]
     tables: tuple[GraphTable, GraphTable] = ("graph_nodes", "graph_edges")
+    # Everything one extraction touched shares its stamp: each is parsed once.
+    hours: dict[str, float] = {}
     for index, table in enumerate(tables):
         decode: Callable[[bytes], Node | Edge] = _decode_node if index == 0 else _decode_edge
         # Decided over the whole scan first, then written: no write moves the scan.
@@ -97,7 +97,11 @@ def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDec
         for key, raw in tx.graph_rows(table, agent):
             item = decode(raw)
             seen[index] += 1
-            weight = decay_weight(item.weight, _hours_since(tx, item), half_life_hours)
+            stamp = item.last_seen or getattr(item, "created_at", "")
+            since = hours.get(stamp)
+            if since is None:
+                since = hours[stamp] = _hours_since(tx, stamp)
+            weight = decay_weight(item.weight, since, half_life_hours)
             if weight < PRUNE_BELOW:
                 changes.append((key, None))
                 removed[index] += 1
@@ -112,8 +116,7 @@ def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDec
     return GraphDecayOutcome(seen[0], seen[1], removed[0], removed[1])
 
 
-def _hours_since(tx: Transaction, item: Node | Edge) -> float:
-    stamp = item.last_seen or getattr(item, "created_at", "")
+def _hours_since(tx: Transaction, stamp: str) -> float:
     return (tx.now - clock.parse_time(stamp)).total_seconds() / 3600 if stamp else 0
 
 

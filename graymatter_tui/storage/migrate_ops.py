@@ -7,26 +7,37 @@ the target exactly as it was.
 Facts go in through `insert_many`, so the target builds its own indexes, counts and
 recall postings; the journal, receipts, probes, checkpoints, aliases, the review queue,
 the graph and its extraction watermark are copied row for row; the counters are moved
-by what the source holds. Embedding vectors are not carried: a store that embeds queues
-the facts it is given and its embedder makes their vectors again.
+by what the source holds. Embedding vectors come along when the target holds none or the
+same model's (`vector_ops.copy_mode`, ADR 0058): rows byte for byte, with the queue of
+facts still waiting, so nothing is embedded again; a target of another model queues the
+copied facts for its own, as a switch of model does.
 """
 
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 from graymatter_tui.core.errors import Conflict
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import lifespan_ops, probe_ops, queries
+from graymatter_tui.storage import lifespan_ops, probe_ops, queries, vector_ops
 from graymatter_tui.storage.fact_ops import DEMO_KEY
-from graymatter_tui.storage.transaction import COPY_TABLES, CopyTable, Transaction, analyzer_for
+from graymatter_tui.storage.transaction import (
+    COPY_TABLES,
+    CopyTable,
+    Transaction,
+    VectorTransaction,
+    analyzer_for,
+)
 from graymatter_tui.storage.values import (
     MAX_NAMED,
     MOVED_COUNTERS,
     LoadResult,
     StoreSnapshot,
     TargetNotEmpty,
+    VectorLoad,
 )
 
 # Facts are inserted in five chunks (of at least CHUNK), each reported to `progress`:
@@ -35,7 +46,7 @@ CHUNK = 2_000
 STEPS = 5
 
 
-def snapshot(tx: Transaction) -> StoreSnapshot:
+def snapshot(tx: VectorTransaction) -> StoreSnapshot:
     """Everything a migration carries (see the module docstring), in one transaction."""
     activity = list(tx.iter_activity())
     activity.reverse()
@@ -48,6 +59,7 @@ def snapshot(tx: Transaction) -> StoreSnapshot:
         probes=probe_ops.listing(tx, None),
         rows={table: _rows(tx, table) for table in COPY_TABLES},
         activity=activity,
+        vectors=vector_ops.snapshot(tx),
     )
 
 
@@ -90,7 +102,7 @@ def holdings(tx: Transaction) -> str:
 
 
 def load(
-    tx: Transaction,
+    tx: VectorTransaction,
     snap: StoreSnapshot,
     terms: list[dict[str, int]],
     made_by: Analyzer,
@@ -98,11 +110,14 @@ def load(
     allow_non_empty: bool,
     origin: str,
     progress: Report | None,
+    embed_model: str | None = None,
 ) -> LoadResult:
     """Write `snap` into the store, all in this transaction. An empty store takes the
     source's stemming language, demo mark and activity feed too. A store holding
     anything is refused (TargetNotEmpty) unless `allow_non_empty`; then any id or key
-    the two stores share is refused (Conflict) and the counters add up."""
+    the two stores share is refused (Conflict) and the counters add up. The vectors
+    come along as `vector_ops.copy_mode` decides (`embed_model`: the model the store's
+    embedder will use, when known)."""
     held = holdings(tx)
     if held and not allow_non_empty:
         raise TargetNotEmpty(held)
@@ -113,12 +128,24 @@ def load(
             tx.set_analyzer(snap.stem_language)
         if snap.demo is not None:
             tx.meta_put(DEMO_KEY, snap.demo)
+    mode = vector_ops.copy_mode(tx, snap.vectors, embed_model)
+    if mode == "switch" and embed_model is not None:
+        vector_ops.start(tx, embed_model)  # as its embedder would; the copied facts queue
+    queued_before = tx.queue_size()
     chunk = max(CHUNK, -(-len(snap.facts) // STEPS))
-    for start in range(0, len(snap.facts), chunk):
-        end = min(start + chunk, len(snap.facts))
-        tx.insert_many(snap.facts[start:end], terms[start:end], made_by)
+    # Copied vectors and queue stand for the facts: they are not queued as they go in.
+    with tx.queueing_held() if mode == "copy" else nullcontext():
+        for start in range(0, len(snap.facts), chunk):
+            end = min(start + chunk, len(snap.facts))
+            tx.insert_many(snap.facts[start:end], terms[start:end], made_by)
+            if progress is not None:
+                progress("copying", end, len(snap.facts))
+    if mode == "copy":
         if progress is not None:
-            progress("copying", end, len(snap.facts))
+            progress("copying vectors", 0, 1)
+        vector_ops.load_copy(tx, snap.vectors)
+        if progress is not None:
+            progress("copying vectors", 1, 1)
     for record in snap.records:
         tx.put_record(record)
     for table in COPY_TABLES:
@@ -135,7 +162,15 @@ def load(
         if snap.counters["activity_seq"]:
             tx.bump("activity_seq", snap.counters["activity_seq"])
     _log_moved(tx, snap.facts, origin)
-    return LoadResult(facts=len(snap.facts), records=len(snap.records), activity_copied=copy_feed)
+    model, dimension = vector_ops.model(tx)
+    copied = vector_ops.facts_with_vectors(snap.vectors) if mode == "copy" else 0
+    vectors = VectorLoad(mode, model, dimension, copied, tx.queue_size() - queued_before)
+    return LoadResult(
+        facts=len(snap.facts),
+        records=len(snap.records),
+        activity_copied=copy_feed,
+        vectors=vectors,
+    )
 
 
 def _log_moved(tx: Transaction, facts: list[Fact], origin: str) -> None:

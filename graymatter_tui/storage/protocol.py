@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     import numpy as np
     import numpy.typing as npt
 
+from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
@@ -72,6 +73,25 @@ class KeywordIndex(Protocol):
     def find(self, fact_id: str) -> Fact | None: ...
 
 
+class StoreWatch(Protocol):
+    """A running watch of a store (`MemoryStore.watch`)."""
+
+    @property
+    def mode(self) -> str:
+        """How the store is watched now: "listen" (the server tells of each write) or
+        "poll" (the generation is read every interval)."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """The watch's thread still runs (it ends soon after `stop`)."""
+        ...
+
+    def stop(self) -> None:
+        """No callback is begun after this returns; it does not wait for the thread."""
+        ...
+
+
 class MemoryStore(Protocol):
     """Facts, tombstones with receipts, the journal of cycles, and the knowledge graph."""
 
@@ -101,6 +121,23 @@ class MemoryStore(Protocol):
 
     def now(self) -> datetime: ...
     def generation(self) -> int: ...
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = 0.5,
+    ) -> StoreWatch:
+        """Watch for writes from any process, on a thread of the watch's own: `moved(g)`
+        once each time the generation is found to differ from the last one known (`since`
+        at first; -1 hears the current one at once), however many writes it took;
+        `failed(error)` once when the store cannot be read, then `moved` again, even with
+        an unchanged generation, once it can. Both are called on the watch's thread.
+        LMDB reads the generation every `interval` seconds; PostgreSQL is told of each
+        write (LISTEN/NOTIFY) and polls only when it cannot be."""
+        ...
+
     def unused_id(self, moment: datetime) -> str: ...
 
     # Facts: `find*` return None for an unknown id, `require*` raise NotFound.
@@ -115,6 +152,10 @@ class MemoryStore(Protocol):
         limit: int | None = None,
         before: str | None = None,
     ) -> list[Fact]: ...
+    def pinned_facts(self, agent: str, *, limit: int | None = None) -> list[Fact]:
+        """The agent's live pinned facts, newest first, at most `limit`."""
+        ...
+
     def fact_ids(
         self,
         agent: str,
@@ -178,6 +219,9 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def vector_blocks_since(
+        self, agent: str, model: str, since: int
+    ) -> values.VectorBlocks | None: ...
 
     # Curation
     def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact: ...
@@ -298,17 +342,19 @@ class MemoryStore(Protocol):
         allow_non_empty: bool = False,
         origin: str = "",
         progress: Report | None = None,
+        embed_model: str | None = None,
     ) -> values.LoadResult:
         """Write `snapshot` in one transaction: all of it or nothing. A store holding
-        anything is refused unless `allow_non_empty` (then any shared id is refused)."""
+        anything is refused unless `allow_non_empty` (then any shared id is refused).
+        `embed_model`: the model this store's embedder will use, when known; a store
+        that would hold another model's vectors then starts on it instead."""
         ...
 
 
 @runtime_checkable
 class VectorBlockSource(Protocol):
-    """A store whose vectors can be copied into a per-process cache and kept current
-    (ADR 0045): the LMDB `Store`. Apart from `MemoryStore` so a backend without stored
-    vectors (PostgreSQL) need not grow it; the cache is simply not used there."""
+    """What a per-process copy of a store's vectors reads to stay current (ADR 0045):
+    every `MemoryStore` is one (both backends store vectors, ADR 0058)."""
 
     def generation(self) -> int: ...
     def nearest(

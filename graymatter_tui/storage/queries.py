@@ -14,7 +14,7 @@ from graymatter_tui.core.model import (
     FactState,
 )
 from graymatter_tui.core.retirement import retirement_of
-from graymatter_tui.storage.transaction import Transaction
+from graymatter_tui.storage.transaction import FLAG_PINNED, FLAG_TOMBSTONE, Transaction
 from graymatter_tui.storage.values import ShowResult
 
 
@@ -57,6 +57,23 @@ def texts(
         ids.append(fact_id)
         found.append(text)
     return ids, found
+
+
+def pinned_facts(tx: Transaction, agent: str, limit: int | None) -> list[Fact]:
+    """An agent's live pinned facts, newest first, at most `limit`. Nothing is read when
+    its counters say it has none; otherwise its vitals are scanned (no JSON decoded) and
+    only the pinned facts themselves are read."""
+    if tx.agent_counts(agent).pinned == 0:
+        return []
+    prefix_len = len(agent.encode()) + 1
+    ids = [
+        key[prefix_len:].decode()
+        for key, _weight, _accessed, flags in tx.iter_vitals(agent)
+        if flags & FLAG_PINNED and not flags & FLAG_TOMBSTONE
+    ]
+    ids.reverse()  # vitals are in id order, and ids in time order
+    found = [tx.find(fact_id) for fact_id in ids[:limit]]
+    return [fact for fact in found if fact is not None and fact.is_live and fact.pinned]
 
 
 def all_facts(tx: Transaction) -> list[Fact]:

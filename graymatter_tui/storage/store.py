@@ -4,9 +4,10 @@ Every `MemoryStore` operation both backends share is a method here: one transact
 running one operation function (`queries`, `fact_ops`, `cycle_ops`, …), so the CLI, the
 TUI, the MCP server and the cycle share one write path whichever backend holds the
 store. A backend subclasses `BaseStore` and supplies the primitives: a read and a write
-transaction, how it opens and names itself, and what it alone does (LMDB's map, its
-vectors). Where a backend can answer a read faster over its own tables (PostgreSQL's
-SQL listing), it overrides that one method.
+transaction (each a `VectorTransaction`: every backend stores embedding vectors, in one
+layout, ADR 0058), how it opens and names itself, and what it alone does (LMDB's map).
+Where a backend can answer a read faster over its own tables (PostgreSQL's SQL
+listing), it overrides that one method.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from itertools import islice
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.errors import GraymatterError, InvalidInput
 from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
@@ -47,10 +48,16 @@ from graymatter_tui.storage import (
     reindex_ops,
     review_ops,
     values,
+    vector_ops,
 )
 from graymatter_tui.storage.past_index import PastIndex
-from graymatter_tui.storage.protocol import KeywordIndex
-from graymatter_tui.storage.transaction import Transaction
+from graymatter_tui.storage.protocol import KeywordIndex, StoreWatch
+from graymatter_tui.storage.transaction import Transaction, VectorTransaction
+from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch
+
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
+    import numpy as np
+    import numpy.typing as npt
 
 T = TypeVar("T")
 
@@ -60,13 +67,25 @@ class BaseStore(ABC):
 
     # ==== the primitives ==================================================================
     @abstractmethod
-    def _read(self, fn: Callable[[Transaction], T]) -> T:
+    def _read(self, fn: Callable[[VectorTransaction], T]) -> T:
         """Run `fn` over one read transaction (one consistent snapshot)."""
 
     @abstractmethod
-    def _write(self, fn: Callable[[Transaction], T]) -> T:
+    def _write(self, fn: Callable[[VectorTransaction], T]) -> T:
         """Run `fn` in one write transaction: all or nothing. `fn` may run again (a
         retry), so it computes only from its arguments and the transaction."""
+
+    def _read_one_statement(self, fn: Callable[[VectorTransaction], T]) -> T:
+        """Run `fn`, which reads through exactly one primitive answered by one statement
+        of the backend (`meta_int`, `meta_many`, `vector_blocks`): a backend that pays a
+        round trip for BEGIN and COMMIT may run it alone, that statement being its own
+        snapshot. The polls of long-running processes read this way."""
+        return self._read(fn)
+
+    def _read_in_place(self, fn: Callable[[VectorTransaction], T]) -> T:
+        """Run `fn` over a read whose vector rows may be views of the backend's own
+        storage, valid only inside `fn` (LMDB's map: a search copies no block)."""
+        return self._read(fn)
 
     @abstractmethod
     def now(self) -> datetime: ...
@@ -140,7 +159,22 @@ class BaseStore(ABC):
 
     def generation(self) -> int:
         """Bumped by every write transaction of any process: cheap change detection."""
-        return self._read(lambda tx: tx.meta_int("generation"))
+        return self._read_one_statement(lambda tx: tx.meta_int("generation"))
+
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = WATCH_INTERVAL,
+    ) -> StoreWatch:
+        """Watch for writes from any process (`MemoryStore.watch`): here by reading the
+        generation every `interval` seconds on the watch's thread; a backend that can be
+        told of writes overrides this."""
+        watch = PollingWatch(self.generation, moved, failed, since=since, interval=interval)
+        watch.start()
+        return watch
 
     def is_demo(self) -> bool:
         """True when the demo created this store (it leaves a `demo` meta key)."""
@@ -174,6 +208,11 @@ class BaseStore(ABC):
     ) -> list[Fact]:
         """Facts newest first. Keyset paging: pass the last id of a page as `before`."""
         return self._read(lambda tx: queries.list_facts(tx, agent, state, limit, before))
+
+    def pinned_facts(self, agent: str, *, limit: int | None = None) -> list[Fact]:
+        """The agent's live pinned facts, newest first (at most `limit`), without reading
+        every fact: what a session starts by knowing."""
+        return self._read(lambda tx: queries.pinned_facts(tx, agent, limit))
 
     def fact_ids(
         self,
@@ -518,6 +557,7 @@ class BaseStore(ABC):
         allow_non_empty: bool = False,
         origin: str = "",
         progress: Report | None = None,
+        embed_model: str | None = None,
     ) -> values.LoadResult:
         """Write `snapshot` in one transaction (`migrate_ops.load`): all or nothing."""
         terms, made_by = migrate_ops.prepare_terms(snapshot, progress)
@@ -531,5 +571,53 @@ class BaseStore(ABC):
                 allow_non_empty=allow_non_empty,
                 origin=origin,
                 progress=progress,
+                embed_model=embed_model,
             )
         )
+
+    # ---- embedding vectors (ADR 0034, ADR 0058) ------------------------------------------
+    def embed_state(self) -> values.EmbedState:
+        """The store's embedding model, dimension, backlog and how many facts have vectors."""
+        return self._read(vector_ops.state)
+
+    def embed_model(self) -> tuple[str | None, int | None]:
+        """(model, dimension) of the store's vectors; None for what is not recorded yet.
+        Recall asks before every query: one statement."""
+        return self._read_one_statement(vector_ops.model)
+
+    def embed_backlog(self, agent: str | None = None) -> int:
+        """Live facts (of `agent`, or all) waiting for a vector."""
+        return self._read(lambda tx: vector_ops.backlog(tx, agent))
+
+    def start_embedding(self, model: str, dimension: int | None = None) -> int:
+        """Make `model` the store's embedding model: vectors of any other go, every live
+        fact is queued. Returns how many were queued."""
+        if not model.strip():
+            raise InvalidInput("an embedding model needs a name")
+        return self._write(lambda tx: vector_ops.start(tx, model, dimension))
+
+    def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
+        """(agent, fact id, text) of up to `limit` facts waiting for a vector."""
+        return self._read(lambda tx: vector_ops.waiting(tx, limit, agent))
+
+    def store_vectors(
+        self, model: str, rows: list[tuple[str, str, str]], matrix: npt.NDArray[np.float32]
+    ) -> tuple[int, int]:
+        """Store unit vectors of `model` for facts given as (agent, id, embedded text),
+        each only if the fact is still live with that text and queued. (stored, skipped)."""
+        if len(rows) != len(matrix):
+            raise InvalidInput(f"{len(matrix)} vectors for {len(rows)} facts")
+        return self._write(lambda tx: vector_ops.store(tx, model, rows, matrix))
+
+    def nearest(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
+    ) -> list[tuple[str, float]] | None:
+        """`agent`'s live facts nearest the unit `vector` of `model`, best first; None
+        when the store holds no vectors of that model and dimension."""
+        return self._read_in_place(lambda tx: vector_ops.nearest(tx, agent, model, vector, limit))
+
+    def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
+        """`agent`'s vector blocks of `model` changed after store generation `since` (all
+        of them for -1), with the numbers of every block: one consistent snapshot, read
+        in one statement (ADR 0045). None when the store holds no vectors of that model."""
+        return self._read_one_statement(lambda tx: vector_ops.blocks_since(tx, agent, model, since))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import NotFound, StoreError
@@ -20,6 +21,17 @@ from graymatter_tui.core.model import ActivityAction, ActivityEntry, CycleRecord
 from graymatter_tui.core.tokens import NO_STEMMING, Analyzer, languages
 from graymatter_tui.storage.codec import AgentCounts
 from graymatter_tui.storage.ids import new_id
+from graymatter_tui.storage.vector_layout import (
+    BLOCK_NO,
+    EMPTY_ID,
+    ID_WIDTH,
+    SLOT,
+    STAMP,
+    agent_prefix,
+    block_key,
+    free_key,
+    slot_key,
+)
 
 T = TypeVar("T")
 
@@ -170,6 +182,10 @@ class Transaction(ABC):
     def find_many(self, fact_ids: list[str]) -> list[Fact | None]:
         """`find` of each id (a backend may read them in one round trip)."""
         return [self.find(i) for i in fact_ids]
+
+    def meta_many(self, keys: Sequence[str]) -> dict[str, str | None]:
+        """`meta_get` of each key (a backend may read them in one round trip)."""
+        return {key: self.meta_get(key) for key in keys}
 
     # ---- lookups that must find ----------------------------------------------------------
     def require(self, fact_id: str) -> Fact:
@@ -401,6 +417,13 @@ class Transaction(ABC):
     @abstractmethod
     def put_extracted(self, key: bytes, signature: bytes) -> None: ...
 
+    def unextracted(self, agent: str) -> tuple[int, list[str]]:
+        """(how many live facts `agent` has, the ids of those not yet extracted, oldest
+        first). A backend may answer it faster than one `extracted` per fact."""
+        head = agent.encode() + SEP
+        live = list(self.iter_ids(agent, "live", newest_first=False))
+        return len(live), [i for i in live if not self.extracted(head + i.encode())]
+
     @abstractmethod
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None: ...
 
@@ -494,12 +517,114 @@ class Transaction(ABC):
         """Write rows as `iter_rows` gives them."""
 
 
-class VectorTransaction(Transaction):
-    """A transaction of a backend that stores embedding vectors (ADR 0034): the rows of
-    the per-agent blocks and the queue of facts waiting for one."""
+class VectorBlockRows(NamedTuple):
+    """What `VectorTransaction.vector_blocks` reads in one go: the store's generation,
+    its embedding model and dimension, and (block number, data, ids) of every block of
+    one agent, data and ids given only for the blocks changed since the generation
+    asked about (None for the others, and no blocks when the model is not the one
+    asked about)."""
 
+    generation: int
+    model: str | None
+    dimension: int | None
+    blocks: list[tuple[int, bytes | None, bytes | None]]
+
+
+class VectorTransaction(Transaction):
+    """A transaction of a backend that stores embedding vectors (ADR 0034, ADR 0058):
+    the rows of the per-agent blocks (`vector_layout`, the same bytes on every backend)
+    and the queue of facts waiting for one. The write path's queueing (`requeue`,
+    `drop_vector`) is written here once; a backend supplies the rows. The methods with a
+    body here answer with the single-row primitives; a backend that pays a round trip per
+    call answers them in one."""
+
+    def __init__(
+        self,
+        now: datetime,
+        *,
+        write: bool,
+        mint: Callable[[datetime], str] = new_id,
+        source: str = provenance.LIBRARY,
+        embedding: bool | None = None,
+    ) -> None:
+        super().__init__(now, write=write, mint=mint, source=source)
+        # Whether the store embeds (a model is recorded): None until first asked, unless
+        # the backend read it with something else it had to read anyway.
+        self._embedding = embedding
+
+    # ---- the write path's queueing -------------------------------------------------------
+    @property
+    def embedding_on(self) -> bool:
+        """Whether this store embeds (it has a model recorded); read once per transaction.
+        A store that never embeds pays nothing more per write than this one read."""
+        if self._embedding is None:
+            self._embedding = self.has_vector_tables() and self.meta_get(EMBED_MODEL) is not None
+        return self._embedding
+
+    def embedding_started(self) -> None:
+        """A model was just recorded in this transaction: writes from now on queue."""
+        self._embedding = True
+
+    @contextmanager
+    def queueing_held(self) -> Iterator[None]:
+        """Facts written inside are not queued for a vector (a migration brings the
+        source's vectors and queue instead); afterwards the store's model decides again."""
+        self._embedding = False
+        try:
+            yield
+        finally:
+            self._embedding = None
+
+    def requeue(self, new: Fact | None, old: Fact | None) -> None:
+        """Keep the vectors and the queue in step with one fact's write (`write_fact`,
+        `delete_fact`, when `embedding_on`): a fact that stops being live, or whose text
+        changes, loses its vector and its place in the queue; a fact that becomes live, or
+        gets a new text, waits for one."""
+        old_text = old.text if old is not None and old.is_live else None
+        new_text = new.text if new is not None and new.is_live else None
+        if old_text == new_text:
+            return
+        if old is not None and old_text is not None:
+            self.drop_vector(old.agent_id, old.id)
+            self.queue_delete(old.agent_id, old.id)
+        if new is not None and new_text is not None:
+            self.queue_put(new.agent_id, new.id)
+
+    def drop_vector(self, agent: str, fact_id: str) -> bool:
+        """Free every row holding one of `fact_id`'s vectors (a row per sentence, ADR
+        0038): their ids are zeroed, so no search returns them, and later writes reuse
+        the slots. False when it had none."""
+        key = slot_key(agent, fact_id)
+        value = self.vector_row(key)
+        if value is None:
+            return False
+        slots = [SLOT.unpack_from(value, i) for i in range(0, len(value), SLOT.size)]
+        blocks = sorted({block for block, _ in slots})
+        id_keys = [block_key(agent, b"i", block) for block in blocks]
+        held = self.vector_rows_many([*id_keys, free_key(agent)])
+        puts: list[tuple[bytes, bytes]] = []
+        for block, ids_key in zip(blocks, id_keys, strict=True):
+            ids = bytearray(held.get(ids_key) or b"")
+            for _, row in (slot for slot in slots if slot[0] == block):
+                ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
+            puts += [(ids_key, bytes(ids)), self.stamp_row(agent, block)]
+        puts.append((free_key(agent), (held.get(free_key(agent)) or b"") + value))
+        self.delete_vector_row(key)
+        self.put_vector_rows(puts)
+        return True
+
+    def stamp_row(self, agent: str, block: int) -> tuple[bytes, bytes]:
+        """The row recording that this write changed `block` of `agent`'s vectors: the
+        generation the store will have once it commits (ADR 0045)."""
+        return block_key(agent, b"c", block), STAMP.pack(self.committing_generation())
+
+    # ---- the primitives --------------------------------------------------------------------
     @abstractmethod
     def has_vector_tables(self) -> bool: ...
+
+    @abstractmethod
+    def committing_generation(self) -> int:
+        """The store's generation once this write commits."""
 
     @abstractmethod
     def vector_row(self, key: bytes) -> bytes | None: ...
@@ -511,24 +636,26 @@ class VectorTransaction(Transaction):
     def delete_vector_row(self, key: bytes) -> None: ...
 
     @abstractmethod
-    def stamp_vector_block(self, agent: str, block: int) -> None: ...
+    def vector_rows(self, prefix: bytes, *, keys_only: bool = False) -> Iterator[tuple[bytes, Any]]:
+        """(key, value) of the rows under `prefix` (every row for b""), in key order; the
+        value is None with `keys_only`, and may be a view valid only until the next step
+        (LMDB's map)."""
 
     @abstractmethod
-    def vector_rows(
-        self, prefix: bytes, *, keys_only: bool = False
-    ) -> Iterator[tuple[bytes, Any]]: ...
+    def last_vector_key(self, prefix: bytes) -> bytes | None:
+        """The greatest key under `prefix`."""
 
     @abstractmethod
-    def last_vector_key(self, prefix: bytes) -> bytes | None: ...
+    def clear_embeddings(self) -> None:
+        """Empty the vectors and the queue, and forget the dimension (a switch of model
+        follows)."""
 
     @abstractmethod
-    def clear_embeddings(self) -> None: ...
+    def queue_put(self, agent: str, fact_id: str) -> None: ...
 
     @abstractmethod
-    def embedding_started(self) -> None: ...
-
-    @abstractmethod
-    def queue_put_sorted(self, keys: list[bytes]) -> None: ...
+    def queue_put_many(self, entries: list[tuple[str, str]]) -> None:
+        """Queue facts given as (agent, fact id), none of them queued yet."""
 
     @abstractmethod
     def queued(self, agent: str, fact_id: str) -> bool: ...
@@ -537,7 +664,65 @@ class VectorTransaction(Transaction):
     def queue_delete(self, agent: str, fact_id: str) -> None: ...
 
     @abstractmethod
-    def queue_size(self) -> int: ...
+    def queue_size(self, agent: str | None = None) -> int:
+        """Facts queued (of `agent`, or all)."""
 
     @abstractmethod
-    def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]: ...
+    def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]:
+        """(agent, fact id) of queued facts in key order (of one agent, or all)."""
+
+    # ---- the same, in one call (a backend may answer each in one round trip) --------------
+    def vector_rows_many(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The rows of those `keys` that exist."""
+        found = {}
+        for key in keys:
+            value = self.vector_row(key)
+            if value is not None:
+                found[key] = value
+        return found
+
+    def put_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        for key, value in rows:
+            self.put_vector_row(key, value)
+
+    def insert_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        """Rows none of whose keys exists yet (a migration's copy)."""
+        self.put_vector_rows(rows)
+
+    def count_vector_rows(self, prefix: bytes) -> int:
+        return sum(1 for _ in self.vector_rows(prefix, keys_only=True))
+
+    def queued_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of `entries` (agent, fact id) that are queued."""
+        return {entry for entry in entries if self.queued(*entry)}
+
+    def queue_delete_many(self, entries: Sequence[tuple[str, str]]) -> None:
+        for agent, fact_id in entries:
+            self.queue_delete(agent, fact_id)
+
+    def vector_blocks(self, agent: str, model: str, since: int) -> VectorBlockRows:
+        """`agent`'s blocks as `VectorBlockRows` says, when the store's model is `model`:
+        a block counts as changed when its stamp is after generation `since`, or when it
+        has none (written before stamps existed). A backend may answer in one statement."""
+        name = self.meta_get(EMBED_MODEL)
+        raw_dimension = self.meta_get(EMBED_DIM)
+        dimension = int(raw_dimension) if raw_dimension else None
+        generation = self.meta_int("generation")
+        if name != model:
+            return VectorBlockRows(generation, name, dimension, [])
+        prefix = agent_prefix(agent, b"b")
+        stamp_prefix = agent_prefix(agent, b"c")
+        stamps = {
+            BLOCK_NO.unpack(key[len(stamp_prefix) :])[0]: STAMP.unpack(bytes(value))[0]
+            for key, value in self.vector_rows(stamp_prefix)
+        }
+        blocks: list[tuple[int, bytes | None, bytes | None]] = []
+        for key, _ in self.vector_rows(prefix, keys_only=True):
+            block = BLOCK_NO.unpack(key[len(prefix) :])[0]
+            if stamps.get(block, since + 1) > since:
+                data = self.vector_row(key) or b""
+                ids = self.vector_row(block_key(agent, b"i", block)) or b""
+                blocks.append((block, data, ids))
+            else:
+                blocks.append((block, None, None))
+        return VectorBlockRows(generation, name, dimension, blocks)

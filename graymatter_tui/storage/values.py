@@ -339,6 +339,35 @@ class PastFacts:
 
 
 @dataclass(frozen=True)
+class VectorSnapshot:
+    """A store's embedding vectors as a migration carries them (ADR 0058): its model and
+    dimension, the rows of its vector blocks in the layout both backends store
+    (`vector_layout`; the block stamps aside, which are generations of that store), and
+    the facts still waiting for a vector."""
+
+    model: str | None = None  # None: the store has never embedded
+    dimension: int | None = None
+    rows: list[tuple[bytes, bytes]] = field(default_factory=list)  # key order
+    queue: list[tuple[str, str]] = field(default_factory=list)  # (agent, fact id), key order
+
+
+# How a migration's target takes the source's vectors (`vector_ops.copy_mode`).
+VectorCopyMode = Literal["copy", "queue", "switch", "none"]
+
+
+@dataclass(frozen=True)
+class VectorLoad:
+    """What a migration's target did with the source's vectors (`vector_ops.copy_mode`):
+    `copied` facts came with their vectors, `queued` wait for one of `model`."""
+
+    mode: VectorCopyMode
+    model: str | None  # the target's model afterwards
+    dimension: int | None
+    copied: int
+    queued: int
+
+
+@dataclass(frozen=True)
 class StoreSnapshot:
     """Everything a migration carries, read in one transaction (`MemoryStore.snapshot`).
     `rows` holds the tables copied row for row, as (key, value) bytes in the LMDB
@@ -352,6 +381,9 @@ class StoreSnapshot:
     probes: list[Probe]
     rows: dict[str, list[tuple[bytes, bytes]]]
     activity: list[ActivityEntry]  # oldest first
+    # Derived data (a function of each text and the model): not content, so `empty` and a
+    # re-run's "already holds this copy" leave it aside.
+    vectors: VectorSnapshot = field(default_factory=VectorSnapshot)
 
     @property
     def empty(self) -> bool:
@@ -366,6 +398,7 @@ class LoadResult:
     facts: int
     records: int
     activity_copied: bool  # the feed came along (only into a store with no feed yet)
+    vectors: VectorLoad = field(default_factory=lambda: VectorLoad("none", None, None, 0, 0))
 
 
 class TargetNotEmpty(Conflict):

@@ -1,26 +1,31 @@
-"""Embedding vectors as functions over one transaction (layout: `vector_layout`, ADR
-0034): the store's model and dimension, the queue of facts waiting, writing a batch of
-vectors, the nearest live facts to a query vector, and a switch of model."""
+"""Embedding vectors as functions over one transaction (layout: `vector_layout`, ADR 0034;
+the same rows on both backends, ADR 0058): the store's model and dimension, the queue of
+facts waiting, writing a batch of vectors, the nearest live facts to a query vector, the
+blocks a per-process copy needs, a switch of model, and a migration's copy."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, VectorTransaction
-from graymatter_tui.storage.values import EmbedState, VectorBlocks
+from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, SEP, VectorTransaction
+from graymatter_tui.storage.values import (
+    EmbedState,
+    VectorBlocks,
+    VectorCopyMode,
+    VectorSnapshot,
+)
 from graymatter_tui.storage.vector_layout import (
     BLOCK_NO,
     BLOCK_ROWS,
     EMPTY_ID,
     ID_WIDTH,
     SLOT,
-    STAMP,
     agent_prefix,
     block_key,
     free_key,
     padded_id,
-    queue_key,
     slot_key,
 )
 from graymatter_tui.storage.vector_rank import best_per_fact
@@ -33,25 +38,21 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
 
 
 def model(tx: VectorTransaction) -> tuple[str | None, int | None]:
-    dimension = tx.meta_get(EMBED_DIM)
-    return tx.meta_get(EMBED_MODEL), int(dimension) if dimension else None
+    found = tx.meta_many((EMBED_MODEL, EMBED_DIM))
+    dimension = found[EMBED_DIM]
+    return found[EMBED_MODEL], int(dimension) if dimension else None
 
 
 def state(tx: VectorTransaction) -> EmbedState:
     name, dimension = model(tx)
     if not tx.has_vector_tables():
         return EmbedState(name, dimension, 0, 0)
-    slots = sum(
-        sum(1 for _ in tx.vector_rows(agent_prefix(agent, b"s"), keys_only=True))
-        for agent in tx.agent_names()
-    )
+    slots = sum(tx.count_vector_rows(agent_prefix(agent, b"s")) for agent in tx.agent_names())
     return EmbedState(name, dimension, tx.queue_size(), slots)
 
 
 def backlog(tx: VectorTransaction, agent: str | None = None) -> int:
-    if agent is None:
-        return tx.queue_size()
-    return sum(1 for _ in tx.iter_queue(agent))
+    return tx.queue_size(agent)
 
 
 def start(tx: VectorTransaction, name: str, dimension: int | None = None) -> int:
@@ -63,10 +64,9 @@ def start(tx: VectorTransaction, name: str, dimension: int | None = None) -> int
     if dimension is not None:
         tx.meta_put(EMBED_DIM, str(dimension))
     tx.embedding_started()
-    keys = [queue_key(agent, i) for agent in tx.agent_names() for i in tx.iter_ids(agent, "live")]
-    keys.sort()
-    tx.queue_put_sorted(keys)
-    return len(keys)
+    entries = [(agent, i) for agent in tx.agent_names() for i in tx.iter_ids(agent, "live")]
+    tx.queue_put_many(entries)
+    return len(entries)
 
 
 def waiting(
@@ -74,15 +74,18 @@ def waiting(
 ) -> list[tuple[str, str, str]]:
     """(agent, fact id, text) of up to `limit` queued facts, in queue order; the text is
     "" for an entry whose fact is no longer live (`store` then clears it)."""
-    found: list[tuple[str, str, str]] = []
     if limit <= 0:
-        return found
-    for owner, fact_id in tx.iter_queue(agent):
-        fact = tx.find(fact_id)
-        found.append((owner, fact_id, fact.text if fact is not None and fact.is_live else ""))
-        if len(found) >= limit:
+        return []
+    entries = []
+    for entry in tx.iter_queue(agent):
+        entries.append(entry)
+        if len(entries) >= limit:
             break
-    return found
+    facts = tx.find_many([fact_id for _, fact_id in entries])
+    return [
+        (owner, fact_id, fact.text if fact is not None and fact.is_live else "")
+        for (owner, fact_id), fact in zip(entries, facts, strict=True)
+    ]
 
 
 def store(
@@ -93,27 +96,37 @@ def store(
     with that same text, and it is still queued. Consecutive rows of one fact are that
     fact's pieces (one vector per sentence, ADR 0038) and are written or skipped together.
     Returns (stored, skipped) counted in facts. The first vectors of a model record its
-    dimension; vectors of another dimension are refused."""
+    dimension; vectors of another dimension are refused. A fact given as one all-zero row
+    leaves the queue with no vector (stored, not skipped)."""
     groups = _group_rows(rows, matrix)
     current, dimension = model(tx)
     if current != name or (dimension is not None and dimension != matrix.shape[1]):
         return 0, len(groups)
+    facts = tx.find_many([fact_id for _, fact_id, _, _ in groups])
+    queued = tx.queued_many([(agent, fact_id) for agent, fact_id, _, _ in groups])
     by_agent: dict[str, list[tuple[str, list[Vector]]]] = defaultdict(list)
+    done: list[tuple[str, str]] = []
     skipped = 0
-    for agent, fact_id, text, vectors in groups:
-        fact = tx.find(fact_id)
-        if not tx.queued(agent, fact_id):
+    for (agent, fact_id, text, vectors), fact in zip(groups, facts, strict=True):
+        if (agent, fact_id) not in queued:
             skipped += 1
             continue
+        queued.discard((agent, fact_id))  # a fact named twice in one batch is stored once
         if fact is None or not fact.is_live or fact.agent_id != agent:
-            tx.queue_delete(agent, fact_id)  # stale: the fact went
+            done.append((agent, fact_id))  # stale: the fact went
             skipped += 1
             continue
         if fact.text != text:
             skipped += 1  # embedded from another text: stays queued
             continue
-        tx.queue_delete(agent, fact_id)
+        done.append((agent, fact_id))
+        if len(vectors) == 1 and not vectors[0].any():
+            # One all-zero row: nothing in the text the model can read (only emoji or
+            # symbols, ADR 0058). Done, with no vector: it is found by keyword only. (A
+            # queued fact holds no rows: its text change or the model switch freed them.)
+            continue
         by_agent[agent].append((fact_id, vectors))
+    tx.queue_delete_many(done)
     if dimension is None and by_agent:  # never from a batch that stored nothing
         tx.meta_put(EMBED_DIM, str(matrix.shape[1]))
     for agent, items in by_agent.items():
@@ -145,28 +158,48 @@ def _write_rows(
 ) -> None:
     """Each fact's vectors into rows: its old rows are freed first, then rows are taken
     from the freed ones (its own old rows come back first), else the tail block (a new
-    block when full); every touched block is rewritten once."""
+    block when full); every touched block is rewritten once, and every row is written
+    in one call at the end."""
     import numpy as np
 
     row_bytes = dimension * 4
-    raw_free = tx.vector_row(free_key(agent)) or b""
-    free = unpack_slots(raw_free)
-    blocks: dict[int, tuple[bytearray, bytearray]] = {}
-
-    def load(block: int) -> tuple[bytearray, bytearray]:
-        if block not in blocks:
-            data = tx.vector_row(block_key(agent, b"b", block)) or b""
-            ids = tx.vector_row(block_key(agent, b"i", block)) or b""
-            blocks[block] = (bytearray(data), bytearray(ids))
-        return blocks[block]
-
+    slot_keys = [slot_key(agent, fact_id) for fact_id, _ in items]
     prefix = agent_prefix(agent, b"b")
     last = tx.last_vector_key(prefix)
     tail = None if last is None else BLOCK_NO.unpack(last[len(prefix) :])[0]
-    for fact_id, vectors in items:
-        old = unpack_slots(tx.vector_row(slot_key(agent, fact_id)) or b"")
-        for block, row in reversed(old):  # popped back in their old order
+    held = tx.vector_rows_many([free_key(agent), *slot_keys])
+    raw_free = held.get(free_key(agent), b"")
+    free = unpack_slots(raw_free)
+    old_slots = {key: unpack_slots(held.get(key, b"")) for key in slot_keys}
+    blocks: dict[int, tuple[bytearray, bytearray]] = {}
+    changed: set[int] = set()
+
+    def fetch(numbers: set[int]) -> None:
+        wanted = sorted(numbers - blocks.keys())
+        keys = [block_key(agent, kind, block) for block in wanted for kind in (b"b", b"i")]
+        found = tx.vector_rows_many(keys) if keys else {}
+        for block in wanted:
+            data = found.get(block_key(agent, b"b", block), b"")
+            ids = found.get(block_key(agent, b"i", block), b"")
+            blocks[block] = (bytearray(data), bytearray(ids))
+
+    def load(block: int) -> tuple[bytearray, bytearray]:
+        if block not in blocks:
+            fetch({block})
+        return blocks[block]
+
+    # The blocks this batch surely touches, in one read: its facts' old rows, and the
+    # tail when the free rows will not hold every vector.
+    first = {block for slots in old_slots.values() for block, _ in slots}
+    rows_wanted = sum(len(vectors) for _, vectors in items)
+    if tail is not None and rows_wanted > len(free) + sum(map(len, old_slots.values())):
+        first.add(tail)
+    fetch(first)
+    puts: list[tuple[bytes, bytes]] = []
+    for (fact_id, vectors), key in zip(items, slot_keys, strict=True):
+        for block, row in reversed(old_slots[key]):  # popped back in their old order
             load(block)[1][row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
+            changed.add(block)
             free.append((block, row))
         slots: list[tuple[int, int]] = []
         for vector in vectors:
@@ -182,18 +215,22 @@ def _write_rows(
             data, ids = load(block)
             data[row * row_bytes : (row + 1) * row_bytes] = vector.astype(np.float32).tobytes()
             ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = padded_id(fact_id)
+            changed.add(block)
             slots.append((block, row))
-        packed_slots = b"".join(SLOT.pack(*slot) for slot in slots)
-        tx.put_vector_row(slot_key(agent, fact_id), packed_slots)
-    for block, (data, ids) in blocks.items():
-        tx.put_vector_row(block_key(agent, b"b", block), bytes(data))
-        tx.put_vector_row(block_key(agent, b"i", block), bytes(ids))
-        tx.stamp_vector_block(agent, block)
+        puts.append((key, b"".join(SLOT.pack(*slot) for slot in slots)))
+    for block in sorted(changed):
+        data, ids = blocks[block]
+        puts += [
+            (block_key(agent, b"b", block), bytes(data)),
+            (block_key(agent, b"i", block), bytes(ids)),
+            tx.stamp_row(agent, block),
+        ]
     packed = b"".join(SLOT.pack(*slot) for slot in free)
     if packed:
-        tx.put_vector_row(free_key(agent), packed)
+        puts.append((free_key(agent), packed))
     elif raw_free:
         tx.delete_vector_row(free_key(agent))
+    tx.put_vector_rows(puts)
 
 
 def nearest(
@@ -202,8 +239,9 @@ def nearest(
     """Up to `limit` (fact id, cosine similarity) of `agent`'s live facts nearest `query`
     (a unit vector of model `name`), best first, ties by id; None when the store holds no
     vectors of that model and dimension. A fact's similarity is its best row's (a row per
-    sentence, ADR 0038). Each block is one matrix product over the mapped bytes: no
-    per-fact record is read. Retired facts lost their rows when retired."""
+    sentence, ADR 0038). Each block is one matrix product over its bytes as read (LMDB:
+    the map itself): no per-fact record is read. Retired facts lost their rows when
+    retired."""
     import numpy as np
 
     current, dimension = model(tx)
@@ -211,24 +249,26 @@ def nearest(
         return None
     if dimension != query.shape[0]:
         return None
+    ids_prefix = agent_prefix(agent, b"i")
+    id_rows = {key[len(ids_prefix) :]: bytes(ids) for key, ids in tx.vector_rows(ids_prefix)}
     scores: list[npt.NDArray[np.float32]] = []
-    id_rows: list[bytes] = []
+    ordered: list[bytes] = []
     prefix = agent_prefix(agent, b"b")
     for key, value in tx.vector_rows(prefix):
         matrix = np.frombuffer(value, dtype=np.float32).reshape(-1, dimension)
-        ids = tx.vector_row(agent_prefix(agent, b"i") + key[len(prefix) :]) or b""
+        ids = id_rows.get(key[len(prefix) :], b"")
         taken = np.frombuffer(ids, dtype=np.uint8).reshape(-1, ID_WIDTH)[:, 0] != 0
         scores.append(np.where(taken, matrix @ query, -np.inf).astype(np.float32))
-        id_rows.append(ids)
+        ordered.append(ids)
     if not scores:
         return None
     flat = np.concatenate(scores)
-    offsets = np.cumsum([0] + [len(r) // ID_WIDTH for r in id_rows])
+    offsets = np.cumsum([0] + [len(r) // ID_WIDTH for r in ordered])
 
     def id_at(position: int) -> str:
         block = int(np.searchsorted(offsets, position, side="right")) - 1
         row = position - int(offsets[block])
-        return id_rows[block][row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00").decode()
+        return ordered[block][row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00").decode()
 
     return best_per_fact(flat, id_at, limit) or None
 
@@ -237,30 +277,135 @@ def blocks_since(tx: VectorTransaction, agent: str, name: str, since: int) -> Ve
     """`agent`'s vector blocks of model `name` as of this snapshot: every block number, and
     a copy of each block changed after generation `since` (a block without a stamp, from
     before stamps existed, counts as changed). None when the store holds no vectors of
-    that model. Costs one key walk over the agent's blocks plus the changed blocks."""
+    that model. One read (`VectorTransaction.vector_blocks`): on PostgreSQL, one
+    statement."""
     import numpy as np
 
-    current, dimension = model(tx)
-    if not tx.has_vector_tables() or dimension is None or current != name:
+    if not tx.has_vector_tables():
         return None
-    prefix = agent_prefix(agent, b"b")
-    stamp_prefix = agent_prefix(agent, b"c")
-    stamps = {
-        BLOCK_NO.unpack(key[len(stamp_prefix) :])[0]: STAMP.unpack(bytes(value))[0]
-        for key, value in tx.vector_rows(stamp_prefix)
-    }
+    found = tx.vector_blocks(agent, name, since)
+    dimension = found.dimension
+    if dimension is None or found.model != name:
+        return None
     numbers: list[int] = []
     changed: dict[int, tuple[Vector, tuple[str, ...]]] = {}
-    for key, _ in tx.vector_rows(prefix, keys_only=True):
-        block = BLOCK_NO.unpack(key[len(prefix) :])[0]
+    for block, data, ids in found.blocks:
         numbers.append(block)
-        if stamps.get(block, since + 1) > since:
-            data = tx.vector_row(key) or b""
-            ids = tx.vector_row(block_key(agent, b"i", block)) or b""
+        if data is not None and ids is not None:
             matrix = np.frombuffer(data, dtype=np.float32).reshape(-1, dimension)
             names = tuple(
                 ids[i : i + ID_WIDTH].rstrip(b"\x00").decode() for i in range(0, len(ids), ID_WIDTH)
             )
             changed[block] = (matrix, names)
-    generation = tx.meta_int("generation")
-    return VectorBlocks(generation, name, dimension, BLOCK_ROWS, tuple(numbers), changed)
+    return VectorBlocks(found.generation, name, dimension, BLOCK_ROWS, tuple(numbers), changed)
+
+
+# ---- a migration's copy (ADR 0046, ADR 0058) ---------------------------------------------
+def snapshot(tx: VectorTransaction) -> VectorSnapshot:
+    """The store's model, dimension, vector rows (block stamps aside: they are the
+    generations of this store) and queue, for a migration."""
+    name, dimension = model(tx)
+    if not tx.has_vector_tables():
+        return VectorSnapshot(name, dimension, [], [])
+    rows = [(key, bytes(value)) for key, value in tx.vector_rows(b"") if _kind(key) != b"c"]
+    return VectorSnapshot(name, dimension, rows, list(tx.iter_queue(None)))
+
+
+def _kind(key: bytes) -> bytes:
+    """The kind of a vectors row (`vector_layout`): b, i, s, c, or f."""
+    parts = key.split(SEP, 2)
+    return parts[1] if len(parts) > 1 else b""
+
+
+def copy_mode(
+    tx: VectorTransaction, copy: VectorSnapshot, configured: str | None
+) -> VectorCopyMode:
+    """How this store takes the vectors of a migration's source, decided before its facts
+    go in. `copy`: the source's rows and queue come along (the store holds no model, or
+    the same model in a dimension that agrees). `queue`: the store holds vectors of
+    another model (or dimension), which it keeps: the copied facts wait for one of its
+    model. `switch`: the store holds no model, and `configured` (the model the target's
+    embedder will use) is another than the source's: the store starts on it as a switch
+    of model does, every live fact queued. `none`: the source never embedded."""
+    if copy.model is None:
+        return "none"
+    current, dimension = model(tx)
+    if current is None:
+        return "switch" if configured is not None and configured != copy.model else "copy"
+    if current != copy.model:
+        return "queue"
+    if dimension is not None and copy.dimension is not None and dimension != copy.dimension:
+        return "queue"
+    return "copy"
+
+
+def load_copy(tx: VectorTransaction, copy: VectorSnapshot) -> None:
+    """Write the source's vectors and queue into this store (`copy_mode` said `copy`). An
+    agent this store holds no vectors of gets the source's rows byte for byte, its blocks
+    stamped with this write; into an agent that has some, each fact's vectors are written
+    as the embedder would (`_write_rows`), so neither side's rows are overwritten."""
+    import numpy as np
+
+    current, dimension = model(tx)
+    if current is None and copy.model is not None:
+        tx.meta_put(EMBED_MODEL, copy.model)
+        tx.embedding_started()
+    if dimension is None and copy.dimension is not None:
+        tx.meta_put(EMBED_DIM, str(copy.dimension))
+        dimension = copy.dimension
+    by_agent: dict[bytes, list[tuple[bytes, bytes]]] = defaultdict(list)
+    for key, value in copy.rows:
+        by_agent[key.split(SEP, 1)[0]].append((key, value))
+    for head, rows in by_agent.items():
+        agent = head.decode()
+        if tx.last_vector_key(head + SEP) is None:
+            stamps = [
+                tx.stamp_row(agent, BLOCK_NO.unpack(key[-BLOCK_NO.size :])[0])
+                for key, _ in rows
+                if _kind(key) == b"b"
+            ]
+            tx.insert_vector_rows([*rows, *stamps])
+            continue
+        assert dimension is not None  # rows exist, so the source recorded a dimension
+        held = dict(rows)
+        row_bytes = dimension * 4
+        items: list[tuple[str, list[Vector]]] = []
+        slot_prefix = agent_prefix(agent, b"s")
+        for key, value in rows:
+            if not key.startswith(slot_prefix):
+                continue
+            vectors = []
+            for block, row in unpack_slots(value):
+                data = held[block_key(agent, b"b", block)]
+                piece = data[row * row_bytes : (row + 1) * row_bytes]
+                vectors.append(np.frombuffer(piece, dtype=np.float32))
+            items.append((key[len(slot_prefix) :].decode(), vectors))
+        _write_rows(tx, agent, items, dimension)
+    tx.queue_put_many(copy.queue)
+
+
+def facts_with_vectors(copy: VectorSnapshot) -> int:
+    """How many facts have vectors in `copy` (one slot row each)."""
+    return sum(1 for key, _ in copy.rows if _kind(key) == b"s")
+
+
+def vector_digests(copy: VectorSnapshot) -> dict[tuple[str, str], bytes]:
+    """A digest of each fact's vectors, (agent, fact id) -> blake2b of its rows in slot
+    order: what a migration's verification compares, whatever blocks and rows they sit
+    in, without copying them."""
+    if copy.dimension is None:
+        return {}
+    held = {key: memoryview(value) for key, value in copy.rows if _kind(key) == b"b"}
+    row_bytes = copy.dimension * 4
+    found: dict[tuple[str, str], bytes] = {}
+    for key, value in copy.rows:
+        if _kind(key) != b"s":
+            continue
+        head, _, fact_id = key.split(SEP, 2)
+        agent = head.decode()
+        digest = hashlib.blake2b(digest_size=16)
+        for block, row in unpack_slots(value):
+            data = held.get(block_key(agent, b"b", block), memoryview(b""))
+            digest.update(data[row * row_bytes : (row + 1) * row_bytes])
+        found[agent, fact_id.decode()] = digest.digest()
+    return found

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-ROWS_PER_FACT = 32  # rows per fact the worker writes at most (`embedding.sentences.MAX_PIECES`)
+# Rows per fact taken at first: a server's sentences (`embedding.sentences.MAX_PIECES`);
+# the local model writes up to 64 windows a fact (ADR 0058), and the search widens then.
+ROWS_PER_FACT = 32
 
 
 def best_per_fact(

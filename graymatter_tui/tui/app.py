@@ -1,12 +1,20 @@
-"""The Textual application: wiring, bindings, palette commands, workers and polling.
-No business logic lives here: every change goes through a store method or the Cycle."""
+"""The Textual application: wiring, bindings, palette commands, workers and the store's
+watch. No business logic lives here: every change goes through a store method or the Cycle.
+
+The UI thread never waits on the store. The store's watch (`MemoryStore.watch`, a thread of
+the storage side) posts `StoreMoved` when another process wrote; this process's writes post
+it too, from the worker that wrote. Panes then read in thread workers and draw what they
+found on the UI thread (screens/base.py). A read or write that fails goes to one place,
+the error bar (`show_error`), and the next successful read clears it."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
 from textual import work
@@ -22,13 +30,13 @@ from textual.widgets import Static, TabbedContent, TabPane
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.core import provenance
 from graymatter_tui.core.config import Settings
-from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.errors import GraymatterError, StoreError
+from graymatter_tui.core.model import AgentSummary, CycleRecord
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
-from graymatter_tui.recall.vector_signal import QueryVectors
-from graymatter_tui.storage import MemoryStore
-from graymatter_tui.tui.messages import StoreChanged
+from graymatter_tui.storage import MemoryStore, StoreWatch
+from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
     Action,
     described,
@@ -62,8 +70,10 @@ from graymatter_tui.tui.widgets.key_bar import KeyBar
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.top_bar import TopBar
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
-from graymatter_tui.tui.workers import in_daemon_thread
+from graymatter_tui.tui.workers import in_daemon_thread, off_thread
 from graymatter_tui.views.presentation import store_badges
+
+EMBED_START_SECONDS = 2.0  # the background embedder's first batch, after the first paint
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
@@ -91,8 +101,10 @@ SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("This help", (HelpScreen,)),
 )
 PALETTE_HINT = ("ctrl+p", "Command palette: agent, cycle, export, theme")
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.5  # how often the store's watch reads the generation where it polls
 CLOCK_SECONDS = 30.0  # relative ages ("5m") are redrawn this often, with no store read
+READING_MARK_SECONDS = 0.25  # a read of the shown pane that takes longer is marked
+T = TypeVar("T")
 
 
 class GraymatterApp(App[None]):
@@ -150,6 +162,9 @@ class GraymatterApp(App[None]):
     generation: var[int] = var(-1, init=False)  # the store's; moves with every write
     settings: var[Settings] = var(Settings, init=False, always_update=True)
     reach: var[Reach] = var(CHECKING, init=False)  # the summariser's, probed here only
+    # What the embedder of this process is doing, and the recall preview's last vector
+    # use, as the Status tab says them (set by the poll).
+    embedding: var[tuple[str, str]] = var(("", ""), init=False)
 
     def __init__(
         self,
@@ -165,7 +180,7 @@ class GraymatterApp(App[None]):
         """`create_store`, given with the empty view of a place holding no store, makes
         the store there: the app asks the person first (launch.creator)."""
         super().__init__()
-        self.store = store
+        self._store = store
         self.read_only = read_only
         self.create_store = create_store if store.absent else None
         provenance.name_process(provenance.TUI)  # what the store records as our writes
@@ -175,10 +190,28 @@ class GraymatterApp(App[None]):
         self.poll_seconds = poll_seconds
         self.clock_seconds = clock_seconds
         self.last_error = ""
+        self.errors_shown = 0  # times the error bar was given a new message (tests count)
+        self.agents_seen: list[AgentSummary] | None = None  # as the top bar last read them
+        self._watch: StoreWatch | None = None
+        self._watch_failing = False  # the watch cannot read the store: reads cannot clear
+        self._pending_generation: int | None = None  # heard before the agent was known
+        self._reading: dict[str, float] = {}  # pane id -> when its read in flight began
         # Embeds new facts on its own thread when GRAYMATTER_EMBED is set; it never
-        # touches a widget (the poll picks its writes up like any other process's).
+        # touches a widget (the store's watch hears its writes like any other process's).
         self.embedder: embedding.BackgroundEmbedder | None = None
-        self.query_vectors: QueryVectors | None = None  # recall preview's vector signal
+        # The recall preview's vector signal.
+        self.query_vectors: embedding_query.StoreQueryVectors | None = None
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
+    @store.setter
+    def store(self, store: MemoryStore) -> None:
+        """Another store (one just created, one opened again): watched from now on."""
+        self._store = store
+        if self._watch is not None:
+            self._watch_store()
 
     # ---- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -193,15 +226,15 @@ class GraymatterApp(App[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        if not self.agent:
-            agents = self._agents_or_none()
-            # Without watchers: the first poll below reads every shown pane anyway.
-            self.set_reactive(GraymatterApp.agent, agents[0] if agents else "default")
         self.query_one("#errorbar", Static).display = False
+        self._show_counts()
         self._probe_summariser()
         self._start_embedder()
-        self._poll()
-        self.set_interval(self.poll_seconds, self._poll)
+        # Nothing reads until the watch has heard the store's generation (at once).
+        self._watch_store()
+        # No store read: the shown pane reads if it is stale (shown since the store moved,
+        # or its last read failed: it tries again).
+        self.set_interval(self.poll_seconds, self._catch_up)
         self.set_interval(self.clock_seconds, self._tick_clock)
         self._focus_tab(self._active_tab())
         if self.create_store is not None:
@@ -255,52 +288,104 @@ class GraymatterApp(App[None]):
 
     def _use_created_store(self, created: MemoryStore) -> None:
         """The empty view gives way to the store just created, now writable."""
-        view, self.store = self.store, created
+        view = self.store
         self.create_store = None
-        view.close()
         self.read_only = bool(created.read_only_reason)
+        # Another store: its generation is heard afresh, and every pane reads it.
+        self.set_reactive(GraymatterApp.generation, -1)
         for tab, _pane in self.PANES:
             if (pane := self._pane_or_none(tab)) is not None:
                 pane.stale = True
+        self.store = created
+        view.close()
         self._start_embedder()
-        self._poll()
-        self._update_topbar()
         self.notify(literal(f"Created a new store at {created.location}").plain, markup=False)
 
     def _start_embedder(self) -> None:
         try:
             self.query_vectors = embedding_query.from_env(self.store)
+            embedder = None if self.read_only else embedding.from_env(self.store)
         except GraymatterError as exc:  # a bad GRAYMATTER_EMBED* value
             self.show_error(str(exc))
             return
-        if self.read_only:
-            return
-        try:
-            self.embedder = embedding.from_env(self.store)
-        except GraymatterError as exc:  # a bad GRAYMATTER_EMBED* value
-            self.show_error(str(exc))
-            return
-        if self.embedder is not None:
-            self.embedder.start()
+        self.embedder = embedder
+        if embedder is not None:
+            # After the first paint: loading the local model takes a second of CPU.
+            embedder.start_later(EMBED_START_SECONDS)
+
+    def _embedding_now(self) -> tuple[str, str]:
+        """(this process's embedder, the recall preview's last vector use) in words."""
+        if self.query_vectors is None:
+            return ("", "")  # embeddings off: the embedding line says what the store holds
+        doing = self.embedder.describe() if self.embedder is not None else "not embedding here"
+        if self.embedder is None and self.read_only:
+            doing = "not embedding here (read-only)"
+        use = self.query_vectors.latest
+        said = "" if use.used or use is embedding_query.NOT_ASKED else use.reason
+        if said and use.failed:
+            said = f"the last recall preview ranked without vectors: {said}"
+        return (doing, said)
 
     def on_unmount(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
         if self.embedder is not None:
             self.embedder.stop()
 
-    def _agents_or_none(self) -> list[str]:
-        try:
-            return [a.agent_id for a in self.store.agents()]
-        except GraymatterError as exc:
-            self.show_error(str(exc))
-            return []
+    # ---- the store's watch: the one way the app learns the store moved -----------------------
+    def _watch_store(self) -> None:
+        """Watch the store (again): the watch says the generation at once, then each
+        time another process (or this one) writes; and when it cannot read the store."""
+        if self._watch is not None:
+            self._watch.stop()
+        self._watch_failing = False
+        # Its messages name it by this (it may speak before `watch` has returned).
+        token = self._watch_token = object()
+
+        def moved(generation: int) -> None:  # on the watch's thread
+            self.post_message(StoreMoved(generation, token))
+
+        def failed(error: GraymatterError) -> None:  # on the watch's thread
+            self.post_message(StoreUnreadable(str(error), token))
+
+        self._watch = self.store.watch(moved, failed, since=-1, interval=self.poll_seconds)
+
+    _watch_token: object | None = None
+
+    def on_store_moved(self, message: StoreMoved) -> None:
+        if message.watch is not None:
+            if message.watch is not self._watch_token:
+                return  # a watch of a store no longer shown
+            self._watch_failing = False
+        self._store_moved(message.generation)
+
+    def on_store_unreadable(self, message: StoreUnreadable) -> None:
+        if message.watch is self._watch_token:
+            self._watch_failing = True
+            self.show_error(message.message)
+
+    def _store_moved(self, generation: int) -> None:
+        """Every pane that shows the store reads it again (the shown one now, hidden ones
+        when shown), as does the top bar; a generation already known changes nothing but
+        lets a pane whose read failed try again. The store was read: the error bar goes."""
+        self._clear_error()
+        if self.closing:
+            return
+        self.embedding = self._embedding_now()
+        if generation > self.generation:
+            if not self.agent:
+                # The first agent is chosen from the counts read next; then panes read.
+                self._pending_generation = generation
+            else:
+                self.generation = generation  # the panes follow (base.Pane.store_moved)
+        self._catch_up()
+        self._read_counts()
 
     # ---- the state panes follow --------------------------------------------------------
     def watch_agent(self) -> None:
         # The panes watch the agent themselves; the top bar names it.
-        try:
-            self._update_topbar()
-        except GraymatterError as exc:
-            self.show_error(str(exc))
+        self._show_counts()
+        self._read_counts()
 
     def watch_settings(self) -> None:
         self.reach = CHECKING
@@ -316,47 +401,139 @@ class GraymatterApp(App[None]):
         reach = await summariser.check()
         self.reach = Reach("ok" if reach.ok else "failed", reach.detail)
 
+    # ---- reading, and the one error path -------------------------------------------------
+    def read_in_thread(
+        self,
+        node: Widget | App[None],
+        job: Callable[[], T],
+        then: Callable[[T], None],
+        *,
+        group: str,
+        exclusive: bool = True,
+        failed: Callable[[GraymatterError], None] | None = None,
+    ) -> None:
+        """Run the store read `job` in a thread worker of `node` and `then(result)` back
+        on the UI thread, a newer read of the group superseding it; a failure goes to
+        `failed` first, then to the error bar, and a successful read clears the bar."""
+
+        def done(result: T) -> None:
+            self._clear_error()
+            then(result)
+
+        def lost(error: GraymatterError) -> None:
+            if failed is not None:
+                failed(error)
+            self.show_error(str(error))
+
+        off_thread(node, job, done, lost, group=group, exclusive=exclusive)
+
+    def show_error(self, message: str) -> None:
+        """The one place a failed read or write is said: the error bar, until the next
+        successful read (the same failure again changes nothing on screen)."""
+        try:
+            bar = self.query_one("#errorbar", Static)
+        except NoMatches:  # closing
+            return
+        if message == self.last_error and bar.display:
+            return
+        self.last_error = message
+        self.errors_shown += 1
+        bar.update(literal(f" Store error: {message} — ctrl+r retries"))
+        bar.display = True
+
+    def _clear_error(self) -> None:
+        """A read succeeded: the error bar goes, unless the watch still cannot read."""
+        if not self.last_error or self._watch_failing:
+            return
+        self.last_error = ""
+        try:
+            self.query_one("#errorbar", Static).display = False
+        except NoMatches:  # closing
+            return
+
+    def reading(self, pane: Pane, busy: bool) -> None:
+        """A pane's read began or ended; the shown pane's, if slow, is marked."""
+        key = pane.id or ""
+        if busy:
+            self._reading[key] = time.monotonic()
+            self.set_timer(READING_MARK_SECONDS, self._mark_reading)
+        else:
+            self._reading.pop(key, None)
+            self._mark_reading()
+
+    def _mark_reading(self) -> None:
+        try:
+            started = self._reading.get(f"{self._active_tab()}-pane")
+            topbar = self.query_one("#topbar", TopBar)
+        except NoMatches:  # closing
+            return
+        slow = started is not None and time.monotonic() - started >= READING_MARK_SECONDS * 0.9
+        topbar.show_reading(slow)
+
+    def _read_counts(self) -> None:
+        """The top bar's counts and badges, read in one snapshot off the UI thread."""
+        store, read_only = self.store, self.read_only
+
+        def job() -> tuple[list[AgentSummary], str]:
+            return store.in_one_snapshot(
+                lambda view: (view.agents(), store_badges(view, read_only))
+            )
+
+        self.read_in_thread(self, job, self._counts_read, group="counts")
+
+    def _counts_read(self, found: tuple[list[AgentSummary], str]) -> None:
+        self.agents_seen, self._badges = found
+        if not self.agent:
+            agents = self.agents_seen
+            # Without watchers: the panes read once the generation is set just below.
+            self.set_reactive(GraymatterApp.agent, agents[0].agent_id if agents else "default")
+        if self._pending_generation is not None:
+            generation, self._pending_generation = self._pending_generation, None
+            if generation > self.generation:
+                self.generation = generation
+        self._show_counts()
+
+    _badges = ""
+
+    def _show_counts(self) -> None:
+        """The top bar from the counts last read (the badge first, so that a long path can
+        never push it out of sight)."""
+        try:
+            topbar = self.query_one("#topbar", TopBar)
+        except NoMatches:  # closing
+            return
+        badges = self._badges
+        if self.read_only and "[READ-ONLY]" not in badges:
+            badges = " [READ-ONLY]" + badges  # before the first read, too
+        if self.store.lockless and "[NO LOCK]" not in badges:
+            badges += " [NO LOCK]"
+        agents = self.agents_seen or []
+        live = next((a.live_facts for a in agents if a.agent_id == self.agent), 0)
+        topbar.show(badges, self.agent, live, self.store.location)
+        topbar.set_class(self.read_only, "read-only")
+
     # ---- refreshing ------------------------------------------------------------------
     def _pane_or_none(self, tab: str) -> Pane | None:
         """Hidden panes mount just after the first frame; before that there is none."""
         try:
-            pane = self.query_one(f"#{tab}-pane")
+            return self.query_one(f"#{tab}-pane", Pane)
         except NoMatches:
             return None
-        return pane if isinstance(pane, Pane) else None
 
     def _active_tab(self) -> str:
         return self.query_one(TabbedContent).active or self.PANES[0][0]
 
     def _catch_up(self) -> None:
-        """The shown pane re-reads if it is stale (its last read failed, or it was hidden
-        when the store moved); the top bar's counts follow every poll."""
-        pane = self._pane_or_none(self._active_tab())
-        if pane is None:
-            return
-        pane.catch_up()
-        self._update_topbar()
-
-    def _poll(self) -> None:
-        """Pick up writes from any process (the generation moves with every write)."""
+        """The shown pane reads if it is stale (its last read failed, or it was hidden
+        when the store moved). The embedder's state is in memory: it follows each tick,
+        since a failing embedder writes nothing the watch could hear."""
+        self.embedding = self._embedding_now()
         try:
-            self._poll_once()
-        except NoMatches:
-            # A tick that lands while the app closes finds its widgets already removed;
-            # there is nothing left to refresh.
+            pane = self._pane_or_none(self._active_tab())
+        except NoMatches:  # closing: the tabs are gone
             return
-
-    def _poll_once(self) -> None:
-        try:
-            # A new generation makes the panes re-read (the shown one now, hidden ones
-            # when shown); a pane whose read fails reports it and stays stale.
-            self.generation = self.store.generation()
-            self._catch_up()
-        except GraymatterError as exc:
-            self.show_error(str(exc))
-            return
-        if self.last_error:
-            self._clear_error()
+        if pane is not None:
+            pane.catch_up()
 
     def _tick_clock(self) -> None:
         """Relative ages go stale while a screen stays open: redraw them against now."""
@@ -367,29 +544,9 @@ class GraymatterApp(App[None]):
         if pane is not None:
             pane.tick_clock()
 
-    def _update_topbar(self) -> None:
-        # The badge comes first so a long path can never push it out of sight.
-        badge = store_badges(self.store, self.read_only)
-        live = next((a.live_facts for a in self.store.agents() if a.agent_id == self.agent), 0)
-        topbar = self.query_one("#topbar", TopBar)
-        topbar.show(badge, self.agent, live, self.store.location)
-        topbar.set_class(self.read_only, "read-only")
-
-    def show_error(self, message: str) -> None:
-        self.last_error = message
-        bar = self.query_one("#errorbar", Static)
-        bar.update(literal(f" Store error: {message} — ctrl+r retries"))
-        bar.display = True
-
-    def _clear_error(self) -> None:
-        self.last_error = ""
-        self.query_one("#errorbar", Static).display = False
-
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        try:
-            self._catch_up()
-        except GraymatterError as exc:
-            self.show_error(str(exc))
+        self._catch_up()
+        self._mark_reading()
         self._tick_clock()  # a pane that was hidden for a while shows ages as of now
         self._focus_tab(self._active_tab())
 
@@ -415,9 +572,6 @@ class GraymatterApp(App[None]):
         elif self._active_tab() == tab:
             self.set_timer(0.05, lambda: self._focus_tab_later(tab))
 
-    def on_store_changed(self, message: StoreChanged) -> None:
-        self._poll()
-
     # ---- services for panes ------------------------------------------------------------
     def may_mutate(self) -> bool:
         if self.read_only:
@@ -429,34 +583,35 @@ class GraymatterApp(App[None]):
         self, label: str, fn: Callable[[], Any], then: Callable[[Any], None] | None = None
     ) -> None:
         """Run one store write in a worker thread (a write may wait for another process's
-        writer lock, which must never block the UI), then refresh."""
+        writer lock, which must never block the UI), then tell the app the store moved,
+        with the generation read in the same thread."""
+        store = self.store
 
         def job() -> None:
             try:
                 result = fn()
+                generation = store.generation()
             except (GraymatterError, OSError) as exc:
-                message = (
-                    str(exc)
-                    if isinstance(exc, GraymatterError)
-                    else (f"{exc.strerror or exc}: {exc.filename or ''}")
-                )
-                self.call_from_thread(
-                    self.notify,
-                    literal(message).plain,
-                    title="Not done",
-                    severity="error",
-                    markup=False,
-                )
+                self.call_from_thread(self._write_failed, exc)
                 return
-            self.call_from_thread(self._after_write, label, result, then)
+            self.call_from_thread(self._after_write, label, result, then, generation)
 
         self.run_worker(job, thread=True, group="writes", exit_on_error=False, description=label)
 
-    def _after_write(self, label: str, result: Any, then: Callable[[Any], None] | None) -> None:
+    def _write_failed(self, exc: GraymatterError | OSError) -> None:
+        """A write that was not done: said where the person looks (a toast), and, when
+        the store itself failed, on the error bar like every failed read."""
+        self.notify(literal(_said(exc)).plain, title="Not done", severity="error", markup=False)
+        if isinstance(exc, StoreError):
+            self.show_error(str(exc))
+
+    def _after_write(
+        self, label: str, result: Any, then: Callable[[Any], None] | None, generation: int
+    ) -> None:
         self.notify(literal(label).plain, markup=False)
         if then is not None:
             then(result)
-        self._poll()
+        self._store_moved(generation)
 
     def show_fact(self, fact_id: str) -> None:
         if not self.closing:
@@ -469,17 +624,28 @@ class GraymatterApp(App[None]):
             return
         self.action_tab("journal")
         journal = self._pane_or_none("journal")
-        try:
-            if isinstance(journal, JournalPane) and journal.select_cycle(cycle_id):
-                return
-            record = self.store.find_record(cycle_id)
-        except GraymatterError as exc:
-            self.show_error(str(exc))
+        if journal is None:  # typed before the hidden panes mounted
+            self._replay(cycle_id)
             return
-        if record is None:
-            self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
-            return
-        self.push_screen(CycleDiffScreen(record, self.store))
+        journal.invalidate()  # the cycle may be newer than what the Journal shows
+
+        def read() -> None:
+            if not journal.select(cycle_id):
+                self._replay(cycle_id)
+
+        journal.when_read(read)
+
+    def _replay(self, cycle_id: str) -> None:
+        """A cycle the Journal does not list, replayed on its own."""
+        store = self.store
+
+        def found(record: CycleRecord | None) -> None:
+            if record is None:
+                self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
+            else:
+                self.push_screen(CycleDiffScreen(record, store))
+
+        self.read_in_thread(self, lambda: store.find_record(cycle_id), found, group="replay")
 
     # ---- closing -----------------------------------------------------------------------
     # Keys typed in the same burst of input as `q` are read after the app began to close;
@@ -521,13 +687,18 @@ class GraymatterApp(App[None]):
         self._focus_tab(tab)
 
     def action_reload(self) -> None:
-        self._clear_error()
+        """Read everything again: the store is watched afresh (a watch that lost the store
+        tries now) and every pane reads when shown; "Reloaded." once the shown one has."""
         for tab, _pane in self.PANES:
             if (pane := self._pane_or_none(tab)) is not None:
                 pane.stale = True
-        self._poll()
-        if not self.last_error:
-            self.notify("Reloaded.")
+        self._watch_store()
+        self._read_counts()
+        shown = self._pane_or_none(self._active_tab())
+        if shown is None or self.generation < 0:
+            return
+        shown.catch_up()
+        shown.when_read(lambda: self.notify("Reloaded."))
 
     def action_help(self) -> None:
         sections = [
@@ -543,11 +714,12 @@ class GraymatterApp(App[None]):
         self.push_screen(HelpScreen([(title, rows) for title, rows in sections if rows]))
 
     def action_choose_agent(self) -> None:
-        try:
-            agents = self.store.agents()
-        except GraymatterError as exc:
-            self.show_error(str(exc))
+        """Choose among the agents as the top bar last read them (read again with every
+        write the store's watch hears of)."""
+        if self.agents_seen is None:
+            self.notify("Still reading the store's agents…")
             return
+        agents = self.agents_seen
         choices = [
             (
                 a.agent_id,
@@ -643,10 +815,16 @@ class GraymatterApp(App[None]):
         pane = self._pane_or_none(tab)
         if pane is None:
             return
-        try:
-            pane.catch_up()  # the action acts on what the pane shows now
-        except GraymatterError as exc:
-            self.show_error(str(exc))
+        read, succeeded = asyncio.Event(), []
+
+        def drawn() -> None:
+            succeeded.append(True)
+            read.set()
+
+        pane.when_read(drawn, read.set)
+        pane.catch_up()  # the action acts on what the pane shows now: once it is read
+        await read.wait()
+        if not succeeded:  # the read failed (the error bar says why)
             return
         target: Widget = pane
         if part is not None:
@@ -655,3 +833,10 @@ class GraymatterApp(App[None]):
             except NoMatches:
                 return
         await self.run_action(action, target)
+
+
+def _said(exc: GraymatterError | OSError) -> str:
+    """A failure's one line: the error's own, or what the system said about the file."""
+    if isinstance(exc, GraymatterError):
+        return str(exc)
+    return f"{exc.strerror or exc}: {exc.filename or ''}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graymatter_tui.core.model import ActivityEntry
-from graymatter_tui.core.provenance import MCP_PREFIX
+from graymatter_tui.core.provenance import HOOK_PREFIX, MCP_PREFIX
 from graymatter_tui.storage import MemoryStore
 
 # Entries read per store read while filtering: one short read transaction each, so a
@@ -17,11 +17,15 @@ from graymatter_tui.storage import MemoryStore
 SCAN_PAGE = 2000
 # A source filter of this name matches every MCP client (`mcp:<client>`).
 ANY_MCP = MCP_PREFIX.rstrip(":")
+# And this one every client's hooks (`hook:<client>`).
+ANY_HOOK = HOOK_PREFIX.rstrip(":")
+_GROUPS = {ANY_MCP: MCP_PREFIX, ANY_HOOK: HOOK_PREFIX}
 
 
 @dataclass(frozen=True)
 class FeedFilter:
-    """Which entries to show: "" is any. `source` "mcp" matches every `mcp:<client>`."""
+    """Which entries to show: "" is any. `source` "mcp" matches every `mcp:<client>`,
+    "hook" every `hook:<client>`."""
 
     source: str = ""
     agent: str = ""
@@ -31,7 +35,8 @@ class FeedFilter:
             return False
         if not self.source or entry.source == self.source:
             return True
-        return self.source == ANY_MCP and entry.source.startswith(MCP_PREFIX)
+        prefix = _GROUPS.get(self.source)
+        return prefix is not None and entry.source.startswith(prefix)
 
     @property
     def active(self) -> bool:

@@ -1,6 +1,7 @@
 """The backlog through the real CLI in subprocesses, against the scripted server over
 loopback: facts written, status shows them waiting, `embed` drains, status shows none,
-doctor reports full coverage; and a server that fails leaves everything as it was."""
+doctor reports full coverage, recall finds a paraphrase (these on both backends); and a
+server that fails leaves everything as it was."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def _status(run_cli: RunCli) -> dict[str, object]:
 
 
 def test_the_backlog_is_shown_drained_and_covered(
-    run_cli: RunCli, server: EmbeddingOverSocket
+    any_cli: RunCli, server: EmbeddingOverSocket
 ) -> None:
+    run_cli = any_cli  # on both backends
     env = _env(server.url)
     assert run_cli("remember", "ops", "Payments go through Polar").returncode == 0
     status = _status(run_cli)
@@ -49,6 +51,7 @@ def test_the_backlog_is_shown_drained_and_covered(
         "skipped": 0,
         "requeued": 1,
         "backlog": 0,
+        "unreadable": 0,
     }
     for text in ("We deploy on fridays", "The outage hit billing", "Rotate the secrets"):
         assert run_cli("remember", "ops", text).returncode == 0  # no embedder configured
@@ -98,7 +101,7 @@ def test_a_failing_server_is_one_line_and_loses_nothing(
 @pytest.mark.parametrize(
     ("env", "said"),
     [
-        ({}, "embeddings are off: set GRAYMATTER_EMBED=ollama"),
+        ({"GRAYMATTER_EMBED": "none"}, "embeddings are off (GRAYMATTER_EMBED=none): set"),
         ({"GRAYMATTER_EMBED": "bert"}, "unknown embedder 'bert'"),
     ],
 )
@@ -111,8 +114,9 @@ def test_embed_without_a_usable_setting_is_a_clear_error(
 
 
 def test_recall_finds_a_paraphrase_through_the_cli_once_embedded(
-    run_cli: RunCli, server: EmbeddingOverSocket
+    any_cli: RunCli, server: EmbeddingOverSocket
 ) -> None:
+    run_cli = any_cli  # on both backends
     env = _env(server.url)
     for text in ("Payments go through Polar", "Standup moved to the afternoon"):
         assert run_cli("remember", "ops", text).returncode == 0

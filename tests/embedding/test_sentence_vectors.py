@@ -14,7 +14,6 @@ from graymatter_tui.embedding.ollama import OllamaEmbedder
 from graymatter_tui.embedding.vector_cache import VectorCache
 from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.storage import NewFact
-from graymatter_tui.storage.vector_layout import queue_key
 from graymatter_tui.storage.vector_rank import ROWS_PER_FACT
 from tests.support.concepts import concept_vector
 from tests.support.embedding_fake import EmbeddingOverSocket
@@ -99,7 +98,7 @@ def test_re_embedding_a_fact_replaces_all_its_rows(store: LmdbStore) -> None:
     rng = np.random.default_rng(2)
     old = _unit(rng.standard_normal((3, DIM)))
     _store(store, fact.id, fact.text, old)
-    store.write(lambda tx: tx.queue_put_sorted([queue_key(AGENT, fact.id)]))
+    store.write(lambda tx: tx.queue_put(AGENT, fact.id))
     new = _unit(rng.standard_normal((1, DIM)))
     _store(store, fact.id, fact.text, new)
     assert sorted(_row_ids(store)) == ["", "", fact.id]

@@ -13,6 +13,9 @@ VARIABLES = (
     "GRAYMATTER_EMBED_URL",
     "GRAYMATTER_EMBED_TIMEOUT",
     "GRAYMATTER_EMBED_BATCH",
+    "GRAYMATTER_EMBED_THREADS",
+    "GRAYMATTER_EMBED_MODEL_PATH",
+    "GRAYMATTER_EMBED_MODEL_SHA256",
     "OLLAMA_HOST",
     "OPENAI_API_KEY",
 )
@@ -24,8 +27,58 @@ def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def test_off_by_default() -> None:
+def test_the_local_model_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Unset and blank both mean the embedded model, one thread, no model of the user's.
+    for value in (None, "", "  "):
+        if value is not None:
+            monkeypatch.setenv("GRAYMATTER_EMBED", value)
+        settings = EmbedSettings.from_env()
+        assert settings.enabled and settings.embedder is EmbedderName.LOCAL
+        assert (settings.model, settings.model_path, settings.threads) == (
+            "minilm-l6-v2-int8",
+            "",
+            1,
+        )
+
+
+def test_none_turns_embeddings_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAYMATTER_EMBED", "None")
     assert not EmbedSettings.from_env().enabled
+
+
+def test_local_threads_and_a_model_of_ones_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAYMATTER_EMBED", "local")
+    monkeypatch.setenv("GRAYMATTER_EMBED_THREADS", "2")
+    monkeypatch.setenv("GRAYMATTER_EMBED_MODEL_PATH", "/models/e5")
+    monkeypatch.setenv("GRAYMATTER_EMBED_MODEL_SHA256", "AB" * 32)
+    monkeypatch.setenv("GRAYMATTER_EMBED_MODEL", "e5-small")
+    settings = EmbedSettings.from_env()
+    assert (settings.threads, settings.model_path, settings.model_sha256, settings.model) == (
+        2,
+        "/models/e5",
+        "ab" * 32,
+        "e5-small",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("GRAYMATTER_EMBED_THREADS", "0", "GRAYMATTER_EMBED_THREADS must be between 1 and 64"),
+        ("GRAYMATTER_EMBED_THREADS", "two", "must be a whole number"),
+        ("GRAYMATTER_EMBED_MODEL_SHA256", "8199be6f", "must be 64 hexadecimal digits"),
+        # A server's model name left over, with no model directory: it would do nothing.
+        ("GRAYMATTER_EMBED_MODEL", "nomic-embed-text", "the local embedder runs its own model"),
+    ],
+)
+def test_a_bad_local_setting_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, said: str
+) -> None:
+    if name == "GRAYMATTER_EMBED_MODEL_SHA256":
+        monkeypatch.setenv("GRAYMATTER_EMBED_MODEL_PATH", "/models/e5")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InvalidInput, match=said):
+        EmbedSettings.from_env()
 
 
 def test_ollama_defaults_and_ollama_host(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from graymatter_tui.mcp.http_guard import TOKEN_FILE
+from tests.support.suite_env import TEST_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,7 @@ def text_of(result: types.CallToolResult) -> str:
 
 def server_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    env.update(TEST_DEFAULTS)
     env["PYTHONPATH"] = str(ROOT)
     return env
 

@@ -14,6 +14,7 @@ import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from tests.mcp_server.client import ROOT
+from tests.support.suite_env import TEST_DEFAULTS
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -49,6 +50,7 @@ def _add(call_id: int, text: str) -> bytes:
 
 def _serve(store: Path, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    env.update(TEST_DEFAULTS)
     return subprocess.run(
         [sys.executable, "-m", "graymatter_tui", "mcp", "--dir", str(store)],
         input=stdin,

@@ -16,6 +16,12 @@ from graymatter_tui.core.model import Fact
 from graymatter_tui.mcp.tools import MAX_DESCRIPTION, TOOLS
 from tests.mcp_server.conftest import Served
 
+VECTORS_OFF = {
+    "used": False,
+    "reason": "embeddings are off (GRAYMATTER_EMBED=none)",
+    "failed": False,
+}
+
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
@@ -77,6 +83,8 @@ async def test_add_then_search_finds_it_with_upstream_text(served: Served) -> No
         "query": "when does the deploy key rotate",
         "count": 1,
         "facts": ["The deploy key rotates on Fridays"],
+        # Added: whether recall's vector signal took part (the suite runs without it).
+        "vector": VECTORS_OFF,
     }
     # The server records the search's access just after answering (ADR 0033).
     facts = await accesses_settled(
@@ -104,7 +112,13 @@ async def test_an_empty_search_says_so(served: Served) -> None:
     async with served.connect() as agent:
         text, structured = await agent.ok("memory_search", agent_id=nobody, query="anything")
     assert text == f'No memories found for agent "{nobody}".'
-    assert structured == {"agent_id": nobody, "query": "anything", "count": 0, "facts": []}
+    assert structured == {
+        "agent_id": nobody,
+        "query": "anything",
+        "count": 0,
+        "facts": [],
+        "vector": VECTORS_OFF,
+    }
 
 
 async def test_batch_merges_and_lists_each_query(served: Served) -> None:

@@ -1,14 +1,11 @@
 """The keyword index as recall reads it on PostgreSQL: postings oldest first, the newest N
-newest first, and one fact's posting; the embedding methods say there are no vectors."""
+newest first, and one fact's posting (its vectors: tests/conformance/test_same_vectors.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from graymatter_tui.backends.postgres import PgStore
-from graymatter_tui.core.errors import StoreError
 from graymatter_tui.storage import NewFact
 
 
@@ -34,12 +31,3 @@ def test_postings_in_both_orders_and_one_posting(pg_url: str) -> None:
     assert newest_two == sorted(live, reverse=True)[:2]
     assert held == (2, 4)  # "lamp" twice in a fact of four tokens ("number" and the digit)
     assert retired is None
-
-
-def test_a_postgres_store_has_no_vectors_and_says_so(pg_url: str) -> None:
-    with PgStore.open(pg_url) as store:
-        assert store.embed_model() == (None, None)
-        assert store.embed_backlog() == 0 and store.embed_waiting(10) == []
-        assert store.nearest("a", "m", None, 5) is None
-        with pytest.raises(StoreError, match="does not store embedding vectors yet"):
-            store.start_embedding("nomic-embed-text")

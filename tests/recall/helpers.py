@@ -3,8 +3,9 @@ reference implementation of the ranking formula to compare `rank` against."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from graymatter_tui.backends.lmdb import LmdbStore
@@ -75,6 +76,20 @@ def keyword_scores(live: list[Fact], query: str) -> dict[str, float]:
     return {i: score * matched[i] / total for i, score in scores.items()}
 
 
+def _by_keyword_score(scores: dict[str, float]) -> Callable[[str, str], int]:
+    """Higher keyword score first; equal scores by id. Scores that are equal as numbers
+    (`(1 + ln 2) / (1 + ln 2)` is 1, so "deploy deploy" scores exactly as "deploy") may
+    come out an ulp apart here, where the formula is computed in another order than in
+    recall.py: such scores are a tie, not an order."""
+
+    def compare(a: str, b: str) -> int:
+        if not math.isclose(scores[a], scores[b], rel_tol=1e-12):
+            return -1 if scores[a] > scores[b] else 1
+        return -1 if a < b else (1 if a > b else 0)
+
+    return compare
+
+
 def reference_rank(
     facts: Iterable[Fact],
     query: str,
@@ -87,7 +102,7 @@ def reference_rank(
     live = [f for f in facts if f.is_live]
     by_id = {f.id: f for f in live}
     scores = keyword_scores(live, query)
-    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
+    by_keyword = sorted(scores, key=functools.cmp_to_key(_by_keyword_score(scores)))
     by_recency = sorted(scores, reverse=True)
     kr = {i: r for r, i in enumerate(by_keyword, start=1)}
     rr = {i: r for r, i in enumerate(by_recency, start=1)}

@@ -124,5 +124,6 @@ def test_mcp_explain_of_a_meaningless_or_foreign_query_is_empty(
         "count": 0,
         "facts": [],
         "explain": [],
+        "vector": {"used": True},  # ConceptVectors reports no use of its own: taken as used
     }
     assert reply.text.startswith("No memories found")

@@ -1,7 +1,8 @@
-"""`graymatter-tui recall` through the real CLI in a subprocess, against a real store.
+"""`graymatter-tui recall` through the real CLI (its `main()`, in this process where that
+is the same as a subprocess: tests/support/cli_process.py), against a real store.
 
 The store is seeded in-process on a fixed clock and closed; every command then runs as
-`python -m graymatter_tui --dir DIR recall ...` with GRAYMATTER_NOW set one hour later, so
+`graymatter-tui --dir DIR recall ...` with GRAYMATTER_NOW set one hour later, so
 a recorded access is recognisable by its timestamp. Ranking, limits and recorded accesses
 run on both backends (`seeded_any`, `--store`); the weights and bad input, which the CLI
 reads before any store, stay on LMDB.
@@ -23,6 +24,8 @@ import pytest
 from graymatter_tui.recall.ranking import RecallWeights, rank
 from tests.recall.helpers import AGENT, FIXED
 from tests.support.backends import CliStore
+from tests.support.cli_process import run_in_process, wants_subprocess
+from tests.support.suite_env import TEST_DEFAULTS
 
 NOW_TEXT = "2026-03-01T13:00:00Z"  # one hour after the store was seeded
 NOW_STORED = "2026-03-01T13:00:00.000000Z"
@@ -46,7 +49,10 @@ def run(
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("GRAYMATTER_", "LMDB_"))}
     clean.update({"GRAYMATTER_NOW": NOW_TEXT, "PYTHONIOENCODING": "utf-8", "COLUMNS": "400"})
+    clean.update(TEST_DEFAULTS)
     clean.update(env or {})
+    if not wants_subprocess((*named, *args)):
+        return run_in_process((*named, *args), b"", clean)
     done = subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *named, *args],
         capture_output=True,

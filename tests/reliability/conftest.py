@@ -1,6 +1,6 @@
 """The reliability harness runs short by default; GRAYMATTER_SOAK=1 runs the full figures
-(200+ kills, 60 s of concurrency, growth past 500 MB). Each test prints its figures
-(`pytest -s` shows them)."""
+(200+ kills, 60 s of concurrency, growth past 500 MB), GRAYMATTER_SOAK=N that many kills
+(tests/support/soak.py). Each test prints its figures (`pytest -s` shows them)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.soak import soaking
+
 WORKER = Path(__file__).resolve().parent / "worker.py"
 
 
 @pytest.fixture
 def soak() -> bool:
-    return os.environ.get("GRAYMATTER_SOAK", "") == "1"
+    return soaking()
 
 
 def start_worker(

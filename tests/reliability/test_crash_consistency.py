@@ -1,6 +1,7 @@
 """SIGKILL a writer at random moments of remember, revise, apply and revert; after every
 kill the store must open and invariants I-1…I-6 (the code `doctor` runs) must hold, and
-the writer must have met no refusal a correct store would not make."""
+the writer must have met no refusal a correct store would not make. Short by default (5
+kills, more until one lands after an applied cycle), 220 kills with GRAYMATTER_SOAK=1."""
 
 from __future__ import annotations
 
@@ -13,17 +14,26 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.invariants import check_invariants
 from tests.reliability.conftest import start_worker
 from tests.reliability.worker import read_refusals, refusal_problems
+from tests.support.soak import rounds
+
+SOAK_KILLS = 220
 
 
-def test_random_kills_leave_a_consistent_store(tmp_path: Path, soak: bool) -> None:
-    kills = 220 if soak else 25
+def test_random_kills_leave_a_consistent_store(tmp_path: Path) -> None:
+    at_least = rounds(5, SOAK_KILLS)
+    at_most = max(at_least, SOAK_KILLS)
     path = tmp_path / "store"
     rng = random.Random(2026)
     refusals = tmp_path / "refusals.jsonl"
     violations: list[str] = []
     died_early: list[str] = []
     applied_seen = 0
-    for attempt in range(kills):
+    kills = 0
+    # The kills must land among real consolidation work: go on (up to the soak's figure)
+    # until an applied cycle has been seen.
+    while kills < at_least or (applied_seen == 0 and kills < at_most):
+        attempt = kills
+        kills += 1
         child = start_worker("mixed", str(path), str(refusals), "0", str(attempt), ready=True)
         time.sleep(rng.uniform(0.05, 0.5))
         child.send_signal(signal.SIGKILL)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli_process import run_in_process, wants_subprocess
+
 KEY = "sk-ant-api03-RECOGNISABLE-FAKE-KEY-0123456789abcdef"
 
 
@@ -53,6 +55,8 @@ def run(path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
         "GRAYMATTER_CONSOLIDATE_LLM": "anthropic",
         "GRAYMATTER_NOW": "2026-11-30T12:00:00Z",
     }
+    if not wants_subprocess(args):  # the CLI's main() here, as a subprocess would run it
+        return run_in_process((*args, "--dir", str(path)), b"", env)
     return subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *args, "--dir", str(path)],
         capture_output=True,

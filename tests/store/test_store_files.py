@@ -10,6 +10,7 @@ LMDB only: the files on disk are LMDB's.
 from __future__ import annotations
 
 import hashlib
+import linecache
 import os
 import shutil
 import stat
@@ -197,16 +198,30 @@ def test_truncated_store_is_refused_without_a_crash(tmp_path: Path, keep: str) -
 def test_a_store_another_process_is_still_writing_opens(tmp_path: Path, cut_to: str) -> None:
     """A commit writes its pages, then the meta page that needs them; a new store is
     created empty, then initialised. A check that sees the file at such a moment (short or
-    empty for 0.1 s here) must look again, not call it truncated or empty."""
+    empty until the check has looked once and is waiting to look again) must look again,
+    not call it truncated or empty."""
     path = tmp_path / "store"
     make_store(path, 3000)
     data = path / "data.mdb"
-    whole = data.read_bytes()
-    os.truncate(data, len(whole) // 2 if cut_to == "half" else 0)
+    finished = tmp_path / "data.mdb.finished"
+    shutil.copyfile(data, finished)
+    os.truncate(data, finished.stat().st_size // 2 if cut_to == "half" else 0)
+    opener = threading.get_ident()
+    opened_or_failed = threading.Event()
 
     def finish_writing() -> None:
-        time.sleep(0.1)
-        data.write_bytes(whole)
+        # Only once the opener has looked at the short file and waits to look again
+        # (never on a timer a loaded machine can miss): the whole file appears at once.
+        while not opened_or_failed.is_set():
+            frame = sys._current_frames().get(opener)
+            if (
+                frame is not None
+                and frame.f_code is check_data_file.__code__
+                and "sleep" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+            ):
+                os.replace(finished, data)
+                return
+            time.sleep(0.001)
 
     writer = threading.Thread(target=finish_writing)
     writer.start()
@@ -214,7 +229,9 @@ def test_a_store_another_process_is_still_writing_opens(tmp_path: Path, cut_to: 
         with LmdbStore.open(path) as opened:
             assert len(opened.fact_ids("agent")) == 3000
     finally:
+        opened_or_failed.set()
         writer.join()
+    assert not finished.exists()  # the opener did meet the short file, and looked again
 
 
 def test_no_false_alarms_while_other_processes_write(tmp_path: Path) -> None:

@@ -157,6 +157,7 @@ def spawn(mode: str, url: str, log: Path, seconds: float, seed: int, *extra: str
     """A worker process that opens the store, says so, and waits for `go`: a harness
     can start processes ahead of their turn (clean environment: no GRAYMATTER_*)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_")}
+    env["GRAYMATTER_EMBED"] = "none"  # the suite's default (tests/support/suite_env.py)
     return Popen(
         [sys.executable, "-m", "tests.support.pg_worker", mode, url, str(log), str(seconds),
          str(seed), *extra],

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,14 @@ from rich.text import Text
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core.config import Settings
 from graymatter_tui.tui.app import GraymatterApp
 from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.conftest import clean_env
+from tests.support.cli_process import run_in_process, wants_subprocess
 
 FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 FIXED_TEXT = "2026-11-30T12:00:00Z"
@@ -82,6 +84,7 @@ async def running(
     """
     async with app.run_test(size=size, notifications=True) as pilot:
         await pilot.pause()
+        await first_read(pilot)
         yield pilot
         if app.is_running:
             app.exit()
@@ -175,12 +178,44 @@ def notifications(app: GraymatterApp) -> list[tuple[str, str]]:
 
 
 # ---- waiting -----------------------------------------------------------------------------
+async def first_read(pilot: Pilot[Any], timeout: float = 30.0) -> None:
+    """Until the app has heard the store (its watch reads the generation at once) and the
+    shown pane has drawn what it read: reads run off the UI thread, so a frame drawn just
+    after start-up may not hold them yet. A store that cannot be read ends the wait too."""
+    app = pilot.app
+    assert isinstance(app, GraymatterApp)
+
+    def read() -> bool:
+        if app.last_error or not app.is_running:
+            return True
+        if app.create_store is not None or app.generation < 0:
+            return app.create_store is not None
+        pane = app._pane_or_none(app._active_tab())
+        shown = pane is not None and not pane.stale and not pane._reading
+        return shown and app.agents_seen is not None
+
+    steps = max(int(timeout / 0.01), 1)
+    for _ in range(steps):
+        if read():
+            break
+        await pilot.pause(0.01)
+    await settle(pilot)
+
+
+async def workers_done(pilot: Pilot[Any]) -> None:
+    """Until every worker running now has ended: finished, failed, or superseded by a
+    newer read (a cancelled worker ends too)."""
+    for worker in list(pilot.app.workers):
+        with suppress(WorkerCancelled, WorkerFailed):
+            await worker.wait()
+
+
 async def settle(pilot: Pilot[Any]) -> None:
-    """Let every worker finish (store writes run in threads) and the screen catch up."""
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    """Let every worker finish (store reads and writes run in threads, and what a read
+    found is drawn once it has) and the screen catch up."""
+    for _ in range(3):
+        await workers_done(pilot)
+        await pilot.pause()
 
 
 async def press_each(pilot: Pilot[Any], *keys: str) -> None:
@@ -191,10 +226,11 @@ async def press_each(pilot: Pilot[Any], *keys: str) -> None:
 
 
 async def wait_until(
-    pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 5.0, what: str = ""
+    pilot: Pilot[Any], condition: Callable[[], bool], *, timeout: float = 30.0, what: str = ""
 ) -> None:
     """Poll `condition` between short pauses until it holds; fail after `timeout` seconds
-    of app time (each pause is 0.1 s), never asserting on how long it took."""
+    of app time (each pause is 0.1 s), never asserting on how long it took: the deadline
+    only says when to give up, and is generous, as a loaded machine needs."""
     steps = max(int(timeout / 0.1), 1)
     for _ in range(steps):
         if condition():
@@ -209,6 +245,10 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI with no standard input, in this process where that is the same as a
+    subprocess (tests/support/cli_process.py)."""
+    if not wants_subprocess(args):
+        return run_in_process(args, b"", cli_env(env))
     return subprocess.run(
         [sys.executable, "-m", "graymatter_tui", *args],
         capture_output=True,

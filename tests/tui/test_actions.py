@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -254,11 +255,13 @@ async def test_a_pane_command_from_the_palette_runs_in_its_pane(demo_store: Lmdb
 
 
 def test_the_app_reaches_panes_only_through_the_pane_contract() -> None:
-    """No pane method is looked up by name, and the app is cast to its protocol once."""
+    """No pane method is looked up by name, the app tells no pane from another by its
+    class, and the app is cast to its protocol once."""
     ui = Path(graymatter_tui.__file__).parent / "tui"
     sources = {p.name: p.read_text() for p in [ui / "app.py", *(ui / "screens").glob("*.py")]}
     by_name = [name for name, text in sources.items() if "getattr(" in text or "hasattr(" in text]
     assert by_name == []
+    assert re.findall(r"isinstance\([^)]*Pane\b", sources["app.py"]) == []
     assert [name for name, text in sources.items() if "cast(Host" in text] == ["base.py"]
 
 

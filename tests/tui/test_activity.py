@@ -108,13 +108,14 @@ with LmdbStore.open(Path(sys.argv[1])) as store:
 
 
 class CountingApp(GraymatterApp):
-    """Counts the app's polls, to compare with the pane's redraws."""
+    """Counts the times the app hears the store moved, to compare with the pane's
+    redraws."""
 
     polls = 0
 
-    def _poll(self) -> None:
+    def _store_moved(self, generation: int) -> None:
         self.polls += 1
-        super()._poll()
+        super()._store_moved(generation)
 
 
 async def test_a_burst_of_writes_is_drawn_in_few_redraws_and_every_write_shows(

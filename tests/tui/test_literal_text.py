@@ -1,6 +1,8 @@
 """Stored text becomes display text in one place per front end: the TUI's `literal`
 (tui/widgets/literal.py) and row sources (tui/widgets/fact_rows.py), the CLI's `say`/`one_line`
-(cli/output.py), and a Markdown export written to a terminal (exchange/transfer.py). A screen or
+(cli/output.py), a Markdown export written to a terminal (exchange/transfer.py), the block a
+hook gives a coding agent (hooks/context.py) and the managed block of an instruction file
+(exchange/managed_block.py). A screen or
 command that called `neutralise` itself could also forget to: this keeps it to those."""
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ ALLOWED = {
     "tui/widgets/fact_rows.py",
     "cli/output.py",
     "exchange/transfer.py",
+    "hooks/context.py",
+    "exchange/managed_block.py",
 }
 
 

@@ -100,7 +100,7 @@ async def test_write_from_another_process_appears_without_a_key(demo_store: Lmdb
         assert fact_rows(app).ids[0] == new_id  # newest first
         assert cursor_fact_id(app) == focused_id  # the cursor followed its fact
         assert app.query_one("#fact-list").cursor == 4  # type: ignore[attr-defined]
-        await wait_until(pilot, lambda: "written elsewhere" in screen_text(app), timeout=10.0)
+        await wait_until(pilot, lambda: "written elsewhere" in screen_text(app), timeout=30.0)
         assert "(101 live)" in static_text(app, "#topbar")
 
 

@@ -12,6 +12,7 @@ from textual.widgets import TabbedContent
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.tui.app import GraymatterApp
+from graymatter_tui.tui.screens.base import Read
 from graymatter_tui.tui.screens.facts import FactsPane
 from graymatter_tui.tui.screens.status import StatusPane
 from graymatter_tui.tui.screens.tombstones import TombstonesPane
@@ -34,13 +35,13 @@ RESEARCH = "research-agent"
 
 
 class CountsReloads:
-    """Notes the agent of every reload, then reloads as the real pane does."""
+    """Notes the agent of every read of the store, then reads as the real pane does."""
 
     reloads: ClassVar[list[str]] = []
 
-    def reload(self, *, keep: bool = True) -> None:
+    def read(self, *, keep: bool = True) -> Read:
         self.reloads.append(self.host.agent)  # type: ignore[attr-defined]
-        super().reload(keep=keep)  # type: ignore[misc]
+        return super().read(keep=keep)  # type: ignore[misc, no-any-return]
 
 
 class CountingFacts(CountsReloads, FactsPane):

@@ -76,4 +76,9 @@ def for_snapshot(snap: StoreSnapshot, terms: list[dict[str, int]]) -> tuple[int,
     rows = [row for table in snap.rows.values() for row in table]
     size += sum(2 * (len(k) + len(v) + ENTRY_HEADER) for k, v in rows)
     size += sum(2 * (len(encode(e)) + 8 + ENTRY_HEADER) for e in snap.activity)
-    return size, rewrites + (len(snap.records) + len(rows)) * 64
+    # The vector rows (blocks overflow to pages of their own), their stamps and the queue.
+    vectors = snap.vectors.rows
+    size += sum(_entry(len(k), len(v)) + _entry(len(k), 8) for k, v in vectors)
+    size += sum(_entry(_utf8_len(a) + _utf8_len(f) + 1, 0) for a, f in snap.vectors.queue)
+    moved = len(snap.records) + len(rows) + len(vectors) + len(snap.vectors.queue)
+    return size, rewrites + moved * 64

@@ -2,9 +2,9 @@
 
 The operations are `storage.store.BaseStore`'s, written once; this backend supplies its
 transactions (the `Environment`'s read and write, with map growth), grows the map before
-a bulk write, stores embedding vectors, and names and describes its files. `read`,
-`write` and `reserve` are this backend's own transaction API, for the backend and for
-tests of its layout, and not part of `MemoryStore`.
+a bulk write, reads vector blocks in place (views of the map), and names and describes
+its files. `read`, `write` and `reserve` are this backend's own transaction API, for the
+backend and for tests of its layout, and not part of `MemoryStore`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,9 @@ import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TypeVar, cast
 
 import msgspec
-
-if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
-    import numpy as np
-    import numpy.typing as npt
 
 from graymatter_tui.backends.lmdb import mapped_pages, registry, reservation
 from graymatter_tui.backends.lmdb.environment import Environment, map_size_from_env
@@ -32,20 +28,14 @@ from graymatter_tui.backends.lmdb.files import (
 )
 from graymatter_tui.backends.lmdb.tx import Tx
 from graymatter_tui.core.errors import InvalidInput, ReadOnlyStore
-from graymatter_tui.core.model import (
-    StoreInfo,
-)
+from graymatter_tui.core.model import StoreInfo
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import check_language, language_from_env
-from graymatter_tui.storage import (
-    import_ops,
-    values,
-    vector_ops,
-)
+from graymatter_tui.storage import import_ops, values
 from graymatter_tui.storage.ids import seed_ids
 from graymatter_tui.storage.protocol import MemoryStore
 from graymatter_tui.storage.store import BaseStore
-from graymatter_tui.storage.transaction import Transaction
+from graymatter_tui.storage.transaction import VectorTransaction
 
 T = TypeVar("T")
 
@@ -213,10 +203,10 @@ class LmdbStore(BaseStore):
         return super().generation()
 
     # ---- this backend's own --------------------------------------------------------------
-    def _read(self, fn: Callable[[Transaction], T]) -> T:
+    def _read(self, fn: Callable[[VectorTransaction], T]) -> T:
         return self._env.read(fn)
 
-    def _write(self, fn: Callable[[Transaction], T]) -> T:
+    def _write(self, fn: Callable[[VectorTransaction], T]) -> T:
         return self._env.write(fn)
 
     def _make_room_for_facts(
@@ -237,53 +227,9 @@ class LmdbStore(BaseStore):
         size, rewrites = reservation.for_snapshot(snapshot, terms)
         self._env.reserve(size, rewrites=rewrites)
 
-    # ---- embeddings (ADR 0034) ---------------------------------------------------------
-    def embed_state(self) -> values.EmbedState:
-        """The store's embedding model, dimension, backlog and how many facts have vectors."""
-        return self._env.read(vector_ops.state)
-
-    def embed_model(self) -> tuple[str | None, int | None]:
-        """(model, dimension) of the store's vectors; None for what is not recorded yet."""
-        return self._env.read(vector_ops.model)
-
-    def embed_backlog(self, agent: str | None = None) -> int:
-        """Live facts (of `agent`, or all) waiting for a vector."""
-        return self._env.read(lambda tx: vector_ops.backlog(tx, agent))
-
-    def start_embedding(self, model: str, dimension: int | None = None) -> int:
-        """Make `model` the store's embedding model: vectors of any other go, every live
-        fact is queued. Returns how many were queued."""
-        if not model.strip():
-            raise InvalidInput("an embedding model needs a name")
-        return self._env.write(lambda tx: vector_ops.start(tx, model, dimension))
-
-    def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
-        """(agent, fact id, text) of up to `limit` facts waiting for a vector."""
-        return self._env.read(lambda tx: vector_ops.waiting(tx, limit, agent))
-
-    def store_vectors(
-        self, model: str, rows: list[tuple[str, str, str]], matrix: npt.NDArray[np.float32]
-    ) -> tuple[int, int]:
-        """Store unit vectors of `model` for facts given as (agent, id, embedded text),
-        each only if the fact is still live with that text and queued. (stored, skipped)."""
-        if len(rows) != len(matrix):
-            raise InvalidInput(f"{len(matrix)} vectors for {len(rows)} facts")
-        return self._env.write(lambda tx: vector_ops.store(tx, model, rows, matrix))
-
-    def nearest(
-        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
-    ) -> list[tuple[str, float]] | None:
-        """`agent`'s live facts nearest the unit `vector` of `model`, best first; None
-        when the store holds no vectors of that model and dimension."""
-        return self._env.read(
-            lambda tx: vector_ops.nearest(tx, agent, model, vector, limit), buffers=True
-        )
-
-    def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
-        """`agent`'s vector blocks of `model` changed after store generation `since` (all
-        of them for -1), with the numbers of every block: one consistent snapshot. None
-        when the store holds no vectors of that model."""
-        return self._env.read(lambda tx: vector_ops.blocks_since(tx, agent, model, since))
+    def _read_in_place(self, fn: Callable[[VectorTransaction], T]) -> T:
+        """A vector search reads its blocks as views of the map: no block is copied."""
+        return self._env.read(fn, buffers=True)
 
     def release_mapped_pages(self) -> None:
         """Drop the pages of the store's map this process holds resident (after reading

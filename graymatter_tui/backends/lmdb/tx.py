@@ -7,12 +7,13 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import lmdb
@@ -35,7 +36,6 @@ from graymatter_tui.storage.codec import (
 from graymatter_tui.storage.ids import new_id
 from graymatter_tui.storage.transaction import (
     EMBED_DIM,
-    EMBED_MODEL,
     FLAG_PINNED,
     FLAG_TOMBSTONE,
     SEP,
@@ -45,16 +45,7 @@ from graymatter_tui.storage.transaction import (
     epoch_ms,
     fact_key,
 )
-from graymatter_tui.storage.vector_layout import (
-    EMPTY_ID,
-    ID_WIDTH,
-    SLOT,
-    STAMP,
-    block_key,
-    free_key,
-    queue_key,
-    slot_key,
-)
+from graymatter_tui.storage.vector_layout import queue_key
 
 LIVE = b"L"
 TOMB = b"T"
@@ -157,7 +148,6 @@ class Tx(VectorTransaction):
         # Document-frequency changes of this transaction, written once each at its end:
         # a bulk insert touches each common term thousands of times.
         self._df: dict[bytes, int] = {}
-        self._embedding: bool | None = None
 
     def id_in_use(self, value: str) -> bool:
         """Whether a fact or a journal record already has this id."""
@@ -206,7 +196,7 @@ class Tx(VectorTransaction):
             if new.is_live:
                 self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
         if self.embedding_on:
-            self._requeue(new, old)
+            self.requeue(new, old)
         self._count(old, -1)
         self._count(new, +1)
 
@@ -224,25 +214,41 @@ class Tx(VectorTransaction):
             term_counts = self.analyzer.term_counts
             terms = [term_counts(f.text) if f.is_live else {} for f in facts]
         keys = [fact_key(f.agent_id, f.id) for f in facts]
-        cursor = self.txn.cursor
         by_key = itemgetter(0)
         # Sorted keys fill each B-tree page in turn instead of jumping about the tree.
         rows = sorted(zip(keys, map(encode, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.facts).putmulti(rows)
+        self._put_in_order(self.dbs.facts, rows)
         rows = sorted(zip(keys, map(pack_vitals, facts), strict=True), key=by_key)
-        cursor(db=self.dbs.vitals).putmulti(rows)
+        self._put_in_order(self.dbs.vitals, rows)
         rows = sorted(((f.id.encode(), f.agent_id.encode()) for f in facts), key=by_key)
-        cursor(db=self.dbs.ids).putmulti(rows)
+        self._put_in_order(self.dbs.ids, rows)
         rows = sorted(
             ((_state_key(f.agent_id, _state_of(f), f.id), b"") for f in facts), key=by_key
         )
-        cursor(db=self.dbs.state).putmulti(rows)
+        self._put_in_order(self.dbs.state, rows)
         for fact in facts:
             self._count(fact, +1)
         if self.embedding_on:
             queued = sorted(queue_key(f.agent_id, f.id) for f in facts if f.is_live)
-            cursor(db=self._vector_table("embed_queue")).putmulti((k, b"") for k in queued)
+            self._put_in_order(self._vector_table("embed_queue"), [(k, b"") for k in queued])
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
+
+    def _put_in_order(self, db: Table, rows: list[tuple[bytes, bytes]]) -> None:
+        """Write `rows` (sorted by key, no key twice) over any row with the same key. Those
+        past the table's last key are appended: LMDB then fills each page in turn and
+        leaves it full, with no search down the tree (a fresh store's bulk load)."""
+        if not rows:
+            return
+        cursor = self.txn.cursor(db=db)
+        last = bytes(cursor.key()) if cursor.last() else None
+        split = 0 if last is None else bisect_right(rows, last, key=itemgetter(0))
+        if split:
+            cursor.putmulti(rows[:split] if split < len(rows) else rows)
+        if split < len(rows):
+            tail = rows[split:] if split else rows
+            _consumed, added = cursor.putmulti(tail, append=True)
+            if added != len(tail):  # out of order after all: never lose a row for speed
+                cursor.putmulti(tail)
 
     def delete_fact(self, fact: Fact) -> None:
         self.txn.delete(fact_key(fact.agent_id, fact.id), db=self.dbs.facts)
@@ -253,62 +259,10 @@ class Tx(VectorTransaction):
         if fact.is_live:
             self._unindex(fact)
         if self.embedding_on:
-            self._requeue(None, fact)
+            self.requeue(None, fact)
         self._count(fact, -1)
 
-    # ---- embeddings (schema 5) -----------------------------------------------------------
-    @property
-    def embedding_on(self) -> bool:
-        """Whether this store embeds (it has a model recorded); read once per transaction."""
-        if self._embedding is None:
-            self._embedding = (
-                self.dbs.vectors is not None
-                and self.dbs.embed_queue is not None
-                and self.meta_get(EMBED_MODEL) is not None
-            )
-        return self._embedding
-
-    def embedding_started(self) -> None:
-        """A model was just recorded in this transaction: writes from now on queue."""
-        self._embedding = True
-
-    def _requeue(self, new: Fact | None, old: Fact | None) -> None:
-        """A fact that stops being live, or whose text changes, loses its vector and its
-        place in the queue; a fact that becomes live, or gets a new text, waits for one."""
-        old_text = old.text if old is not None and old.is_live else None
-        new_text = new.text if new is not None and new.is_live else None
-        if old_text == new_text:
-            return
-        if old is not None and old_text is not None:
-            self.drop_vector(old.agent_id, old.id)
-            self.queue_delete(old.agent_id, old.id)
-        if new is not None and new_text is not None:
-            self.txn.put(queue_key(new.agent_id, new.id), b"", db=self.dbs.embed_queue)
-
-    def drop_vector(self, agent: str, fact_id: str) -> bool:
-        """Free every row holding one of `fact_id`'s vectors (a row per sentence, ADR
-        0038): their ids are zeroed, so no search returns them, and later writes reuse
-        the slots. False when it had none."""
-        table = self._vector_table("vectors")
-        key = slot_key(agent, fact_id)
-        raw = self.txn.get(key, db=table)
-        if raw is None:
-            return False
-        value = bytes(raw)
-        slots = [SLOT.unpack_from(value, i) for i in range(0, len(value), SLOT.size)]
-        for block in sorted({block for block, _ in slots}):
-            ids_key = block_key(agent, b"i", block)
-            ids = bytearray(self.txn.get(ids_key, db=table) or b"")
-            for _, row in (slot for slot in slots if slot[0] == block):
-                ids[row * ID_WIDTH : (row + 1) * ID_WIDTH] = EMPTY_ID
-            self.txn.put(ids_key, bytes(ids), db=table)
-            self.stamp_vector_block(agent, block)
-        self.txn.delete(key, db=table)
-        free = self.txn.get(free_key(agent), db=table)
-        packed = (bytes(free) if free else b"") + value
-        self.txn.put(free_key(agent), packed, db=table)
-        return True
-
+    # ---- embeddings (schema 5; the queueing itself: VectorTransaction) --------------------
     def _vector_table(self, name: Literal["vectors", "embed_queue"]) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
@@ -318,6 +272,10 @@ class Tx(VectorTransaction):
     def has_vector_tables(self) -> bool:
         return self.dbs.vectors is not None and self.dbs.embed_queue is not None
 
+    def committing_generation(self) -> int:
+        """The environment bumps the generation just before it commits."""
+        return self.meta_int("generation") + 1
+
     def vector_row(self, key: bytes) -> bytes | None:
         """A row of the `vectors` table (`vector_layout`), copied out of the map."""
         raw = self.txn.get(key, db=self._vector_table("vectors"))
@@ -326,14 +284,12 @@ class Tx(VectorTransaction):
     def put_vector_row(self, key: bytes, value: bytes) -> None:
         self.txn.put(key, value, db=self._vector_table("vectors"))
 
-    def stamp_vector_block(self, agent: str, block: int) -> None:
-        """Record that this transaction changed `block` of `agent`'s vectors: the stamp is
-        the generation the store will have once this write commits."""
-        stamp = STAMP.pack(self.meta_int("generation") + 1)
-        self.txn.put(block_key(agent, b"c", block), stamp, db=self._vector_table("vectors"))
-
     def delete_vector_row(self, key: bytes) -> None:
         self.txn.delete(key, db=self._vector_table("vectors"))
+
+    def insert_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        """Rows none of whose keys exists yet, in key order (a migration's copy)."""
+        self.txn.cursor(db=self._vector_table("vectors")).putmulti(sorted(rows))
 
     def vector_rows(self, prefix: bytes, *, keys_only: bool = False) -> Iterator[tuple[bytes, Any]]:
         """(key, value) of `vectors` rows under `prefix`, in key order. In a read with
@@ -360,10 +316,15 @@ class Tx(VectorTransaction):
         self.txn.drop(self._vector_table("embed_queue"), delete=False)
         self.txn.delete(EMBED_DIM.encode(), db=self.dbs.meta)
 
-    def queue_put_sorted(self, keys: list[bytes]) -> None:
-        """Queue facts given as sorted `queue_key`s into an empty queue."""
-        cursor = self.txn.cursor(db=self._vector_table("embed_queue"))
-        cursor.putmulti(((k, b"") for k in keys), append=True)
+    def queue_put(self, agent: str, fact_id: str) -> None:
+        self.txn.put(queue_key(agent, fact_id), b"", db=self._vector_table("embed_queue"))
+
+    def queue_put_many(self, entries: list[tuple[str, str]]) -> None:
+        """Queue facts in key order; appended at the end of an empty queue."""
+        queue = self._vector_table("embed_queue")
+        keys = sorted(queue_key(agent, fact_id) for agent, fact_id in entries)
+        empty = self.txn.stat(queue)["entries"] == 0
+        self.txn.cursor(db=queue).putmulti(((k, b"") for k in keys), append=empty)
 
     def queued(self, agent: str, fact_id: str) -> bool:
         key = queue_key(agent, fact_id)
@@ -372,9 +333,13 @@ class Tx(VectorTransaction):
     def queue_delete(self, agent: str, fact_id: str) -> None:
         self.txn.delete(queue_key(agent, fact_id), db=self._vector_table("embed_queue"))
 
-    def queue_size(self) -> int:
+    def queue_size(self, agent: str | None = None) -> int:
         queue = self.dbs.embed_queue
-        return 0 if queue is None else int(self.txn.stat(queue)["entries"])
+        if queue is None:
+            return 0
+        if agent is None:
+            return int(self.txn.stat(queue)["entries"])
+        return sum(1 for _ in self.iter_queue(agent))
 
     def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]:
         """(agent, fact id) of queued facts in key order (of one agent, or all)."""
@@ -601,12 +566,48 @@ class Tx(VectorTransaction):
             if raw is not None:
                 yield fact_id, decode_text(raw).text
 
+    def _vitals_rows(self, agent: str, cursor: Any = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, packed vitals) of every fact of `agent` in key order, stepped in C (a
+        cycle reads all 100k of them three times). The cursor, if given, stays on the
+        row yielded, so the caller may `put` over it."""
+        prefix = agent.encode() + SEP
+        if cursor is None:
+            cursor = self.txn.cursor(db=self.dbs.vitals)
+        if not cursor.set_range(prefix):
+            return
+        for key, value in cursor.iternext():
+            if not key.startswith(prefix):
+                return
+            yield bytes(key), value
+
     def iter_vitals(self, agent: str) -> Iterator[tuple[bytes, float, int, int]]:
-        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON."""
-        unpack = VITALS.unpack_from
-        for key, value in scan_prefix(self.txn.cursor(db=self.dbs.vitals), agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            yield bytes(key), weight, accessed, flags
+        """(key, weight, accessed epoch ms, flags) of every fact of `agent`, no JSON:
+        keys and values read in C, unpacked by one `iter_unpack` and paired in C."""
+        keys, packed = self._all_vitals(agent)
+        return map(add, zip(keys), VITALS.iter_unpack(packed))
+
+    def _all_vitals(self, agent: str) -> tuple[list[bytes], bytes]:
+        """The keys of every vitals row of `agent` and their values joined. Its counts
+        say how many rows there are, so they are taken in C; that they are exactly the
+        agent's is checked, not trusted (the first and last hold its prefix, the next
+        does not), else the rows are walked one by one."""
+        counts = self.agent_counts(agent)
+        expected = counts.live + counts.tombstones
+        prefix = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.vitals)
+        if expected > 0 and cursor.set_range(prefix):
+            keys = list(islice(cursor.iternext(keys=True, values=False), expected))
+            if (
+                len(keys) == expected
+                and keys[0].startswith(prefix)
+                and keys[-1].startswith(prefix)
+                and not (cursor.next() and cursor.key().startswith(prefix))
+            ):
+                cursor.set_range(prefix)
+                values = islice(cursor.iternext(keys=False, values=True), expected)
+                return keys, b"".join(values)
+        rows = list(self._vitals_rows(agent))
+        return [key for key, _ in rows], b"".join(value for _, value in rows)
 
     def reweigh(
         self, agent: str, weigh: Callable[[bytes, float, int, int], float], *, write: bool
@@ -614,13 +615,35 @@ class Tx(VectorTransaction):
         """Call `weigh(key, weight, accessed epoch ms, flags)` for every fact of `agent` in
         key order; with `write`, a weight it returns that differs is written to that
         fact's vitals row in place (decay: only vitals change, no JSON is touched)."""
-        unpack, pack = VITALS.unpack_from, VITALS.pack
-        cursor = self.txn.cursor(db=self.dbs.vitals)
-        for key, value in scan_prefix(cursor, agent.encode() + SEP):
-            weight, accessed, flags = unpack(value)
-            new = weigh(key, weight, accessed, flags)
-            if write and new != weight:
-                cursor.put(bytes(key), pack(new, accessed, flags))
+        pack = VITALS.pack
+        changed = [
+            (key, pack(new, accessed, flags))
+            for key, weight, accessed, flags in self.iter_vitals(agent)
+            if (new := weigh(key, weight, accessed, flags)) != weight and write
+        ]
+        if changed:  # in key order, each row the size it was
+            self.txn.cursor(db=self.dbs.vitals).putmulti(changed)
+
+    def unextracted(self, agent: str) -> tuple[int, list[str]]:
+        """As `Transaction.unextracted`: the live ids less the watermarked ones, as two
+        key scans stepped in C and a set difference (no look-up per fact)."""
+        head = agent.encode() + SEP
+        live = set(self._keys_after(self.dbs.state, head + LIVE + SEP))
+        count = len(live)
+        if live:
+            live.difference_update(self._keys_after(self.dbs.extracted, head))
+        return count, sorted(key.decode() for key in live)
+
+    def _keys_after(self, db: Table, prefix: bytes) -> Iterator[bytes]:
+        """The part after `prefix` of every key of `db` that starts with it, in order."""
+        cursor = self.txn.cursor(db=db)
+        if not cursor.set_range(prefix):
+            return
+        start = len(prefix)
+        for key in cursor.iternext(keys=True, values=False):
+            if not key.startswith(prefix):
+                return
+            yield key[start:]
 
     def agent_names(self) -> list[str]:
         cursor = self.txn.cursor(db=self.dbs.agents)

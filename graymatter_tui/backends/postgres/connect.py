@@ -77,15 +77,16 @@ def describe(exc: BaseException, url: StoreUrl) -> StoreError:
     return StoreError(f"cannot use the PostgreSQL store {where}: {reason}")
 
 
-def connect_once(url: StoreUrl, timeout: float) -> Any:
-    """One autocommit connection; StoreError (clear, password-free) when refused."""
+def connect_once(url: StoreUrl, timeout: float, *, name: str = "graymatter-tui") -> Any:
+    """One autocommit connection, named `name` on the server (pg_stat_activity);
+    StoreError (clear, password-free) when refused."""
     psycopg, _ = psycopg_modules()
     try:
         return psycopg.connect(
             url.secret_conninfo,
             autocommit=True,
             connect_timeout=max(1, round(timeout)),
-            application_name="graymatter-tui",
+            application_name=name,
         )
     except psycopg.Error as exc:
         raise describe(exc, url) from None

@@ -145,9 +145,30 @@ CREATE TABLE probes (
 );
 """
 
-# When each fact stopped being live (the LMDB store's schema 6): one row per fact that
-# ever did, its endings as JSON (`lifespan_ops`). Filled from the journal by `_STEP_4_FILL`.
+# Embedding vectors (ADR 0058): the LMDB store's `vectors` rows, key for key and byte for
+# byte (`storage/vector_layout.py`: per-agent float32 blocks of 128 rows, their ids, each
+# fact's slots, the free list, the block stamps). bytea compares as unsigned bytes, so
+# key order is LMDB's, and a prefix is a key range. A block (128 rows of 4-byte floats)
+# does not compress: kept out of line as it is, never compressed (STORAGE EXTERNAL).
+# The queue of live facts waiting for a vector is (agent, fact id) in LMDB's key order.
 _STEP_4 = """
+CREATE TABLE vectors (
+    key   bytea PRIMARY KEY,
+    value bytea NOT NULL
+);
+ALTER TABLE vectors ALTER COLUMN value SET STORAGE EXTERNAL;
+CREATE TABLE embed_queue (
+    agent_id text COLLATE "C" NOT NULL,
+    fact_id  text COLLATE "C" NOT NULL,
+    PRIMARY KEY (agent_id, fact_id)
+);
+"""
+
+
+# When each fact stopped being live (the LMDB store's schema 6): one row per fact that
+# ever did, its endings as JSON (`lifespan_ops`). Filled from the journal by
+# `_date_endings` when an existing database is upgraded.
+_STEP_5 = """
 CREATE TABLE lifespans (
     agent_id text COLLATE "C" NOT NULL,
     fact_id  text COLLATE "C" NOT NULL,
@@ -158,17 +179,17 @@ CREATE TABLE lifespans (
 
 
 def _date_endings(conn: Any, created_at: str) -> None:
-    """Step 4's rows for the facts that stopped being live before it, derived from the
+    """Step 5's rows for the facts that stopped being live before it, derived from the
     journal and the activity feed, in the step's transaction."""
     fill(PgTx(conn, clock.parse_time(created_at), write=True))
 
 
 # Step n makes schema version n. Append only; never edit a released step.
-STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3, _STEP_4)
+STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3, _STEP_4, _STEP_5)
 SCHEMA_VERSION = len(STEPS)
 # Steps that also rewrite rows, after their SQL, in the same transaction (a new database
 # has nothing to rewrite: they run only on an upgrade).
-FILLS: dict[int, Callable[[Any, str], None]] = {4: _date_endings}
+FILLS: dict[int, Callable[[Any, str], None]] = {5: _date_endings}
 
 
 def _version(conn: Any) -> int:

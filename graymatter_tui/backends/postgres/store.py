@@ -15,12 +15,13 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from graymatter_tui.backends.postgres import connect, retry, schema
 from graymatter_tui.backends.postgres.driver import psycopg_modules
 from graymatter_tui.backends.postgres.rows import COLUMNS, FACTS, from_row
 from graymatter_tui.backends.postgres.tx import STATE_SQL, PgTx
+from graymatter_tui.backends.postgres.watch import CHANNEL, ListeningWatch
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import GraymatterError, InvalidInput, ReadOnlyStore, StoreError
 from graymatter_tui.core.model import (
@@ -31,16 +32,21 @@ from graymatter_tui.core.model import (
 )
 from graymatter_tui.core.store_url import StoreUrl, parse_store_url
 from graymatter_tui.core.tokens import check_language, language_from_env
-from graymatter_tui.storage import EmbedState, MemoryStore
+from graymatter_tui.storage import MemoryStore, StoreWatch
 from graymatter_tui.storage.store import BaseStore
-from graymatter_tui.storage.transaction import Transaction
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+from graymatter_tui.storage.transaction import VectorTransaction
+from graymatter_tui.storage.watch import WATCH_INTERVAL
 
 T = TypeVar("T")
-NO_VECTORS = "the PostgreSQL backend does not store embedding vectors yet (keyword recall only)"
+# The write lock, and what a write needs to know that only a statement run after the
+# lock may read (READ COMMITTED: a statement's snapshot is taken when it starts, so one
+# that waited for the lock has not seen the writer it waited for): whether the store
+# embeds. Sent in one pipeline, so it costs no round trip of its own.
+LOCK_SQL = (
+    "UPDATE counters SET value = value + 1 WHERE name = 'generation' "
+    f"RETURNING pg_current_xact_id()::text, value, pg_notify('{CHANNEL}', value::text)"
+)
+EMBEDDING_SQL = "SELECT EXISTS (SELECT 1 FROM graymatter_meta WHERE key = 'embed_model')"
 
 
 class PgStore(BaseStore):
@@ -101,6 +107,14 @@ class PgStore(BaseStore):
             self._pool.close()
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def connect_timeout(self) -> float:
+        return self._timeout
+
+    @property
     def read_only_reason(self) -> str | None:
         """Why writes are refused, or None for a writable store."""
         return "opened read-only" if self._read_only else None
@@ -123,6 +137,20 @@ class PgStore(BaseStore):
 
     def now(self) -> datetime:
         return self._clock()
+
+    def watch(
+        self,
+        moved: Callable[[int], None],
+        failed: Callable[[GraymatterError], None],
+        *,
+        since: int = -1,
+        interval: float = WATCH_INTERVAL,
+    ) -> StoreWatch:
+        """Watch for writes from any process (`MemoryStore.watch`): LISTEN on a connection
+        of the watch's own, polling the generation there if LISTEN is refused (watch.py)."""
+        watch = ListeningWatch(self, moved, failed, since=since, interval=interval)
+        watch.start()
+        return watch
 
     # ---- transactions ------------------------------------------------------------------
     def _run(self, fn: Callable[[Any, retry.Attempt], T], *, write: bool) -> T:
@@ -191,11 +219,25 @@ class PgStore(BaseStore):
         finally:
             conn.close()
 
-    def _read(self, fn: Callable[[Transaction], T]) -> T:
+    def _read(self, fn: Callable[[VectorTransaction], T]) -> T:
         return self._read_pg(fn)
 
-    def _write(self, fn: Callable[[Transaction], T]) -> T:
+    def _write(self, fn: Callable[[VectorTransaction], T]) -> T:
         return self._write_pg(fn)
+
+    def _read_one_statement(self, fn: Callable[[VectorTransaction], T]) -> T:
+        return self._statement_pg(fn)
+
+    def _statement_pg(self, fn: Callable[[PgTx], T]) -> T:
+        """`fn` reading through one statement, sent alone on the autocommit connection:
+        one round trip, the statement its own snapshot (no BEGIN, SET, COMMIT). A second
+        statement would read another snapshot, so it is refused."""
+        now = self._clock()
+
+        def run(conn: Any, attempt: retry.Attempt) -> T:
+            return fn(PgTx(_OneStatement(conn), now, write=False))
+
+        return self._run(run, write=False)
 
     def _read_pg(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` over one snapshot: REPEATABLE READ, READ ONLY."""
@@ -226,12 +268,13 @@ class PgStore(BaseStore):
             # SERIALIZABLE default would fail every writer that waited for the lock.
             conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             with conn.transaction():
-                row = conn.execute(
-                    "UPDATE counters SET value = value + 1 WHERE name = 'generation' "
-                    "RETURNING pg_current_xact_id()::text"
-                ).fetchone()
-                attempt.xid = row[0] if row else None
-                tx = PgTx(conn, now, write=True, source=source)
+                # The lock statement also tells every watch (watch.py) of the write: the
+                # server delivers the notification, with the new generation, once this commits.
+                xid, generation, embedding = _take_write_lock(conn)
+                attempt.xid = xid
+                tx = PgTx(
+                    conn, now, write=True, source=source, embedding=embedding, generation=generation
+                )
                 result = fn(tx)
                 if tx.discard:
                     raise psycopg.Rollback()
@@ -279,33 +322,6 @@ class PgStore(BaseStore):
             return [from_row(row) for row in tx.conn.execute(sql, params).fetchall()]
 
         return self._read_pg(run)
-
-    # ---- embeddings (ADR 0034): not on this backend yet; recall stays keyword-only ----
-    def embed_state(self) -> EmbedState:
-        return EmbedState(model=None, dimension=None, backlog=0, vectors=0)
-
-    def embed_model(self) -> tuple[str | None, int | None]:
-        return None, None
-
-    def embed_backlog(self, agent: str | None = None) -> int:
-        return 0
-
-    def start_embedding(self, model: str, dimension: int | None = None) -> int:
-        raise StoreError(NO_VECTORS)
-
-    def embed_waiting(self, limit: int, agent: str | None = None) -> list[tuple[str, str, str]]:
-        return []
-
-    def store_vectors(
-        self, model: str, rows: list[tuple[str, str, str]], matrix: npt.NDArray[np.float32]
-    ) -> tuple[int, int]:
-        raise StoreError(NO_VECTORS)
-
-    def nearest(
-        self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
-    ) -> list[tuple[str, float]] | None:
-        """None: this store holds no vectors, so recall ranks by keywords and recency."""
-        return None
 
     def release_mapped_pages(self) -> None:
         """Nothing is mapped: the store lives on a server."""
@@ -357,6 +373,38 @@ class PgStore(BaseStore):
         return self._read_pg(run)
 
 
+def _take_write_lock(conn: Any) -> tuple[str | None, int | None, bool]:
+    """Take the generation row's lock (bumping the generation) and read, after it,
+    whether the store embeds: (transaction id, the new generation, embeds). Both
+    statements go in one pipeline where the driver's libpq has pipelines (14+)."""
+    psycopg, _ = psycopg_modules()
+    if psycopg.Pipeline.is_supported():
+        with conn.pipeline():
+            locked = conn.execute(LOCK_SQL)
+            asked = conn.execute(EMBEDDING_SQL)
+        row, embedding = locked.fetchone(), asked.fetchone()
+    else:
+        row = conn.execute(LOCK_SQL).fetchone()
+        embedding = conn.execute(EMBEDDING_SQL).fetchone()
+    if row is None:
+        return None, None, bool(embedding[0])
+    return row[0], int(row[1]), bool(embedding[0])
+
+
+class _OneStatement:
+    """A connection that runs one statement and refuses a second (`_statement_pg`)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._used = False
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self._used:
+            raise AssertionError("a one-statement read ran a second statement")
+        self._used = True
+        return self._conn.execute(*args, **kwargs)
+
+
 def _check_server(url: StoreUrl, version_num: int) -> None:
     """A lost COMMIT is resolved with pg_current_xact_id/pg_xact_status (ADR 0047),
     which PostgreSQL has since version 13."""
@@ -397,6 +445,9 @@ class _OneSnapshot(PgStore):
     _tx: PgTx
 
     def _read_pg(self, fn: Callable[[PgTx], T]) -> T:
+        return fn(self._tx)
+
+    def _statement_pg(self, fn: Callable[[PgTx], T]) -> T:
         return fn(self._tx)
 
     def _write_pg(self, fn: Callable[[PgTx], T]) -> T:

@@ -1,7 +1,9 @@
-"""One transaction's view of a PostgreSQL store, with the method surface of the LMDB
-backend's `Tx` that the shared operation functions (`store.fact_ops`) call, so both
-backends run the same curation code (ADR 0042). Every SQL statement of a fact's row, its
-postings and its terms' document frequencies is here and only here."""
+"""One transaction's view of a PostgreSQL store: the primitives of
+`storage.transaction.VectorTransaction`, which the shared operations (`storage/*_ops.py`)
+call, so both backends run the same code (ADR 0052). Every SQL statement of a fact's row,
+its postings, its terms' document frequencies and its vectors is here and only here.
+The vectors are the LMDB store's rows, byte for byte, in a bytea key/value table whose
+order is LMDB's key order (ADR 0058)."""
 
 from __future__ import annotations
 
@@ -30,18 +32,27 @@ from graymatter_tui.storage.codec import (
     encode,
 )
 from graymatter_tui.storage.transaction import (
+    EMBED_DIM,
+    EMBED_MODEL,
     FLAG_PINNED,
     FLAG_TOMBSTONE,
     SEP,
     CopyTable,
     GraphTable,
-    Transaction,
+    VectorBlockRows,
+    VectorTransaction,
     epoch_ms,
     fact_key,
 )
+from graymatter_tui.storage.vector_layout import BLOCK_NO, STAMP, agent_prefix
 
 T = TypeVar("T")
 PAGE = 1000  # rows fetched per round trip when iterating
+# Vector rows with their values per round trip: 32 at first (a block is ~200 KB at 384
+# dimensions), growing while a page holds under PAGE_BYTES (slot rows are a few bytes).
+VALUE_PAGE = 32
+PAGE_BYTES = 8 << 20
+MAX_PAGE = 20_000
 ANALYZE_AFTER = 1000  # facts inserted in one call after which the tables are analysed
 
 STATE_SQL: dict[FactState, str] = {
@@ -51,12 +62,20 @@ STATE_SQL: dict[FactState, str] = {
 }
 
 
-class PgTx(Transaction):
+class PgTx(VectorTransaction):
     def __init__(
-        self, conn: Any, now: datetime, *, write: bool, source: str = provenance.LIBRARY
+        self,
+        conn: Any,
+        now: datetime,
+        *,
+        write: bool,
+        source: str = provenance.LIBRARY,
+        embedding: bool | None = None,
+        generation: int | None = None,
     ) -> None:
-        super().__init__(now, write=write, source=source)
+        super().__init__(now, write=write, source=source, embedding=embedding)
         self.conn = conn
+        self._generation = generation  # a writer's: read with the lock it took
 
     def _one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
@@ -120,6 +139,8 @@ class PgTx(Transaction):
                 self._unindex(old)
             if new.is_live:
                 self._index([(new.agent_id, new.id, self.analyzer.term_counts(new.text))])
+        if self.embedding_on:
+            self.requeue(new, old)
         self._count(old, -1)
         self._count(new, +1)
 
@@ -143,6 +164,8 @@ class PgTx(Transaction):
         self._index([(f.agent_id, f.id, t) for f, t in zip(facts, terms, strict=True) if f.is_live])
         for fact in facts:
             self._count(fact, +1)
+        if self.embedding_on:
+            self.queue_put_many([(f.agent_id, f.id) for f in facts if f.is_live])
         if len(facts) >= ANALYZE_AFTER:
             # Fresh statistics now, not when autovacuum gets round to it: without them the
             # planner scans all postings to delete one fact's (measured: 50 ms at 10k facts).
@@ -156,6 +179,8 @@ class PgTx(Transaction):
         )
         if fact.is_live:
             self._unindex(fact)
+        if self.embedding_on:
+            self.requeue(None, fact)
         self._count(fact, -1)
 
     # ---- agent counts --------------------------------------------------------------------
@@ -361,6 +386,13 @@ class PgTx(Transaction):
             (key, value),
         )
 
+    def meta_many(self, keys: Sequence[str]) -> dict[str, str | None]:
+        rows = self.conn.execute(
+            "SELECT key, value FROM graymatter_meta WHERE key = ANY(%s::text[])", (list(keys),)
+        ).fetchall()
+        found = dict(rows)
+        return {key: found.get(key) for key in keys}
+
     def meta_int(self, key: str) -> int:
         return int(self._one("SELECT value FROM counters WHERE name = %s", (key,)) or 0)
 
@@ -538,7 +570,205 @@ class PgTx(Transaction):
         for (raw,) in rows.fetchall():
             yield decode_activity(raw)
 
-    # ---- lifespans (schema 4 here, LMDB's schema 6; see lifespan_ops) ---------------------
+    # ---- embedding vectors (ADR 0058): LMDB's rows in `vectors`, the queue ------------------
+    def has_vector_tables(self) -> bool:
+        return True  # a store is upgraded before it is written, and read only once upgraded
+
+    def committing_generation(self) -> int:
+        """The generation this write bumped when it took the lock (it commits as that)."""
+        if self._generation is None:
+            self._generation = self.meta_int("generation")
+        return self._generation
+
+    def vector_row(self, key: bytes) -> bytes | None:
+        found = self.conn.execute(
+            "SELECT value FROM vectors WHERE key = %s", (key,), binary=True
+        ).fetchone()
+        return None if found is None else bytes(found[0])
+
+    def vector_rows_many(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            "SELECT key, value FROM vectors WHERE key = ANY(%s::bytea[])",
+            (list(keys),),
+            binary=True,
+        ).fetchall()
+        return {bytes(key): bytes(value) for key, value in rows}
+
+    def put_vector_row(self, key: bytes, value: bytes) -> None:
+        self.put_vector_rows([(key, value)])
+
+    def put_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        """Every row in one statement (a key given twice: its last value)."""
+        if not rows:
+            return
+        latest = dict(rows)
+        self.conn.execute(
+            "INSERT INTO vectors (key, value) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (list(latest), list(latest.values())),
+        )
+
+    def insert_vector_rows(self, rows: Sequence[tuple[bytes, bytes]]) -> None:
+        """Rows none of whose keys exists, by binary COPY (a migration's copy)."""
+        with self.conn.cursor().copy(
+            "COPY vectors (key, value) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["bytea", "bytea"])
+            for row in rows:
+                copy.write_row(row)
+
+    def delete_vector_row(self, key: bytes) -> None:
+        self.conn.execute("DELETE FROM vectors WHERE key = %s", (key,))
+
+    def vector_rows(self, prefix: bytes, *, keys_only: bool = False) -> Iterator[tuple[bytes, Any]]:
+        """(key, value) of the rows under `prefix` in key order, a page per round trip."""
+        where, params = _key_range(prefix)
+        columns, page = ("key", PAGE) if keys_only else ("key, value", VALUE_PAGE)
+        head = f"SELECT {columns} FROM vectors WHERE {where}"
+        rows = self.conn.execute(f"{head} ORDER BY key LIMIT {page}", params, binary=True)
+        found = rows.fetchall()
+        while True:
+            for row in found:
+                yield bytes(row[0]), None if keys_only else bytes(row[1])
+            if len(found) < page:
+                return
+            if not keys_only and sum(len(row[1]) for row in found) < PAGE_BYTES:
+                page = min(page * 4, MAX_PAGE)  # small rows (slots): fewer round trips
+            found = self.conn.execute(
+                f"{head} AND key > %s ORDER BY key LIMIT {page}",
+                [*params, found[-1][0]],
+                binary=True,
+            ).fetchall()
+
+    def last_vector_key(self, prefix: bytes) -> bytes | None:
+        where, params = _key_range(prefix)
+        found = self.conn.execute(
+            f"SELECT key FROM vectors WHERE {where} ORDER BY key DESC LIMIT 1", params, binary=True
+        ).fetchone()
+        return None if found is None else bytes(found[0])
+
+    def count_vector_rows(self, prefix: bytes) -> int:
+        where, params = _key_range(prefix)
+        return int(self._one(f"SELECT count(*) FROM vectors WHERE {where}", tuple(params)))
+
+    def clear_embeddings(self) -> None:
+        """Empty the vectors and the queue, row by row (not TRUNCATE, which a reader's
+        snapshot taken before it would see as empty), and forget the dimension."""
+        self.conn.execute("DELETE FROM vectors")
+        self.conn.execute("DELETE FROM embed_queue")
+        self.conn.execute("DELETE FROM graymatter_meta WHERE key = %s", (EMBED_DIM,))
+
+    def queue_put(self, agent: str, fact_id: str) -> None:
+        self.conn.execute(
+            "INSERT INTO embed_queue (agent_id, fact_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (agent, fact_id),
+        )
+
+    def queue_put_many(self, entries: list[tuple[str, str]]) -> None:
+        if not entries:
+            return
+        with self.conn.cursor().copy("COPY embed_queue (agent_id, fact_id) FROM STDIN") as copy:
+            for entry in entries:
+                copy.write_row(entry)
+
+    def queued(self, agent: str, fact_id: str) -> bool:
+        return bool(
+            self._one(
+                "SELECT EXISTS (SELECT 1 FROM embed_queue WHERE agent_id = %s AND fact_id = %s)",
+                (agent, fact_id),
+            )
+        )
+
+    def queued_many(self, entries: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        if not entries:
+            return set()
+        agents, ids = zip(*entries, strict=True)
+        rows = self.conn.execute(
+            "SELECT agent_id, fact_id FROM embed_queue WHERE (agent_id, fact_id) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+            (list(agents), list(ids)),
+        ).fetchall()
+        return {(agent, fact_id) for agent, fact_id in rows}
+
+    def queue_delete(self, agent: str, fact_id: str) -> None:
+        self.conn.execute(
+            "DELETE FROM embed_queue WHERE agent_id = %s AND fact_id = %s", (agent, fact_id)
+        )
+
+    def queue_delete_many(self, entries: Sequence[tuple[str, str]]) -> None:
+        if not entries:
+            return
+        agents, ids = zip(*entries, strict=True)
+        self.conn.execute(
+            "DELETE FROM embed_queue WHERE (agent_id, fact_id) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+            (list(agents), list(ids)),
+        )
+
+    def queue_size(self, agent: str | None = None) -> int:
+        if agent is None:
+            return int(self._one("SELECT count(*) FROM embed_queue"))
+        return int(self._one("SELECT count(*) FROM embed_queue WHERE agent_id = %s", (agent,)))
+
+    def iter_queue(self, agent: str | None = None) -> Iterator[tuple[str, str]]:
+        """(agent, fact id) of queued facts in LMDB's key order, a page per round trip."""
+        head = "SELECT agent_id, fact_id FROM embed_queue"
+        tail = f" ORDER BY agent_id, fact_id LIMIT {PAGE}"
+        if agent is None:
+            first, more = head + tail, head + " WHERE (agent_id, fact_id) > (%s, %s)" + tail
+            rows = self.conn.execute(first).fetchall()
+        else:
+            first = head + " WHERE agent_id = %s" + tail
+            more = head + " WHERE agent_id = %s AND fact_id > %s" + tail
+            rows = self.conn.execute(first, (agent,)).fetchall()
+        while True:
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            last = rows[-1]
+            rows = self.conn.execute(more, last if agent is None else (agent, last[1])).fetchall()
+
+    def vector_blocks(self, agent: str, model: str, since: int) -> VectorBlockRows:
+        """One statement: the generation, the model and dimension, and every block of
+        `agent` (when the model is `model`), with the rows and ids only of those stamped
+        after `since` or not stamped. Unchanged blocks never leave the server."""
+        blocks, ids, stamps = (agent_prefix(agent, kind) for kind in (b"b", b"i", b"c"))
+        low, high = blocks, _prefix_end(blocks)
+        rows = self.conn.execute(
+            _VECTOR_BLOCKS,
+            {
+                "start": len(blocks) + 1,
+                "ids": ids,
+                "stamps": stamps,
+                "low": low,
+                "high": high,
+                "model": model,
+                "since": STAMP.pack(since) if since >= 0 else None,
+                "model_key": EMBED_MODEL,
+                "dim_key": EMBED_DIM,
+            },
+            binary=True,
+        ).fetchall()
+        generation, name, dimension = rows[0][0], rows[0][1], rows[0][2]
+        found: list[tuple[int, bytes | None, bytes | None]] = []
+        for _g, _m, _d, key, data, id_row in rows:
+            if key is None:
+                continue  # no block (or another model): the meta row alone
+            number = BLOCK_NO.unpack(bytes(key)[len(blocks) :])[0]
+            found.append(
+                (
+                    number,
+                    None if data is None else bytes(data),
+                    None if id_row is None else bytes(id_row),
+                )
+            )
+        return VectorBlockRows(
+            int(generation or 0), name, int(dimension) if dimension else None, found
+        )
+
+    # ---- lifespans (schema 5 here, LMDB's schema 6; see lifespan_ops) ---------------------
     def lifespan(self, agent: str, fact_id: str) -> bytes | None:
         found = self._one(
             "SELECT record::text FROM lifespans WHERE agent_id = %s AND fact_id = %s",
@@ -640,3 +870,45 @@ def _keyed(table: CopyTable) -> tuple[str, str]:
 def _graph(table: GraphTable | CopyTable) -> str:
     """The table's name, from the two the type allows (never from input)."""
     return {"graph_nodes": "graph_nodes", "graph_edges": "graph_edges"}[table]
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The least key greater than every key starting with `prefix` (None: there is none)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def _key_range(prefix: bytes) -> tuple[str, list[bytes]]:
+    """The condition on `key` of the rows under `prefix` (an index range), and its
+    parameters."""
+    if not prefix:
+        return "TRUE", []
+    end = _prefix_end(prefix)
+    if end is None:
+        return "key >= %s", [prefix]
+    return "key >= %s AND key < %s", [prefix, end]
+
+
+# `PgTx.vector_blocks`: the meta row always, joined with the blocks when the model is
+# the one asked about; a block's data and ids only when its stamp is newer than `since`.
+_VECTOR_BLOCKS = """
+SELECT m.generation, m.model, m.dimension, b.key,
+       CASE WHEN b.changed THEN b.data END, CASE WHEN b.changed THEN b.ids END
+FROM (
+    SELECT (SELECT value FROM counters WHERE name = 'generation') AS generation,
+           (SELECT value FROM graymatter_meta WHERE key = %(model_key)s) AS model,
+           (SELECT value FROM graymatter_meta WHERE key = %(dim_key)s) AS dimension
+) m
+LEFT JOIN LATERAL (
+    SELECT d.key, d.value AS data, i.value AS ids,
+           (%(since)s::bytea IS NULL OR c.value IS NULL OR c.value > %(since)s::bytea)
+               AS changed
+    FROM vectors d
+    LEFT JOIN vectors i ON i.key = %(ids)s::bytea || substring(d.key FROM %(start)s::int)
+    LEFT JOIN vectors c ON c.key = %(stamps)s::bytea || substring(d.key FROM %(start)s::int)
+    WHERE d.key >= %(low)s::bytea AND d.key < %(high)s::bytea AND m.model = %(model)s::text
+) b ON true
+ORDER BY b.key
+"""

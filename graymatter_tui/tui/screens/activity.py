@@ -2,34 +2,39 @@
 (ADR 0025). Rows are drawn line by line from the entries held; the pane holds at most
 `HELD_MAX` of them and reads older ones back (`before=`) as the cursor goes down.
 
-Staying live costs one small read per poll tick: the app's poll moves `generation`
-once per tick however many writes arrived, and the pane then reads only the entries
-after the newest it holds (`after=`) and draws once."""
+Staying live costs one small read per change: the store's watch moves the app's
+`generation` once however many writes arrived, and the pane then reads only the entries
+after the newest it holds (`after=`) and draws once. Every read runs off the UI thread;
+reading older (or newer) entries as the cursor moves is one read at a time, and a read
+that lands after the feed was read afresh (another filter) is dropped."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import ActivityEntry
 from graymatter_tui.core.words import counted
 from graymatter_tui.tui.screens.actions import Action
-from graymatter_tui.tui.screens.base import Pane
+from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ChooseScreen
 from graymatter_tui.tui.widgets.activity_rows import ActivityRows, activity_header
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
-from graymatter_tui.views.activity_feed import ANY_MCP, FeedFilter, read_page
+from graymatter_tui.views.activity_feed import ANY_MCP, FeedFilter, FeedPage, read_page
+
+T = TypeVar("T")
 
 HELD_MAX = 10_000  # entries held (~6 MB); older ones are read again when scrolled to
 PAGE = 500  # entries read at a time
 NEAR_END = 200  # rows left below the cursor that make the pane read older entries
-SCAN_STEP = (
-    5_000  # entries a filtered read looks through per step on the UI thread (~20-35 ms here)
-)
+SCAN_STEP = 5_000  # entries a filtered read looks through per step (one read)
 # Writes that open a cycle rather than a fact.
 CYCLE_ACTIONS = frozenset({"consolidation", "revert", "prune"})
 EVERY_SOURCE = "*"  # the chooser's value for no source filter (an option id cannot be "")
@@ -76,6 +81,8 @@ class ActivityPane(Vertical, Pane):
         self._unseen = 0  # new rows above the view while it is scrolled down
         # Newer rows than the first held were let go of (reading far down the feed).
         self._gap_above = False
+        self._paging = False  # a read of older or newer entries is in flight
+        self._version = 0  # moves when the feed is read afresh: older pages are dropped
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
@@ -98,17 +105,26 @@ class ActivityPane(Vertical, Pane):
         return source.entry(self.feed_list.cursor) if isinstance(source, ActivityRows) else None
 
     # ---- reading -----------------------------------------------------------------------
-    def reload(self) -> None:
+    def read(self) -> Read:
         """New writes since the last read, on top; everything again if the filter (or
         the agent it follows) changed."""
         wanted = self.feed_filter
-        if wanted != self._loaded:
-            self._read_newest(wanted)
-        else:
-            self._read_new(wanted)
+        store, after = self.host.store, self._newest
+        fresh_start = wanted != self._loaded
 
-    def _read_newest(self, wanted: FeedFilter) -> None:
-        page = read_page(self.host.store, wanted, want=PAGE, scan_limit=SCAN_STEP)
+        def job() -> Draw:
+            if not fresh_start:
+                fresh = store.activity(after=after, limit=HELD_MAX + 1)
+                if len(fresh) <= HELD_MAX:  # else more than the pane holds: start again
+                    return partial(self._read_new, wanted, fresh)
+            page = read_page(store, wanted, want=PAGE, scan_limit=SCAN_STEP)
+            return partial(self._read_newest, wanted, page)
+
+        return job
+
+    def _read_newest(self, wanted: FeedFilter, page: FeedPage) -> None:
+        self._version += 1
+        self._paging = False
         self.entries = page.entries
         self._older = page.next_before
         self._newest = page.newest
@@ -118,12 +134,8 @@ class ActivityPane(Vertical, Pane):
         self._show(cursor=0)
         self._read_older_if_near_end()
 
-    def _read_new(self, wanted: FeedFilter) -> None:
-        fresh = self.host.store.activity(after=self._newest, limit=HELD_MAX + 1)
+    def _read_new(self, wanted: FeedFilter, fresh: list[ActivityEntry]) -> None:
         if not fresh:
-            return
-        if len(fresh) > HELD_MAX:  # more than the pane holds: start again from the newest
-            self._read_newest(wanted)
             return
         self._newest = fresh[0].seq
         matching = [e for e in fresh if wanted.matches(e)]
@@ -145,6 +157,24 @@ class ActivityPane(Vertical, Pane):
         if feed_list.scroll_offset.y > 0:
             self._unseen += len(matching)
         self._show(cursor=self._trim_bottom(cursor))
+
+    def _page(self, job: Callable[[], T], then: Callable[[T], None]) -> None:
+        """Read older or newer entries, one read at a time; what lands after the feed
+        was read afresh is dropped."""
+        self._paging = True
+        version = self._version
+
+        def landed(found: T) -> None:
+            if version != self._version:
+                return
+            self._paging = False
+            then(found)
+
+        def lost(_error: object) -> None:
+            if version == self._version:
+                self._paging = False
+
+        self.host.read_in_thread(self, job, landed, group="activity-page", failed=lost)
 
     def _trim_bottom(self, cursor: int) -> int:
         """Let go of the oldest rows beyond `HELD_MAX`, never those near the cursor; they
@@ -168,22 +198,18 @@ class ActivityPane(Vertical, Pane):
     def _read_older_if_near_end(self) -> None:
         """Read the next older page when the cursor comes near the last row held (or,
         with a filter, until a screenful matches or the feed ends)."""
-        if self._older is None or self._loaded is None:
+        if self._older is None or self._loaded is None or self._paging:
             return
         rows_below = len(self.entries) - self.feed_list.cursor
         if rows_below > NEAR_END:
             return
-        try:
-            page = read_page(
-                self.host.store,
-                self._loaded,
-                want=PAGE,
-                before=self._older,
-                scan_limit=SCAN_STEP,
-            )
-        except GraymatterError as exc:
-            self.host.show_error(str(exc))
-            return
+        store, loaded, before = self.host.store, self._loaded, self._older
+        self._page(
+            lambda: read_page(store, loaded, want=PAGE, before=before, scan_limit=SCAN_STEP),
+            self._older_read,
+        )
+
+    def _older_read(self, page: FeedPage) -> None:
         self._older = page.next_before
         if page.entries:
             self.entries.extend(page.entries)
@@ -195,29 +221,35 @@ class ActivityPane(Vertical, Pane):
             else:
                 self._show(cursor=0)
         if self._older is not None:
-            # A long filtered scan goes on a step at a time, between frames.
-            self.call_after_refresh(self._read_older_if_near_end)
+            # A long filtered scan goes on a step at a time, each step one read.
+            self._read_older_if_near_end()
 
     def _read_newer_if_near_top(self) -> None:
         """Back up towards rows let go of: the newest again at the first row, else the
         writes just newer than the first row held (write numbers have no gaps, so a
         range of them is one bounded read)."""
-        if not self._gap_above or self._loaded is None or not self.entries:
+        if not self._gap_above or self._loaded is None or not self.entries or self._paging:
             return
         cursor = self.feed_list.cursor
+        store, loaded = self.host.store, self._loaded
         if cursor == 0:
-            self._read_newest(self._loaded)
+            self._page(
+                lambda: read_page(store, loaded, want=PAGE, scan_limit=SCAN_STEP),
+                partial(self._read_newest, loaded),
+            )
             return
         if cursor > NEAR_END:
             return
         top = self.entries[0].seq
-        window = PAGE if not self._loaded.active else SCAN_STEP
+        window = PAGE if not loaded.active else SCAN_STEP
         before = min(top + window + 1, self._newest + 1)
-        try:
-            page = read_page(self.host.store, self._loaded, want=window, after=top, before=before)
-        except GraymatterError as exc:
-            self.host.show_error(str(exc))
-            return
+        self._page(
+            lambda: read_page(store, loaded, want=window, after=top, before=before),
+            partial(self._newer_read, before),
+        )
+
+    def _newer_read(self, before: int, page: FeedPage) -> None:
+        cursor = self.feed_list.cursor
         self._gap_above = before <= self._newest
         if not self._gap_above:
             self._unseen = 0
@@ -291,19 +323,20 @@ class ActivityPane(Vertical, Pane):
                 markup=False,
             )
             return
-        try:
-            found = self.host.store.find(entry.fact_id)
-        except GraymatterError as exc:
-            self.host.show_error(str(exc))
-            return
+        store, fact_id = self.host.store, entry.fact_id
+        self.host.read_in_thread(
+            self, lambda: store.find(fact_id), partial(self._open, fact_id), group="activity-open"
+        )
+
+    def _open(self, fact_id: str, found: object) -> None:
         if found is None:
             self.app.notify(
-                f"Fact {entry.fact_id} is no longer in the store: it was pruned since.",
+                f"Fact {fact_id} is no longer in the store: it was pruned since.",
                 severity="warning",
                 markup=False,
             )
             return
-        self.host.show_fact(entry.fact_id)
+        self.host.show_fact(fact_id)
 
     # ---- filters -----------------------------------------------------------------------
     def action_filter_source(self) -> None:

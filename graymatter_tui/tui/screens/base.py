@@ -1,12 +1,15 @@
 """The pane contract (ADR 0016): what every tab's pane may ask of the app, typed once,
-and how a pane keeps what it shows in step with the app's state (ADR 0017)."""
+and how a pane keeps what it shows in step with the app's state (ADR 0017).
+
+A pane never reads the store on the UI thread: `read` says, on the UI thread, what to
+read, as a function the host runs in a thread worker; that function returns the one that
+draws what it found, run back on the UI thread. Until then the pane keeps what it showed."""
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast
 
 from textual.binding import Binding, BindingType
 from textual.widget import Widget
@@ -15,6 +18,12 @@ from graymatter_tui.core.config import Settings
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import own_keys
+
+T = TypeVar("T")
+Draw = Callable[[], None]
+# A pane's read: run in a thread worker (it may only read the store), it returns the
+# function that draws what it read, run on the UI thread.
+Read = Callable[[], Draw]
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class Host(Protocol):
     agent: str
     generation: int
     reach: Reach
+    embedding: tuple[str, str]  # (this process's embedder, recall's last vector use)
     read_only: bool
     closing: bool
 
@@ -49,7 +59,25 @@ class Host(Protocol):
 
     def show_cycle(self, cycle_id: str) -> None: ...
 
-    def show_error(self, message: str) -> None: ...
+    def read_in_thread(
+        self,
+        node: Widget,
+        job: Callable[[], T],
+        then: Callable[[T], None],
+        *,
+        group: str,
+        exclusive: bool = True,
+        failed: Callable[[GraymatterError], None] | None = None,
+    ) -> None:
+        """Run the store read `job` in a thread worker of `node`, then `then(result)` on
+        the UI thread (a newer read of the group supersedes it). A failure goes to `failed`
+        first, then, as every failed read or write does, to the error bar; a successful
+        read clears that bar."""
+        ...
+
+    def reading(self, pane: Pane, busy: bool) -> None:
+        """`pane` began (or ended) reading: a slow read of the shown pane is marked."""
+        ...
 
 
 class Pane(Widget):
@@ -111,9 +139,15 @@ class Pane(Widget):
         return self.query_one(self.FOCUS) if self.FOCUS else self
 
     # ---- staying current ---------------------------------------------------------------
-    @abstractmethod
-    def reload(self) -> None:
-        """Read from the store what this pane shows (raises GraymatterError)."""
+    _reading = False  # a read is in flight
+    _supersede = False  # what the pane shows must change: a read in flight is out of date
+
+    def read(self) -> Read:
+        """On the UI thread, what this pane reads now (the agent, a filter, the cursor's
+        row, captured here): a function the host runs in a thread worker, which reads the
+        store (raising GraymatterError when it cannot) and returns the function that draws
+        what it read, back on the UI thread. Every pane has its own."""
+        raise NotImplementedError(type(self).__name__)
 
     def tick_clock(self) -> None:
         """Redraw relative ages against now, without a store read (panes that show ages)."""
@@ -128,16 +162,64 @@ class Pane(Widget):
         """On the active tab: a hidden tab's TabPane has its display off."""
         return all(node.display for node in self.ancestors_with_self if isinstance(node, Widget))
 
-    def invalidate(self) -> None:
-        """What this pane shows is out of date: re-read now if shown, else when shown."""
+    def store_moved(self) -> None:
+        """The store moved: read again, now if shown, else when shown. A read in flight
+        finishes first (its content is valid, only older); the pane then reads again."""
         self.stale = True
-        try:
-            self.catch_up()
-        except GraymatterError as exc:
-            self.host.show_error(str(exc))
+        self.catch_up()
+
+    def invalidate(self) -> None:
+        """What this pane shows must change (the agent, a filter, the theme): read again,
+        now if shown, else when shown, superseding a read in flight."""
+        self.stale = True
+        self._supersede = True
+        self.catch_up()
 
     def catch_up(self) -> None:
-        """Re-read if stale and shown; a failed read leaves the pane stale, to try again."""
-        if self.stale and self.showing:
-            self.reload()
-            self.stale = False
+        """Read if stale and shown, once the store has been heard from. A failed read
+        leaves the pane stale, to be read again when the store moves or its tab is shown."""
+        if not self.stale or not self.showing or self.host.generation < 0:
+            return
+        if self._reading and not self._supersede:
+            return  # read again once this one is drawn: the pane stays stale
+        self.stale = False
+        self._supersede = False
+        self._reading = True
+        self.host.reading(self, True)
+        self.host.read_in_thread(self, self.read(), self._drawn, group="read", failed=self._lost)
+
+    def when_read(
+        self, then: Callable[[], None], otherwise: Callable[[], None] | None = None
+    ) -> None:
+        """`then()` once what the pane shows is read: now if nothing is to be read, else
+        after the next read is drawn; `otherwise()` instead if that read fails."""
+        if not self._reading and not (self.stale and self.showing):
+            then()
+        else:
+            self._after_read = [*self._after_read, (then, otherwise)]
+
+    def select(self, key: str) -> bool:
+        """Put the cursor on the row of `key` (a cycle id in the Journal); False when the
+        pane does not list it."""
+        return False
+
+    _after_read: list[tuple[Callable[[], None], Callable[[], None] | None]] = []
+
+    def _drawn(self, draw: Draw) -> None:
+        self._reading = False
+        self.host.reading(self, False)
+        draw()
+        waiting, self._after_read = self._after_read, []
+        for then, _otherwise in waiting:
+            then()
+        if self.stale:  # the store moved while it was read
+            self.catch_up()
+
+    def _lost(self, _error: GraymatterError) -> None:
+        self._reading = False
+        self.host.reading(self, False)
+        self.stale = True
+        waiting, self._after_read = self._after_read, []
+        for _then, otherwise in waiting:
+            if otherwise is not None:
+                otherwise()

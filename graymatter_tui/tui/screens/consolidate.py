@@ -1,6 +1,7 @@
 """Consolidate: run a cycle stage by stage and read the proposal as a diff before apply.
 
-Store stages run in a thread (LMDB write transactions begin and commit there); the model
+Store stages run in a thread (LMDB write transactions begin and commit there), as does
+every read (a new cycle's id, the probes and the texts their results name); the model
 call is awaited in an async worker so `esc` can cancel it and the UI never freezes.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -29,12 +31,13 @@ from graymatter_tui.consolidation.cycle import (
 )
 from graymatter_tui.consolidation.summarisers import factory as summarisers
 from graymatter_tui.core.errors import GraymatterError
-from graymatter_tui.core.model import SUMMARY_MARK, Probe
+from graymatter_tui.core.model import SUMMARY_MARK, Probe, ProbeResult
 from graymatter_tui.core.summariser_names import KINDS, SUMMARISERS
 from graymatter_tui.core.words import counted
-from graymatter_tui.tui.messages import StoreChanged
+from graymatter_tui.storage import MemoryStore
+from graymatter_tui.tui.messages import StoreMoved
 from graymatter_tui.tui.screens.actions import Action
-from graymatter_tui.tui.screens.base import Pane, Reach
+from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
 from graymatter_tui.tui.screens.dialogs import ChooseScreen, ConfirmScreen
 from graymatter_tui.tui.screens.layout import is_short
 from graymatter_tui.tui.screens.probe_panel import ProbePanel
@@ -141,6 +144,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self._note = ""
         self._ticking = False
         self._probes: list[Probe] = []
+        self._texts: dict[str, str] = {}  # fact id -> text, of the facts probe results name
         self._stopping = False  # the app is closing: no further stage starts
 
     def compose(self) -> ComposeResult:
@@ -164,16 +168,26 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
             **component_styles(self, (SUMMARISER, APPLIED, NOT_APPLIED, NOTE)),
         }
 
-    def reload(self) -> None:
-        """The cycle is this pane's own; of the store it shows only the agent's probes."""
-        self._probes = self.host.store.probes(self.host.agent)
+    def read(self) -> Read:
+        """The cycle is this pane's own; of the store it shows only the agent's probes
+        (and the texts of the facts the cycle's probe results name)."""
+        store, agent = self.host.store, self.host.agent
+        results = list(self.cycle.record.probes) if self.cycle is not None else []
+
+        def job() -> Draw:
+            return partial(self._probes_read, store.probes(agent), _texts(store, results))
+
+        return job
+
+    def _probes_read(self, probes: list[Probe], texts: dict[str, str]) -> None:
+        self._probes = probes
+        self._texts = texts
         self._show_probes()
 
     def _show_probes(self) -> None:
         cycle = self.cycle
         results = cycle.record.probes if cycle is not None else []
-        wanted = {i for r in results for i in (*r.before, *r.after) if i != SUMMARY_MARK}
-        texts = {f.id: f.text for f in self.host.store.find_many(sorted(wanted)) if f is not None}
+        texts = dict(self._texts)
         if cycle is not None:
             texts[SUMMARY_MARK] = cycle.record.summary_text
         styles = self._styles()
@@ -345,11 +359,13 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         self.query_one("#stepper", Static).update(self._stepper())
 
     # ---- running stages --------------------------------------------------------------
-    def _new_cycle(self) -> Cycle:
-        settings = self.host.settings
-        return Cycle(
-            self.host.store,
-            self.host.agent,
+    def _cycle_maker(self) -> Callable[[], Cycle]:
+        """A new cycle with the settings and agent of now, made in a thread (it reads the
+        store for an unused id)."""
+        settings, store, agent = self.host.settings, self.host.store, self.host.agent
+        return lambda: Cycle(
+            store,
+            agent,
             summarisers.from_settings(settings),
             CycleOptions.from_settings(settings),
         )
@@ -363,18 +379,32 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         if not self.host.may_mutate():
             return
         self._note = ""
-        if self.cycle is None or self.cycle.done:
-            try:
-                self.cycle = self._new_cycle()
-            except GraymatterError as exc:
-                self.app.notify(literal(exc).plain, severity="error", markup=False)
-                return
+        make = self._cycle_maker() if self.cycle is None or self.cycle.done else None
         self.busy = True
-        self._worker = self._run(self.cycle, one=one, through_review=through_review, to_end=to_end)
+        self._worker = self._run(
+            self.cycle, make, one=one, through_review=through_review, to_end=to_end
+        )
 
     @work(exclusive=True, group="cycle", exit_on_error=False)
-    async def _run(self, cycle: Cycle, *, one: bool, through_review: bool, to_end: bool) -> None:
+    async def _run(
+        self,
+        cycle: Cycle | None,
+        make: Callable[[], Cycle] | None,
+        *,
+        one: bool,
+        through_review: bool,
+        to_end: bool,
+    ) -> None:
+        store = self.host.store
         try:
+            if make is not None:
+                try:
+                    cycle = await asyncio.to_thread(make)
+                except GraymatterError as exc:
+                    self.app.notify(literal(exc).plain, severity="error", markup=False)
+                    return
+                self.cycle = cycle
+            assert cycle is not None
             while not cycle.done and not self._stopping:
                 stage = cycle.next_stage
                 if stage == "propose":
@@ -385,6 +415,9 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
                         self._call_started = None
                 else:
                     await asyncio.to_thread(cycle.advance)
+                    if cycle.record.probes:  # the texts of the facts its probes name
+                        results = list(cycle.record.probes)
+                        self._texts = await asyncio.to_thread(_texts, store, results)
                 self.render_state()
                 if one or (through_review and stage == "review"):
                     break
@@ -393,7 +426,11 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         finally:
             self.busy = False
             self.render_state()
-            self.app.post_message(StoreChanged())
+            # The stages wrote: the panes read again, as after any write of this process.
+            self.host.read_in_thread(self, store.generation, self._wrote, group="cycle-generation")
+
+    def _wrote(self, generation: int) -> None:
+        self.app.post_message(StoreMoved(generation))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self._worker:
@@ -533,11 +570,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
         if not self.host.may_mutate():
             return
         store, probe = self.host.store, event.probe
-        self.host.run_write(
-            f"probe removed: {probe.query}",
-            lambda: store.remove_probe(probe.id),
-            lambda _removed: self.reload(),
-        )
+        self.host.run_write(f"probe removed: {probe.query}", lambda: store.remove_probe(probe.id))
 
     def action_cancel(self) -> None:
         if self.busy and self._worker is not None and self._call_started is not None:
@@ -597,3 +630,9 @@ def _why_nothing_to_apply(cycle: Cycle | None) -> str:
         reason = f": {record.reason}" if record.reason and record.outcome != "applied" else ""
         return f"Nothing to apply: {said}{reason}. c starts a new cycle."
     return f"Nothing to apply yet: the cycle is before {cycle.next_stage} (n steps to review)."
+
+
+def _texts(store: MemoryStore, results: list[ProbeResult]) -> dict[str, str]:
+    """fact id -> text of the facts `results` name (a read: in a thread)."""
+    wanted = sorted({i for r in results for i in (*r.before, *r.after) if i != SUMMARY_MARK})
+    return {f.id: f.text for f in store.find_many(wanted) if f is not None} if wanted else {}

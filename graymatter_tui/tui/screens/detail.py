@@ -17,9 +17,10 @@ from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.retirement import Retirement
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import MemoryStore
+from graymatter_tui.storage import MemoryStore, ShowResult
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles
+from graymatter_tui.tui.workers import off_thread
 from graymatter_tui.views.presentation import fact_fields
 
 # The receipt chain's two directions (app.tcss).
@@ -60,13 +61,16 @@ class FactDetailScreen(ModalScreen[None]):
             yield Static("enter open · esc back", classes="dialog-hint", markup=False)
 
     def on_mount(self) -> None:
-        try:
-            result = self.store.show(self.fact_id)
-        except GraymatterError as exc:
-            self.query_one("#detail-title", Static).update(
-                literal(f"Cannot show {self.fact_id}: {exc}")
-            )
-            return
+        self.query_one("#detail-title", Static).update(literal(f"Reading {self.fact_id}…"))
+        store, fact_id = self.store, self.fact_id
+        off_thread(self, lambda: store.show(fact_id), self._show, self._not_shown, group="detail")
+
+    def _not_shown(self, exc: GraymatterError) -> None:
+        self.query_one("#detail-title", Static).update(
+            literal(f"Cannot show {self.fact_id}: {exc}")
+        )
+
+    def _show(self, result: ShowResult) -> None:
         fact = result.fact
         summary = result.consumed or (result.retirement and result.retirement.restored)
         kind = "Summary" if summary else ("Tombstone" if fact.is_tombstone else "Fact")

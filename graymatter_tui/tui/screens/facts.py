@@ -4,21 +4,23 @@ weight. Drawn line by line, so 1M facts open as fast as 100."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from itertools import takewhile
+from typing import Any, TypeVar
 
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from graymatter_tui.core.model import Fact
 from graymatter_tui.tui.screens.actions import Action
-from graymatter_tui.tui.screens.base import Pane
+from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen, TextEntryScreen
 from graymatter_tui.tui.screens.paged import id_pages, text_pages
-from graymatter_tui.tui.widgets.fact_rows import FactRows, fact_header
+from graymatter_tui.tui.widgets.fact_rows import PAGE, FactRows, Held, fact_header
 from graymatter_tui.tui.widgets.id_list import IdList, Picked
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.text_index import TextIndex
@@ -30,6 +32,8 @@ FULL_LIST_DELAY = 1.0  # seconds: the first frames are drawn by then
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
 FIRST_MATCHES = 1000  # a worker's search shows this many matches before it ends
 NO_FACTS = "No live facts for this agent."
+READING = "Reading the store…"  # a list not read yet
+T = TypeVar("T")
 
 
 def no_match_text(query: str) -> str:
@@ -96,6 +100,7 @@ class FactsPane(Vertical, Pane):
         self.query_text = ""
         self._all_ids: Sequence[str] = IdList()
         self._texts: TextIndex | None = None
+        self._indexing = False  # a worker is building `_texts`
         self._weights: dict[str, float] | None = None
         # The last complete search (casefolded needle, positions) of `_texts`, reused
         # when the list is redrawn for another reason (ids loaded, sort changed).
@@ -104,58 +109,86 @@ class FactsPane(Vertical, Pane):
         self._placed = 0  # where reload (or a new sort) put the cursor
         self._from_top = False  # sorted since the reload: the list starts at its top
         self._complete = True
+        self._held = Held()  # the facts read for the rows of this read's lists
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
             yield Input(placeholder="/ filter as you type", id="filter")
             yield Static("", id="facts-info", classes="pane-info", markup=False)
         yield Static(fact_header(self.sort), id="facts-header", classes="list-header", markup=False)
-        yield VirtualList(id="fact-list", empty_text=NO_FACTS)
+        yield VirtualList(id="fact-list", empty_text=READING)
 
     @property
     def fact_list(self) -> VirtualList:
         return self.query_one("#fact-list", VirtualList)
 
     def current_fact(self) -> Fact | None:
+        """The fact under the cursor, if its row has been read (never read here)."""
         source = self.fact_list.source
         if isinstance(source, FactRows):
-            return source.fact(self.fact_list.cursor)
+            return source.held_fact(self.fact_list.cursor)
         return None
 
+    def _cursor_fact_id(self) -> str | None:
+        source = self.fact_list.source
+        return source.id_at(self.fact_list.cursor) if isinstance(source, FactRows) else None
+
     # ---- data ------------------------------------------------------------------------
-    def reload(self, *, keep: bool = True) -> None:
-        """Read ids again (after a write or an agent change), keeping the cursor's fact."""
-        keep_id = None
-        if keep and (current := self.current_fact()) is not None:
-            keep_id = current.id
-        store = self.host.store
+    def read(self, *, keep: bool = True) -> Read:
+        """Read ids again (after a write or an agent change), keeping the cursor's fact:
+        the newest page, with the weights if the list is sorted by them and the facts of
+        the rows drawn first, so that they paint together."""
+        keep_id = self._cursor_fact_id() if keep else None
+        store, agent = self.host.store, self.host.agent
+        by_weight = self.sort == "weight"
+        rows = FactRows([], store.find_many, store.now())  # what this read finds, for the rows
+
+        def job() -> Draw:
+            first = store.fact_ids(agent, "live", limit=FIRST_PAGE + 1)
+            weights = store.weights(agent, "live") if by_weight else None
+            shown = list(_ordered(first[:FIRST_PAGE], weights))
+            at = shown.index(keep_id) if keep_id in shown else 0
+            held = rows.read_ahead(shown[max(at - PAGE // 4, 0) :][:PAGE])
+            return partial(self._read_done, first, weights, held, keep_id)
+
+        return job
+
+    def _read_done(
+        self,
+        first: list[str],
+        weights: dict[str, float] | None,
+        held: Held,
+        keep_id: str | None,
+    ) -> None:
         self._keep_id = keep_id
         self._from_top = False
         self._texts = None
-        self._weights = None
+        self._weights = weights
         self._last_match = None
+        self._held = held
         # The newest page paints at once; a very long list is read in full in a worker.
-        first = store.fact_ids(self.host.agent, "live", limit=FIRST_PAGE + 1)
         self._all_ids = IdList.of(first[:FIRST_PAGE])
         self._complete = len(first) <= FIRST_PAGE
         if not self._complete:
             # After the first frames: reading 1M keys holds the GIL for about a second.
             self.set_timer(FULL_LIST_DELAY, self._load_all_ids)
         if self.query_text:
-            self._build_text_index()
+            self._index_texts()
         self._show(keep_id)
         self._placed = self.fact_list.cursor
 
-    @work(thread=True, exclusive=True, group="facts-ids", exit_on_error=False)
     def _load_all_ids(self) -> None:
         store, agent = self.host.store, self.host.agent
-        ids = IdList.joined(
-            id_pages(
-                lambda limit, before: store.fact_ids(agent, "live", limit=limit, before=before)
+
+        def job() -> IdList:
+            return IdList.joined(
+                id_pages(
+                    lambda limit, before: store.fact_ids(agent, "live", limit=limit, before=before)
+                )
             )
-        )
-        if not get_current_worker().is_cancelled:  # a newer reload reads its own
-            self.app.call_from_thread(self._ids_ready, ids)
+
+        # A newer read supersedes this one, and reads its own.
+        self.host.read_in_thread(self, job, self._ids_ready, group="facts-ids")
 
     def _ids_ready(self, ids: IdList) -> None:
         self._all_ids = ids
@@ -165,13 +198,12 @@ class FactsPane(Vertical, Pane):
     def _cursor_id(self) -> str | None:
         """The fact to keep under the cursor once every id is read: the one it was on
         before the reload (perhaps beyond the first page), unless it has moved since."""
-        current = self.current_fact()
         if self.fact_list.cursor == self._placed:
             if self._from_top:
                 return None  # still where the new sort put it: at the top
             if self._keep_id is not None:
                 return self._keep_id
-        return current.id if current else None
+        return self._cursor_fact_id()
 
     def tick_clock(self) -> None:
         """Ages are relative to now: move the rows' clock and redraw them, without reading
@@ -196,11 +228,7 @@ class FactsPane(Vertical, Pane):
             positions = matched if matched is not None else self._matches(needle)
             ids = Picked(self._texts.ids, positions)
         if self.sort == "weight":
-            if self._weights is None:
-                self._weights = self.host.store.weights(self.host.agent, "live")
-            weights = self._weights
-            # Heaviest first; among equal weights, newest first (ids grow with time).
-            ids = sorted(ids, key=lambda i: (weights.get(i, 0.0), i), reverse=True)
+            ids = _ordered(ids, self._weights)
         return ids
 
     def _show(
@@ -213,7 +241,15 @@ class FactsPane(Vertical, Pane):
         if matched is not None and not partial:
             self._last_match = (self.query_text.casefold(), matched)
         ids = self._visible_ids(matched)
-        rows = FactRows(ids, self.host.store.find_many, self.host.store.now())
+        store = self.host.store
+        rows = FactRows(
+            ids,
+            store.find_many,
+            store.now(),
+            background=self._in_background,
+            loaded=self.fact_list.refresh,
+            held=self._held,
+        )
         cursor = rows.index_of(keep_id) if keep_id else None
         self.fact_list.empty_text = no_match_text(self.query_text) if self.query_text else NO_FACTS
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
@@ -250,27 +286,52 @@ class FactsPane(Vertical, Pane):
 
     def _filtered(self, query: str, matched: array[int], partial: bool) -> None:
         if query == self.query_text:  # a newer keystroke has its own search running
-            current = self.current_fact()
-            self._show(current.id if current else None, matched, partial=partial)
+            self._show(self._cursor_fact_id(), matched, partial=partial)
+
+    def _index_texts(self) -> None:
+        """Build the text index in a worker; one started before (an older reload) is
+        cancelled and stops at its next page."""
+        self._indexing = True
+        self._build_text_index()
 
     @work(thread=True, exclusive=True, group="facts-index", exit_on_error=False)
     def _build_text_index(self) -> None:
         store, agent = self.host.store, self.host.agent
+        worker = get_current_worker()
         pages = text_pages(
             lambda limit, before: store.texts(agent, "live", limit=limit, before=before),
             store.release_mapped_pages,
         )
-        index = TextIndex.from_pages(pages)
-        self.app.call_from_thread(self._index_ready, index)
+        index = TextIndex.from_pages(takewhile(lambda _page: not worker.is_cancelled, pages))
+        if not worker.is_cancelled:  # a newer reload builds its own; a cleared filter none
+            self.app.call_from_thread(self._index_ready, index)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # A build that failed lets the next keystroke try again.
+        if event.worker.group == "facts-index" and event.state == WorkerState.ERROR:
+            self._indexing = False
 
     def _index_ready(self, texts: TextIndex) -> None:
+        self._indexing = False
+        if not self.query_text:
+            return  # cleared while it was built: nothing is kept without a filter
+        if isinstance(self._all_ids, IdList) and texts.ids == self._all_ids:
+            texts.ids = self._all_ids  # the same ids (the usual case): held once
         self._texts = texts
         self._last_match = None
         if self.query_text and len(texts) > BACKGROUND_FILTER:
             self._search(self.query_text)
             return
-        current = self.current_fact()
-        self._show(current.id if current else self._keep_id)
+        self._show(self._cursor_fact_id() or self._keep_id)
+
+    def _forget_index(self) -> None:
+        """The filter is cleared: let go of the text index and the last search (about
+        100 MB at 1M facts); the next filter builds the index again."""
+        self.workers.cancel_group(self, "facts-index")
+        self.workers.cancel_group(self, "facts-filter")
+        self._indexing = False
+        self._texts = None
+        self._last_match = None
 
     def _search(self, query: str) -> None:
         self.query_one("#facts-info", Static).update("searching…")
@@ -279,8 +340,10 @@ class FactsPane(Vertical, Pane):
     # ---- events ----------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
-        if self.query_text and self._texts is None:
-            self._build_text_index()
+        if not self.query_text:
+            self._forget_index()
+        if self.query_text and self._texts is None and not self._indexing:
+            self._index_texts()  # once: the keys typed meanwhile wait for that index
         if self.query_text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
             self._search(self.query_text)
             return
@@ -295,9 +358,17 @@ class FactsPane(Vertical, Pane):
             event.stop()
 
     def on_virtual_list_selected(self, event: VirtualList.Selected) -> None:
-        fact = self.current_fact()
-        if fact is not None:
-            self.host.show_fact(fact.id)
+        fact_id = self._cursor_fact_id()
+        if fact_id is not None:
+            self.host.show_fact(fact_id)
+
+    def _in_background(
+        self, job: Callable[[], T], then: Callable[[T], None], failed: Callable[[], None]
+    ) -> None:
+        """The rows' page reads: off the UI thread, several at a time."""
+        self.host.read_in_thread(
+            self, job, then, group="fact-rows", exclusive=False, failed=lambda _exc: failed()
+        )
 
     # ---- actions ---------------------------------------------------------------------
     def action_focus_filter(self) -> None:
@@ -306,8 +377,23 @@ class FactsPane(Vertical, Pane):
     def action_toggle_sort(self) -> None:
         """Another order is another list: it is shown from its start (the heaviest fact,
         or the newest) with the cursor there, as a new filter is; a write keeps the
-        cursor on its fact instead."""
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        cursor on its fact instead. The weights are read (off the UI thread) first."""
+        sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        if sort == "weight" and self._weights is None:
+            store, agent = self.host.store, self.host.agent
+
+            def read_weights() -> dict[str, float]:
+                return store.weights(agent, "live")
+
+            self.host.read_in_thread(
+                self, read_weights, partial(self._sorted, sort), group="facts-weights"
+            )
+            return
+        self._sorted(sort, self._weights)
+
+    def _sorted(self, sort: str, weights: dict[str, float] | None) -> None:
+        self._weights = weights
+        self.sort = sort
         self.query_one("#facts-header", Static).update(fact_header(self.sort))
         self._keep_id = None
         self._from_top = True  # a long list, once read in full, starts at its top too
@@ -383,3 +469,11 @@ class FactsPane(Vertical, Pane):
             ),
             done,
         )
+
+
+def _ordered(ids: Sequence[str], weights: dict[str, float] | None) -> Sequence[str]:
+    """Heaviest first; among equal weights, newest first (ids grow with time). Without
+    weights, as they are (newest first)."""
+    if weights is None:
+        return ids
+    return sorted(ids, key=lambda i: (weights.get(i, 0.0), i), reverse=True)

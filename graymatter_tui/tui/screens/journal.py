@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
@@ -15,13 +16,13 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import CycleRecord
 from graymatter_tui.core.summariser_names import NETWORKED
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
-from graymatter_tui.tui.screens.base import Pane
+from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.widgets import stages
@@ -303,10 +304,19 @@ class JournalPane(Vertical, Pane):
         current = self.selected()
         self._fill(current.cycle_id if current else None)
 
-    def reload(self, *, keep: bool = True) -> None:
+    def read(self, *, keep: bool = True) -> Read:
         current = self.selected() if keep else None
-        self.records = self.host.store.records(limit=JOURNAL_ROWS)
-        self._fill(current.cycle_id if current else None)
+        keep_id = current.cycle_id if current else None
+        store = self.host.store
+
+        def job() -> Draw:
+            return partial(self._read_done, store.records(limit=JOURNAL_ROWS), keep_id)
+
+        return job
+
+    def _read_done(self, records: list[CycleRecord], keep_id: str | None) -> None:
+        self.records = records
+        self._fill(keep_id)
         count = len(self.records)
         self.query_one("#journal-info", Static).update(
             f" {counted(count, 'record')}, newest first · enter replays the diff"
@@ -331,12 +341,10 @@ class JournalPane(Vertical, Pane):
             table.move_cursor(row=index)
         self._show_selected()
 
-    def select_cycle(self, cycle_id: str) -> bool:
-        """Read the journal again and put the cursor on `cycle_id` (False: it is not
-        among the newest `JOURNAL_ROWS` records)."""
-        self.reload(keep=False)
-        self.stale = False
-        index = next((i for i, r in enumerate(self.records) if r.cycle_id == cycle_id), None)
+    def select(self, key: str) -> bool:
+        """Put the cursor on cycle `key` (False: it is not among the newest
+        `JOURNAL_ROWS` records, as last read)."""
+        index = next((i for i, r in enumerate(self.records) if r.cycle_id == key), None)
         if index is None:
             return False
         self.query_one("#journal-table", DataTable).move_cursor(row=index)
@@ -398,10 +406,19 @@ class JournalPane(Vertical, Pane):
         if record is None or not self.host.may_mutate():
             return
         store = self.host.store
-        try:
-            refusal = store.revert_refusal(record.cycle_id)
-        except GraymatterError as exc:
-            refusal = str(exc)
+
+        def refusal() -> str | None:
+            try:
+                return store.revert_refusal(record.cycle_id)
+            except (NotFound, Conflict, InvalidInput) as exc:  # a refusal, not a failure
+                return str(exc)
+
+        self.host.read_in_thread(
+            self, refusal, partial(self._revert_if_allowed, record), group="revert-refusal"
+        )
+
+    def _revert_if_allowed(self, record: CycleRecord, refusal: str | None) -> None:
+        store = self.host.store
         if refusal:
             # The store refuses it too; saying so before the question saves a useless yes.
             self.app.notify(

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -23,11 +25,13 @@ from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.provenance import UNRECORDED
 from graymatter_tui.core.receipts import lineage_fields, lineage_summary
 from graymatter_tui.core.words import counted
+from graymatter_tui.embedding.query import use_of
 from graymatter_tui.recall.ranking import Hit, lineages, rank
 from graymatter_tui.recall.vector_signal import QueryVectors
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.widgets.literal import literal
+from graymatter_tui.tui.workers import off_thread
 
 K = 8
 CELL_PADDING = 2  # DataTable's, one cell each side of every column
@@ -123,6 +127,7 @@ class RecallScreen(ModalScreen[str | None]):
         # With embeddings on, ranking asks a server for the query's vector (up to its
         # query timeout): it runs on a worker thread so the screen never freezes.
         self.vectors = vectors
+        self.vector_use = use_of(vectors)
         self.hits: list[Hit] = []
 
     def compose(self) -> ComposeResult:
@@ -153,23 +158,26 @@ class RecallScreen(ModalScreen[str | None]):
         table.clear(columns=True)
         self.query_one("#recall-lineage", Static).update("")
         query = event.value
-        if self.vectors is None:
-            self._show(query, self._ranked(query))
-            return
-        self.query_one("#recall-info", Static).update("ranking (asking the embedding server)…")
-        self.run_worker(
-            lambda: self.app.call_from_thread(self._show, query, self._ranked(query)),
-            thread=True,
+        # Ranking reads the store (and, with embeddings on, asks a server for the query's
+        # vector): in a worker, so the screen never waits.
+        asking = " (asking the embedding server)" if self.vectors is not None else ""
+        self.query_one("#recall-info", Static).update(f"ranking{asking}…")
+        off_thread(
+            self,
+            lambda: self._ranked(query),
+            partial(self._show, query),
+            partial(self._show, query),
             group="recall",
-            exclusive=True,
-            exit_on_error=False,
         )
 
     def _ranked(self, query: str) -> list[Hit] | GraymatterError:
         try:
-            return rank(self.store, self.agent, query, k=K, vectors=self.vectors)
+            hits = rank(self.store, self.agent, query, k=K, vectors=self.vectors)
         except GraymatterError as exc:
             return exc
+        # Read in the thread that ranked: whether the vector signal took part, and why not.
+        self.vector_use = use_of(self.vectors)
+        return hits
 
     def _show(self, query: str, ranked: list[Hit] | GraymatterError) -> None:
         table: DataTable[str | Text] = self.query_one(DataTable)
@@ -181,13 +189,22 @@ class RecallScreen(ModalScreen[str | None]):
             self.query_one("#recall-info", Static).update(literal(ranked))
             return
         self.hits = ranked
-        self.query_one("#recall-info", Static).update(
+        info = Text(
             f"{counted(len(self.hits), 'result')} · "
             + ("vec vector rank · " if self.vectors is not None else "")
             + "kw keyword rank · new recency rank · fused score"
             if self.hits
             else "No live fact shares a keyword with the query."
         )
+        use = self.vector_use
+        if self.vectors is not None and not use.used:
+            # Said whenever vectors are on but took no part: the ranking is keyword only.
+            head = (
+                "vectors not used (the embedder failed): " if use.failed else "vectors not used: "
+            )
+            info.append("\n" + head, style="bold" if use.failed else "")
+            info.append_text(literal(use.reason))
+        self.query_one("#recall-info", Static).update(info)
         table.display = bool(self.hits)
         self._fill_table()
         if self.hits:
@@ -238,12 +255,17 @@ class RecallScreen(ModalScreen[str | None]):
 
     def _show_lineage(self, fact_id: str) -> None:
         """The fact's whole text, then what it superseded, nearest first (a read: no access
-        is recorded)."""
-        try:
-            fields = lineage_fields(lineages(self.store, self.agent, [fact_id])[fact_id])
-        except GraymatterError as exc:
-            self.query_one("#recall-lineage", Static).update(literal(exc))
-            return
+        is recorded; in a worker, the newest highlight's read superseding older ones)."""
+        store, agent = self.store, self.agent
+        off_thread(
+            self,
+            lambda: lineage_fields(lineages(store, agent, [fact_id])[fact_id]),
+            partial(self._lineage_read, fact_id),
+            lambda exc: self.query_one("#recall-lineage", Static).update(literal(exc)),
+            group="lineage",
+        )
+
+    def _lineage_read(self, fact_id: str, fields: dict[str, Any]) -> None:
         out = Text()
         hit = next((h for h in self.hits if h.fact.id == fact_id), None)
         if hit is not None:

@@ -5,6 +5,9 @@ reason, j/k move between them (ADR 0028)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import partial
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +20,7 @@ from graymatter_tui.core.review_modes import HELD_BY_MODE, REFLECT_ACTIONS
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import ReviewDecision
 from graymatter_tui.tui.screens.actions import Action
-from graymatter_tui.tui.screens.base import Pane
+from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import LineEntryScreen
 from graymatter_tui.tui.screens.journal import JournalTable
 from graymatter_tui.tui.widgets.diff_view import DiffView
@@ -81,16 +84,23 @@ class ReviewPane(Vertical, Pane):
         yield Static("", id="review-row", classes="pane-bar-line", markup=False)
         yield DiffView(id="review-diff")
 
-    def reload(self) -> None:
+    def read(self) -> Read:
+        store = self.host.store
+
+        def job() -> Draw:
+            pending = store.proposals(status="pending", limit=REVIEW_ROWS)
+            return partial(self._read_done, pending, store.now())
+
+        return job
+
+    def _read_done(self, pending: list[ReviewProposal], now: datetime) -> None:
         current = self.selected()
-        pending = self.host.store.proposals(status="pending", limit=REVIEW_ROWS)
         self.proposals = list(reversed(pending))  # oldest first: decide in asking order
         table = self.query_one("#review-table", DataTable)
         if not table.columns:
             for name in ("asked", "agent", "action", "by", "fact"):
                 table.add_column(name)
         table.clear()
-        now = self.host.store.now()
         for p in self.proposals:
             table.add_row(
                 Text(clock.short_age(now, p.created_at)),

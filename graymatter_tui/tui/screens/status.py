@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -9,10 +11,15 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from graymatter_tui.core.words import counted
-from graymatter_tui.tui.screens.base import Pane, Reach
+from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
-from graymatter_tui.views.overview import size_text, status_payload, weight_histogram
+from graymatter_tui.views.overview import (
+    StatusPayload,
+    size_text,
+    status_payload,
+    weight_histogram,
+)
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 # The histogram's bars: healthy weights, and those below 0.1 (near pruning). app.tcss.
@@ -34,7 +41,7 @@ def reach_text(reach: Reach) -> str:
 
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
-    DEPENDS_ON = ("reach",)  # the summariser line
+    DEPENDS_ON = ("reach", "embedding")  # the summariser and embedder lines
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
 
     def compose(self) -> ComposeResult:
@@ -44,9 +51,16 @@ class StatusPane(VerticalScroll, Pane):
         # The histogram carries the old theme's colours: draw it again (when shown).
         redraw_on_theme_change(self, self.invalidate)
 
-    def reload(self, *, keep: bool = True) -> None:
-        store = self.host.store
-        p = status_payload(store)
+    def read(self, *, keep: bool = True) -> Read:
+        store, agent = self.host.store, self.host.agent
+
+        def job() -> Draw:
+            weights = list(store.weights(agent, "live").values())
+            return partial(self._draw, status_payload(store), weights)
+
+        return job
+
+    def _draw(self, p: StatusPayload, weights: list[float]) -> None:
         out = Table.grid(padding=(0, 2))
         out.add_column(style="bold", justify="right")
         out.add_column()
@@ -71,6 +85,11 @@ class StatusPane(VerticalScroll, Pane):
         out.add_row("schema", f"{schema}stemming {p['stem_language']}")
         embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
         out.add_row("embedding", embedding)
+        doing, recall_said = self.host.embedding
+        if doing:
+            out.add_row("embedder", literal(doing))
+        if recall_said:
+            out.add_row("vectors", literal(recall_said))
         s = self.host.settings
         out.add_row(
             "summariser",
@@ -92,7 +111,6 @@ class StatusPane(VerticalScroll, Pane):
                 str(a["pinned"]),
                 f"{a['avg_weight']:.3f}",
             )
-        weights = list(store.weights(self.host.agent, "live").values())
         counts = weight_histogram(weights)
         # Bold is the base style: the bars and counts below are bold too.
         histogram = Text("\n", style="bold")

@@ -3,7 +3,8 @@
 It is fitted to the terminal's width each time it is drawn. A location too long for the
 line is shortened in its middle, whole components first, so its end (the directory or
 database a person tells stores apart by) stays in sight: `/home/u/…/stores/project-x`.
-The badges come first and are never cut."""
+The badges come first and are never cut. While the shown pane's read is slow, the bar's
+right end says so (`READING`) and the location gives up the room."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ ELLIPSIS = "…"
 NAME = "graymatter-tui · "
 PATH_CELLS = 20  # with less room for the location, the app's name gives way
 AGENT_CELLS = 8  # an agent's name is shortened to no fewer cells than this
+READING = "reading…"  # at the bar's right end while the shown pane's read is slow
 
 
 def cut_left(text: str, cells: int) -> str:
@@ -80,10 +82,17 @@ def shorten_path(path: str, cells: int, sep: str = "/") -> str:
     return joined(head, tail)
 
 
-def top_bar_line(badges: str, agent: str, live: int, location: str, width: int) -> str:
+def top_bar_line(
+    badges: str, agent: str, live: int, location: str, width: int, mark: str = ""
+) -> str:
     """The top bar's text in `width` cells (text already made literal): the badges, the
-    app's name, the agent and its live facts, then the location, shortened to fit. A
-    narrow terminal loses the app's name first, then the middle of a long agent name."""
+    app's name, the agent and its live facts, then the location, shortened to fit, and
+    `mark` (if any) at the right end. A narrow terminal loses the app's name first, then
+    the middle of a long agent name."""
+    if mark:
+        room = max(width - cell_len(mark) - 2, 1)
+        line = top_bar_line(badges, agent, live, location, room)
+        return line + " " * (width - cell_len(line) - cell_len(mark) - 1) + mark + " "
     # The room the location should have: its last component whole, and PATH_CELLS.
     last = ELLIPSIS + "/" + location.rsplit("/", 1)[-1]
     location_cells = min(cell_len(location), max(PATH_CELLS, cell_len(last)))
@@ -105,6 +114,7 @@ class TopBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self._parts: tuple[str, str, int, str] | None = None
+        self._mark = ""
 
     def show(self, badges: str, agent: str, live: int, location: str) -> None:
         """Show the store's badges, the agent and its live facts, and the location
@@ -112,10 +122,24 @@ class TopBar(Static):
         parts = (literal(badges).plain, literal(agent).plain, live, literal(location).plain)
         if parts != self._parts:
             self._parts = parts
-            # The whole line as content; drawing fits it to the bar's width.
-            self.update(Text(top_bar_line(*parts, width=sys.maxsize)))
+            self._update()
+
+    def show_reading(self, reading: bool) -> None:
+        """Mark (or unmark) the shown pane's read as slow."""
+        mark = READING if reading else ""
+        if mark != self._mark:
+            self._mark = mark
+            self._update()
+
+    def _update(self) -> None:
+        if self._parts is None:
+            self.update(self._mark)
+            return
+        # The whole line as content; drawing fits it to the bar's width.
+        line = top_bar_line(*self._parts, width=sys.maxsize)
+        self.update(Text(f"{line}  {self._mark}" if self._mark else line))
 
     def render(self) -> RenderResult:
         if self._parts is None or self.size.width <= 0:
             return super().render()
-        return Text(top_bar_line(*self._parts, width=self.size.width))
+        return Text(top_bar_line(*self._parts, width=self.size.width, mark=self._mark))

@@ -1,0 +1,242 @@
+"""How long the TUI's event loop stalls while a person works, over a slow database.
+
+    python benchmarks/tui_stall_bench.py [--backend postgres|lmdb] [--delay-ms 100]
+                                         [--seconds 20] [--facts 2000] [--pg-url URL]
+
+The app runs headless (`App.run_test`, 120x36) on a demo store plus `--facts` facts of
+ops-agent. On PostgreSQL (the default) it reaches the server through a loopback proxy that
+delays every chunk the app sends by `--delay-ms` (tests/support/delaying_proxy.py), so each
+round trip takes that much longer, as over a slow network; without `--pg-url` a throwaway
+cluster is started (tests/support/postgres.py). On LMDB there is no proxy.
+
+A scripted person then, for `--seconds`: types a word into the Facts filter a key at a time
+and clears it, and shows each tab (1…7) in turn, while another process's connection (not
+through the proxy) writes a fact every `--write-every` seconds. A probe coroutine sleeps
+5 ms in a loop on the app's event loop and records how late it wakes: a late wake is a
+stall, time in which no key, frame or timer was handled. Printed: the longest stall, the
+99th percentile, and how many wakes were 50 ms or 100 ms late, during the script and
+during start-up (from `run_test` until the first frame).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+# tests.support; appended, so a PYTHONPATH naming another checkout of the package wins
+sys.path.append(str(Path(__file__).resolve().parent.parent))
+
+OPS = "ops-agent"
+WORD = "staging"
+
+
+def fill(store: Any, facts: int) -> None:
+    from graymatter_tui.exchange.demo import create_demo
+    from graymatter_tui.storage import NewFact
+
+    create_demo(store)
+    if facts:
+        store.put_many(
+            NewFact(OPS, f"Bench note {n}: staging ledger port {n % 97} ref OPS-{n}")
+            for n in range(facts)
+        )
+
+
+class Writer:
+    """Another process's writes: a fact every `every` seconds over its own connection."""
+
+    def __init__(self, store: Any, every: float) -> None:
+        self.store = store
+        self.every = every
+        self.written = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Writer:
+        if self.every > 0:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.store.put(OPS, f"written elsewhere {self.written}")
+            self.written += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+
+def person() -> Iterator[tuple[str, float]]:
+    """(key, pause after it) for ever: type a word into the Facts filter and clear it,
+    then show every tab in turn and come back to Facts."""
+    while True:
+        yield "1", 0.3
+        yield "slash", 0.1
+        for char in WORD:
+            yield char, 0.12
+        for _ in WORD:
+            yield "backspace", 0.08
+        yield "escape", 0.2
+        for tab in "2345671":
+            yield tab, 0.4
+
+
+async def script(pilot: Any, seconds: float) -> int:
+    """Press the person's keys until `seconds` have passed; the number of keys pressed
+    (fewer when the app is slow to take each one)."""
+    keys = 0
+    deadline = time.monotonic() + seconds
+    for key, pause in person():
+        if time.monotonic() >= deadline:
+            break
+        await pilot.press(key)
+        keys += 1
+        await pilot.pause(pause)
+    return keys
+
+
+async def drive(store: Any, settings: Any, seconds: float) -> dict[str, Any]:
+    from graymatter_tui.tui.app import GraymatterApp
+    from tests.support.loop_lag import LagProbe, summary
+
+    app = GraymatterApp(store=store, settings=settings, agent=OPS)
+    app.animation_level = "none"
+    probe = LagProbe()
+    started = time.perf_counter()
+    async with app.run_test(size=(120, 36)) as pilot:
+        probe.start()
+        await pilot.pause()
+        startup = probe.take()
+        first_frame = time.perf_counter() - started
+        keys = await script(pilot, seconds)
+        scripted = probe.take()
+        probe.stop()
+        app.exit()
+        await pilot.pause()
+    return {
+        "first_frame_s": first_frame,
+        "keys": keys,
+        "script": summary(scripted),
+        "startup": summary(startup),
+    }
+
+
+@contextmanager
+def postgres_url(given: str | None) -> Iterator[str]:
+    if given:
+        yield given
+        return
+    from tests.support.postgres import throwaway_cluster
+
+    with throwaway_cluster() as cluster:
+        yield cluster.url(cluster.new_database("gm_stall"))
+
+
+def note(what: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+
+def run_postgres(args: argparse.Namespace) -> dict[str, Any]:
+    from graymatter_tui.backends.postgres import PgStore
+    from graymatter_tui.core.config import Settings
+    from tests.support.delaying_proxy import DelayingProxy
+
+    with ExitStack() as stack:
+        url = stack.enter_context(postgres_url(args.pg_url))
+        note("cluster ready")
+        direct = stack.enter_context(PgStore.open(url))
+        fill(direct, args.facts)
+        note("store filled")
+        target = urlsplit(url)
+        upstream = (target.hostname or "127.0.0.1", target.port or 5432)
+        proxy = DelayingProxy(upstream, args.delay_ms / 1000)
+        stack.callback(proxy.close)
+        slow_url = proxy.url_for(url)
+        store = stack.enter_context(PgStore.open(slow_url))
+        note("opened through the proxy")
+        settings = Settings.from_env(store=slow_url).with_overrides(summariser="local")
+        writer = stack.enter_context(Writer(direct, args.write_every))
+        result = asyncio.run(drive(store, settings, args.seconds))
+        note("app done")
+        result["writes"] = writer.written
+        result["proxied_connections"] = proxy.connections
+        return result
+
+
+def run_lmdb(args: argparse.Namespace) -> dict[str, Any]:
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.config import Settings
+
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        path = Path(tmp) / "store"
+        store = stack.enter_context(LmdbStore.open(path))
+        fill(store, args.facts)
+        # The other writer is another process, as it would be on LMDB.
+        code = (
+            "import sys, time\n"
+            "from graymatter_tui.backends.lmdb import LmdbStore\n"
+            "with LmdbStore.open(sys.argv[1]) as s:\n"
+            "    n = 0\n"
+            "    while True:\n"
+            "        time.sleep(float(sys.argv[2]))\n"
+            "        s.put('ops-agent', f'written elsewhere {n}'); n += 1\n"
+        )
+        import subprocess
+
+        writer = None
+        if args.write_every > 0:
+            writer = subprocess.Popen(
+                [sys.executable, "-c", code, str(path), str(args.write_every)]
+            )
+        try:
+            settings = Settings.from_env(data_dir=path).with_overrides(summariser="local")
+            return asyncio.run(drive(store, settings, args.seconds))
+        finally:
+            if writer is not None:
+                writer.kill()
+                writer.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("postgres", "lmdb"), default="postgres")
+    parser.add_argument("--delay-ms", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--facts", type=int, default=2000)
+    parser.add_argument("--write-every", type=float, default=2.0)
+    parser.add_argument("--pg-url", default=None)
+    parser.add_argument("--json", action="store_true", help="print one JSON line only")
+    args = parser.parse_args()
+    result = run_postgres(args) if args.backend == "postgres" else run_lmdb(args)
+    result["backend"] = args.backend
+    result["delay_ms"] = args.delay_ms if args.backend == "postgres" else 0.0
+    if args.json:
+        print(json.dumps(result))
+        return
+    delay = f", +{args.delay_ms:.0f} ms per round trip" if args.backend == "postgres" else ""
+    print(f"tui_stall_bench: {args.backend}{delay}, {args.seconds:.0f} s scripted, 120x36")
+    print(f"first frame {result['first_frame_s']:.2f} s; {result['keys']} keys pressed")
+    print("| phase | wakes | longest stall | p99 | ≥ 50 ms | ≥ 100 ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for phase in ("startup", "script"):
+        s = result[phase]
+        print(
+            f"| {phase} | {s['wakes']} | {s['max_ms']:.0f} ms | {s['p99_ms']:.0f} ms "
+            f"| {s['over_50ms']} | {s['over_100ms']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

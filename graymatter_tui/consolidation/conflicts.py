@@ -1,0 +1,56 @@
+"""Semantic near-duplicates and possible updates between two facts, by text similarity.
+
+Two facts are on the same subject when their content words (the key details taken out)
+overlap enough. A fact on the same subject whose key details (those the coverage guard
+keeps: numbers, dates, identifiers, versions, names) are all already held is a duplicate;
+one whose key details differ is a possible update, and the verdict names the details
+that differ on each side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graymatter_tui.consolidation.guard import content_words, detail_key, key_details
+
+SAME_SUBJECT = 0.34
+DUPLICATE_SUBJECT = 0.5
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    kind: str  # "duplicate", "possible_update", "related" or "unrelated"
+    similarity: float
+    only_new: list[str] = field(default_factory=list)
+    only_old: list[str] = field(default_factory=list)
+
+    def reason(self) -> str:
+        if self.kind == "duplicate":
+            return "same meaning; every key detail is already held"
+        if self.kind == "possible_update":
+            new = ", ".join(self.only_new) or "none"
+            old = ", ".join(self.only_old) or "none"
+            return f"details differ: new {new}; held {old}"
+        return self.kind
+
+
+def _subject(text: str) -> set[str]:
+    detail_words = {w for d in key_details(text) for w in detail_key(d).split()}
+    return {w[:6] for w in content_words(text) if w not in detail_words}
+
+
+def compare(new: str, old: str) -> PairVerdict:
+    """How the fact `new` stands to the held fact `old`."""
+    a, b = _subject(new), _subject(old)
+    sim = len(a & b) / len(a | b) if a and b else 0.0
+    new_details = {detail_key(d): d for d in key_details(new)}
+    old_details = {detail_key(d): d for d in key_details(old)}
+    only_new = [v for k, v in new_details.items() if k not in old_details]
+    only_old = [v for k, v in old_details.items() if k not in new_details]
+    if sim >= DUPLICATE_SUBJECT and not only_new:
+        return PairVerdict("duplicate", sim)
+    if sim >= SAME_SUBJECT and only_new and only_old:
+        return PairVerdict("possible_update", sim, only_new, only_old)
+    if sim >= SAME_SUBJECT / 2:
+        return PairVerdict("related", sim)
+    return PairVerdict("unrelated", sim)

@@ -1,0 +1,3 @@
+from graymatter_tui.hooks.entry import main
+
+main()
