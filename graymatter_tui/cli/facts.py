@@ -148,9 +148,9 @@ def _print_past(store: MemoryStore, past: PastFacts, state: str, as_json: bool) 
     for item in past.facts:
         if item.fact is None:
             continue
-        line = fact_line(
-            item.fact, now, with_agent=past.agent is None, retirement=retired.get(item.fact_id)
-        )
+        # A fact live then is shown as it stood (its retirement since is a ↳ line below).
+        retirement = retired.get(item.fact_id) if item.then == "tombstone" else None
+        line = fact_line(item.fact, now, with_agent=past.agent is None, retirement=retirement)
         say(line + ("  (pruned since)" if item.now == "pruned" else ""))
         if item.ended is not None:
             say(f"    † {when(item.ended.at, item.ended.approximate)}  {ending_said(item.ended)}")

@@ -68,7 +68,7 @@ def past_facts(
             if item is not None:
                 found.append(item)
     if not found and (not earliest or moment.at < earliest):
-        since = f"it was created at {created}" if created else "there is no store there yet"
+        since = f"it was created at {_shown(created)}" if created else "it holds nothing yet"
         raise InvalidInput(f"the store did not exist yet {_when(moment)} ({since})")
     found.sort(key=lambda p: p.fact_id, reverse=True)
     if before is not None:
@@ -83,8 +83,12 @@ def past_facts(
     )
 
 
+def _shown(stamp: str) -> str:
+    return canonical_time(stamp)[:19].replace("T", " ") + " UTC"
+
+
 def _when(moment: Moment) -> str:
-    shown = moment.at[:19].replace("T", " ") + " UTC"
+    shown = _shown(moment.at)
     return f"before record {moment.record} ({shown})" if moment.record else f"at {shown}"
 
 

@@ -95,6 +95,11 @@ class BaseStore(ABC):
     def location(self) -> str:
         """Where the store is, for people: a directory, or a URL without its password."""
 
+    @property
+    @abstractmethod
+    def absent(self) -> bool:
+        """There is no store where it was looked for: this is an empty read-only view."""
+
     # Bulk writes: a backend that must size its storage first (LMDB's map) is told what
     # is coming; the others need do nothing.
     def _make_room_for_facts(
@@ -141,6 +146,11 @@ class BaseStore(ABC):
         happened to it since (`past_ops.past_facts`), in one read transaction."""
         if agent is not None:
             validate_agent(agent)
+        if self.absent:
+            raise InvalidInput(
+                f"there is no store at {self.location} yet, so nothing was live "
+                + (f"before record {as_of.record}" if as_of.record else f"at {as_of.said()}")
+            )
         return self._read(
             lambda tx: past_ops.past_facts(
                 tx,
