@@ -46,33 +46,47 @@ def past_facts(
     created = tx.meta_get("created_at") or ""
     agents = [shown_agent] if shown_agent is not None else _all_agents(tx)
     found: list[PastFact] = []
-    earliest = canonical_time(created) if created else ""
+    reached = False  # some fact had been written by the moment
     for name in agents:
         spans = rows_of(tx, name)
-        for fact in tx.iter_facts(name, "all"):
-            stamp = canonical_time(fact.created_at)
-            earliest = min(earliest, stamp) if earliest else stamp
-            item = _past(
-                fact, spans.pop(fact.id, []), moment, state, "live" if fact.is_live else "tombstone"
-            )
-            if item is not None:
-                found.append(item if with_facts else item.without_fact())
+        # Pruned facts first (the store no longer holds them: their copies are in the
+        # journal), so that the store's own facts can be read newest first and the read
+        # can stop once `limit` of them are in.
+        gone: list[PastFact] = []
         records: dict[str, dict[str, Fact]] = {}
-        for fact_id, endings in spans.items():  # facts the store no longer holds
+        for fact_id, endings in spans.items():
             copy = _pruned_copy(tx, fact_id, endings, records)
-            if copy is None:
+            if copy is None or (before is not None and fact_id >= before):
                 continue
-            stamp = canonical_time(copy.created_at)
-            earliest = min(earliest, stamp) if earliest else stamp
+            reached = reached or moment.reached(copy.created_at)
             item = _past(copy, endings, moment, state, "pruned")
             if item is not None:
-                found.append(item)
-    if not found and (not earliest or moment.at < earliest):
+                gone.append(item)
+        kept = 0
+        for fact in tx.iter_facts(name, "all", before=before):
+            if not moment.reached(fact.created_at):
+                continue
+            reached = True
+            span = spans.get(fact.id)
+            now: NowState = "live" if fact.is_live else "tombstone"
+            if not span:  # never ended: live ever since it was written
+                if state == "tombstones":
+                    continue
+                item = PastFact(fact.id, fact if with_facts else None, "live", now, [])
+            else:
+                past = _past(fact, span, moment, state, now)
+                if past is None:
+                    continue
+                item = past if with_facts else past.without_fact()
+            found.append(item)
+            kept += 1
+            if limit is not None and kept >= limit:
+                break
+        found += gone
+    if not found and not reached and (not created or moment.at < canonical_time(created)):
         since = f"it was created at {_shown(created)}" if created else "it holds nothing yet"
         raise InvalidInput(f"the store did not exist yet {_when(moment)} ({since})")
     found.sort(key=lambda p: p.fact_id, reverse=True)
-    if before is not None:
-        found = [p for p in found if p.fact_id < before]
     if limit is not None:
         found = found[:limit]
     return PastFacts(

@@ -19,7 +19,7 @@ from graymatter_tui.core import clock
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import CycleRecord
-from graymatter_tui.storage.values import ApplyRequest
+from graymatter_tui.storage.values import ApplyRequest, NewFact
 from tests.support.backends import AnyStore
 from tests.support.clock import ManualClock
 
@@ -90,6 +90,7 @@ def _history(store: AnyStore, tick: ManualClock, tmp_path: Path) -> History:
     c = store.put("ops", "Backups run nightly at 02:00 UTC.")
     d = store.put("ops", "The on-call rota is in the wiki.")
     e = store.put("support", "Refunds over 100 EUR need a lead.")
+    (faint,) = store.put_many([NewFact("ops", "A note nobody reads.", weight=0.005)])
     step("added")
     revised, _ = store.revise(c.id, "Backups run nightly at 03:00 UTC.")
     step("revised")
@@ -106,7 +107,14 @@ def _history(store: AnyStore, tick: ManualClock, tmp_path: Path) -> History:
     h.records[second.cycle_id] = after_revert
     step("consolidated again")
     store.revise(e.id, "Refunds over 200 EUR need a lead.")
-    step("support revised")
+    before_prune = step("support revised")
+    stamp = clock.format_time(store.now())
+    pruning = CycleRecord(
+        cycle_id=store.unused_id(store.now()), agent_id="ops", started_at=stamp, finished_at=stamp
+    )
+    assert [f.id for f in store.prune("ops", pruning).pruned] == [faint.id]
+    h.records[pruning.cycle_id] = before_prune
+    step("pruned")
     return h
 
 
@@ -130,7 +138,7 @@ def test_each_saved_moment_is_answered_with_the_facts_live_then(
     saved_as = {s.label: s.live for s in history.steps}
     assert saved_as["quiet"] == saved_as["retired"]  # nothing happened in between
     assert saved_as["reverted"] == saved_as["retired"]  # the revert undid the cycle
-    assert len({frozenset(live) for live in saved_as.values()}) == 6
+    assert len({frozenset(live) for live in saved_as.values()}) == 7
     for saved in history.steps:
         got = _past_live(any_store, None, AsOf(time=saved.at))
         assert got == saved.live, saved.label
@@ -151,7 +159,7 @@ def test_a_moment_between_two_steps_is_the_earlier_step(
 def test_just_before_a_record_is_the_step_saved_before_it(
     any_store: AnyStore, history: History
 ) -> None:
-    assert len(history.records) == 3  # two consolidations and a revert
+    assert len(history.records) == 4  # two consolidations, a revert and a prune
     for record_id, saved in history.records.items():
         past = any_store.past_facts(None, AsOf(record=record_id))
         assert past.agent == "ops"  # the record's own agent
@@ -210,3 +218,40 @@ def test_bad_moments_are_refused_clearly(any_store: AnyStore, history: History) 
         any_store.past_facts("support", AsOf(record=record_id))
     with pytest.raises(NotFound, match="no journal record"):
         any_store.past_facts(None, AsOf(record="01JC0000000000000000000001"))
+
+
+def test_a_pruned_fact_is_shown_live_before_its_prune_from_the_journal_copy(
+    any_store: AnyStore, history: History
+) -> None:
+    pruned_by, saved = list(history.records.items())[-1]
+    past = any_store.past_facts("ops", AsOf(time=saved.at))
+    (faint,) = [p for p in past.facts if p.now == "pruned"]
+    assert faint.fact is not None and faint.fact.text == "A note nobody reads."
+    assert [(e.how, e.record) for e in faint.later] == [("pruned", pruned_by)]
+    after = any_store.past_facts("ops", AsOf(time=history.steps[-1].at))
+    assert faint.fact_id not in {p.fact_id for p in after.facts}
+
+
+@pytest.mark.parametrize("page", [1, 2, 3])
+def test_pages_of_a_past_moment_join_up_to_the_whole_list(
+    any_store: AnyStore, history: History, page: int
+) -> None:
+    for saved in history.steps:
+        for state in ("live", "tombstones", "all"):
+            whole = any_store.past_facts(None, AsOf(time=saved.at), state=state)  # type: ignore[arg-type]
+            paged: list[str] = []
+            before: str | None = None
+            while True:
+                got = any_store.past_facts(
+                    None,
+                    AsOf(time=saved.at),
+                    state=state,
+                    limit=page,
+                    before=before,  # type: ignore[arg-type]
+                )
+                assert len(got.facts) <= page
+                paged += [p.fact_id for p in got.facts]
+                if len(got.facts) < page:
+                    break
+                before = got.facts[-1].fact_id
+            assert paged == [p.fact_id for p in whole.facts], (saved.label, state)
