@@ -126,3 +126,21 @@ async def test_b_on_the_journal_shows_the_facts_before_the_revert(told: Told) ->
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, PastFactsScreen)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_the_columns_line_up_and_the_counts_come_first_at_any_width(
+    told: Told, size: tuple[int, int]
+) -> None:
+    app = make_app(told.store)
+    async with running(app, size=size) as pilot:
+        await open_past(pilot, told.cycle.cycle_id, via_replay=True)
+        await pilot.press("c")
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if "text, as it was live then"[:16] in line)
+        changed = [line for line in lines if "→ " in line]
+        assert len(changed) == 3
+        assert all(line.index("→") == header.index("since") for line in changed), lines
+        info = next(line for line in lines if "live then," in line)
+        assert f"{len(told.before_cycle)} facts live then, 3 changed since" in info

@@ -38,7 +38,7 @@ from graymatter_tui.views.past import APPROXIMATE_NOTE, event_line, events, shor
 
 # Where each fact is now, as the row's first cell: still live, a tombstone, pruned.
 MARKS = {"live": " ", "tombstone": "†", "pruned": "✗"}
-LEAD = 8  # " † 12mo " before the text
+LEAD = 9  # " †  12mo " before the text
 BANNER = "past-facts--banner"
 NO_FACTS = "No fact of this agent was live then."
 STRUCK = Style(strike=True)
@@ -53,7 +53,8 @@ def text_cells(width: int) -> int:
 
 def past_header(width: int) -> str:
     """Column titles over `PastRows.row` at the same width."""
-    return " now age  " + "text, as it was live then".ljust(text_cells(width)) + " since"
+    cells = text_cells(width)
+    return " now age " + "text, as it was live then"[:cells].ljust(cells) + " since"
 
 
 class PastRows:
@@ -82,7 +83,7 @@ class PastRows:
         lead = f" {MARKS[item.now]}  {age:>4} "
         body = column(text, text_cells(width), STRUCK if item.now != "live" else PLAIN)
         row = [Segment(lead, styles.pinned if fact.pinned else DIM), *body, Segment(" ", PLAIN)]
-        row.append(Segment(("→ " + since) if since else "still live, unchanged", DIM))
+        row.append(Segment(("→ " + since) if since else "unchanged", DIM))
         return fit(row, width)
 
 
@@ -140,7 +141,6 @@ class PastFactsScreen(ModalScreen[None]):
         banner.stylize(self.get_component_rich_style(BANNER))
         self.query_one("#past-banner", Static).update(banner)
         self.query_one("#past-info", Static).update(self._where("reading the facts…"))
-        self.query_one("#past-header", Static).update(past_header(self.size.width or 80))
         self.fact_list.focus()
         self._read()
 
@@ -150,10 +150,11 @@ class PastFactsScreen(ModalScreen[None]):
         return stamp[:19].replace("T", " ")
 
     def _where(self, said: str) -> Text:
-        """`just before cycle C of agent A · <said>`, on one line."""
+        """`<said> · just before cycle C of agent A`, on one line (what was read first:
+        a narrow terminal cuts the record's id, not the counts)."""
         r = self.record
         what = "review" if r.kind == "review" else ("revert" if r.kind == "revert" else "cycle")
-        line = literal(f"just before {what} {r.cycle_id} of {r.agent_id} · {said}")
+        line = literal(f"{said} · just before {what} {r.cycle_id} of {r.agent_id}")
         line.no_wrap = True
         line.overflow = "ellipsis"
         return line
@@ -188,6 +189,7 @@ class PastFactsScreen(ModalScreen[None]):
             "No fact of that moment has changed since." if self.only_changed else NO_FACTS
         )
         self.fact_list.set_source(PastRows(shown, moment), cursor=0)
+        self.on_resize()  # the header at the list's own width, as its rows are drawn
         live = counted(len(past.facts), "fact")
         said = f"{live} live then, {len(changed)} changed since"
         if self.only_changed:
@@ -200,7 +202,8 @@ class PastFactsScreen(ModalScreen[None]):
         self._fill()
 
     def on_resize(self) -> None:
-        self.query_one("#past-header", Static).update(past_header(self.fact_list.size.width))
+        width = self.fact_list.size.width or self.size.width or 80
+        self.query_one("#past-header", Static).update(past_header(width))
 
     def selected(self) -> PastFact | None:
         source = self.fact_list.source
