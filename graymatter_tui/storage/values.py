@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+import msgspec
+
 from graymatter_tui.core.errors import Conflict, InvalidInput
 from graymatter_tui.core.lifespan import Ending, Moment
 from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
@@ -297,8 +299,7 @@ PastState = Literal["live", "tombstone"]
 NowState = Literal["live", "tombstone", "pruned"]
 
 
-@dataclass(frozen=True, slots=True)
-class PastFact:
+class PastFact(msgspec.Struct, frozen=True):  # a Struct: 100k of them are made per read
     """A fact as it stood at a past moment: `then` live or a tombstone (`ended` says
     what made it one), `now` where it is today, `later` what happened to it since,
     oldest first. `fact` is the store's row today (a pruned fact's copy in the journal),
