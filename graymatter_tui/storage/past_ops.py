@@ -40,8 +40,8 @@ def past_facts(
 ) -> PastFacts:
     """The facts of `agent` (every agent's when None) that were in `state` at the moment
     `as_of` names (live, tombstones then, or both), newest first, each with what
-    happened to it since. Without `with_facts`, a fact the store still holds is named by
-    id only (a long list is drawn from the store a page at a time)."""
+    happened to it since. Without `with_facts`, a fact live now is named by id only (a
+    long list is drawn from the store a page at a time, recall reads its postings)."""
     moment, shown_agent = resolve(tx, as_of, agent)
     created = tx.meta_get("created_at") or ""
     agents = [shown_agent] if shown_agent is not None else _all_agents(tx)
@@ -76,7 +76,8 @@ def past_facts(
             if not span:  # never ended: live ever since it was written
                 if state == "tombstones":
                     continue
-                item = PastFact(fact.id, fact if with_facts else None, "live", now, [])
+                row = fact if with_facts or now != "live" else None
+                item = PastFact(fact.id, row, "live", now, [])
             else:
                 past = _past(fact, span, moment, state, now)
                 if past is None:

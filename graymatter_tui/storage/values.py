@@ -303,8 +303,8 @@ class PastFact(msgspec.Struct, frozen=True):  # a Struct: 100k of them are made 
     """A fact as it stood at a past moment: `then` live or a tombstone (`ended` says
     what made it one), `now` where it is today, `later` what happened to it since,
     oldest first. `fact` is the store's row today (a pruned fact's copy in the journal),
-    or None when only the id was asked for. `approximate`: a time in `later` or `ended`
-    was derived after the fact (a store written before schema 6)."""
+    or None when only the id was asked for (of a fact live now). `approximate`: a time
+    in `later` or `ended` was derived after the fact (a store written before schema 6)."""
 
     fact_id: str
     fact: Fact | None
@@ -315,8 +315,10 @@ class PastFact(msgspec.Struct, frozen=True):  # a Struct: 100k of them are made 
     approximate: bool = False
 
     def without_fact(self) -> PastFact:
-        """The same, naming a fact the store still holds by id only."""
-        if self.now == "pruned" or self.fact is None:
+        """The same, naming a fact that is live now by id only (the store's postings and
+        rows answer for it); one that is not keeps its row (recall as of then analyses
+        its text: one read here, not one round trip per fact later)."""
+        if self.now != "live" or self.fact is None:
             return self
         return PastFact(
             self.fact_id, None, self.then, self.now, self.later, self.ended, self.approximate
