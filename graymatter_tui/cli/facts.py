@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+import msgspec
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
@@ -148,9 +149,12 @@ def _print_past(store: MemoryStore, past: PastFacts, state: str, as_json: bool) 
     for item in past.facts:
         if item.fact is None:
             continue
-        # A fact live then is shown as it stood (its retirement since is a ↳ line below).
-        retirement = retired.get(item.fact_id) if item.then == "tombstone" else None
-        line = fact_line(item.fact, now, with_agent=past.agent is None, retirement=retirement)
+        # A fact live then is shown as it stood, not marked † (what ended it since is a
+        # ↳ line below); a tombstone then is shown as one.
+        shown, retirement = item.fact, retired.get(item.fact_id)
+        if item.then == "live":
+            shown, retirement = msgspec.structs.replace(shown, superseded_by=""), None
+        line = fact_line(shown, now, with_agent=past.agent is None, retirement=retirement)
         say(line + ("  (pruned since)" if item.now == "pruned" else ""))
         if item.ended is not None:
             say(f"    † {when(item.ended.at, item.ended.approximate)}  {ending_said(item.ended)}")

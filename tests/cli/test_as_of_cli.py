@@ -259,3 +259,22 @@ def test_no_store_at_all_is_said_as_such(run_cli: Run, cli_dir: Path) -> None:
     assert done.returncode == 1 and line.startswith("graymatter-tui: error:")
     assert f"there is no store at {cli_dir} yet" in line
     assert not cli_dir.exists()
+
+
+def test_a_fact_live_then_is_not_marked_as_the_tombstone_it_is_now(
+    any_cli: Run, story: Story
+) -> None:
+    env = {"GRAYMATTER_NOW": _at(30)}
+    backups = story.ids["backups"]
+    then = _ok(any_cli("list", "ops", "--as-of", story.moments["added"], env=env)).splitlines()
+    (line,) = [n for n, text in enumerate(then) if text.startswith(backups)]
+    assert then[line].startswith(f"{backups}   ")  # no † (nor ★, ↺) in the mark column
+    assert then[line + 1].strip().endswith(f"revised into {story.ids['backups v2']}")
+    now = _ok(any_cli("list", "ops", "--state", "tombstones", env=env))
+    assert f"{backups} † " in now  # as plain `list` marks it today
+    gone = _ok(
+        any_cli(
+            "list", "ops", "--as-of", story.moments["retired"], "--state", "tombstones", env=env
+        )
+    )
+    assert f"{story.ids['rota']} † " in gone and f"{backups} † " in gone
