@@ -29,19 +29,25 @@ def _answers(past: PastFacts) -> Answers:
 
 
 def _history(store: PgStore, tick: ManualClock) -> list[datetime]:
-    """A revision, a retirement, a consolidation and its revert, a minute apart; the
-    moment after each."""
+    """A revision, a retirement, an approved review, a consolidation and its revert, a
+    minute apart; the moment after each."""
     moments = []
     a = store.put("ops", "The staging database listens on port 5432.")
     b = store.put("ops", "Staging's database is on port 5432.")
     c = store.put("ops", "Backups run nightly at 02:00 UTC.")
     d = store.put("ops", "The on-call rota is in the wiki.")
+    e = store.put("ops", "Deploys need one approval.")
     moments.append(store.now())
     tick.advance(minutes=1)
     store.revise(c.id, "Backups run nightly at 03:00 UTC.")
     moments.append(store.now())
     tick.advance(minutes=1)
     store.retire(d.id)
+    moments.append(store.now())
+    tick.advance(minutes=1)
+    held = store.hold_change("ops", "update", e.text, "Deploys need two approvals.")
+    tick.advance(minutes=1)
+    assert store.approve_proposal(held.id).applied
     moments.append(store.now())
     tick.advance(minutes=1)
     cycle = store.unused_id(store.now())
@@ -97,8 +103,9 @@ def test_a_schema_4_database_gets_its_endings_derived_by_the_upgrade(pg_url: str
     assert derived_by_record == by_record
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT count(*) FROM lifespans").fetchone()
-    # the revised fact, the retired one, the two consumed (then restored) and the summary
-    assert rows == (5,)
+    # the revised fact, the retired one, the one the review replaced, the two consumed
+    # (then restored) and the summary
+    assert rows == (6,)
 
 
 def test_a_new_database_starts_with_an_empty_table_and_records_each_ending(

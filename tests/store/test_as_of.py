@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.core import clock
+from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import CycleRecord
@@ -255,3 +255,39 @@ def test_pages_of_a_past_moment_join_up_to_the_whole_list(
                     break
                 before = got.facts[-1].fact_id
             assert paged == [p.fact_id for p in whole.facts], (saved.label, state)
+
+
+def test_an_approved_review_and_its_revert_are_named_and_undone_in_the_past(
+    any_store: AnyStore, store_clock: ManualClock
+) -> None:
+    old = any_store.put("ops", "Staging listens on 5432.")
+    store_clock.advance(minutes=1)
+    with provenance.writing_as("mcp:claude-code"):
+        held = any_store.hold_change("ops", "update", old.text, "Staging listens on 6543.")
+    store_clock.advance(minutes=1)
+    decision = any_store.approve_proposal(held.id)
+    assert decision.applied
+    review = decision.record
+    approved_at = any_store.now()
+    store_clock.advance(minutes=1)
+    revert = any_store.revert(review.cycle_id)
+    reverted_at = any_store.now()
+
+    before = any_store.past_facts("ops", AsOf(record=review.cycle_id))
+    assert [p.fact_id for p in before.facts] == [old.id]  # the replacement not yet written
+    (revised,) = before.facts[0].later
+    assert (revised.how, revised.by, revised.record, revised.record_kind) == (
+        "revised",
+        review.summary_id,
+        review.cycle_id,
+        "review",
+    )
+    assert revised.restored_by == revert.cycle_id
+    assert revised.source == "mcp:claude-code"  # who asked (the derivation says so too)
+    between = any_store.past_facts("ops", AsOf(time=approved_at))
+    assert [p.fact_id for p in between.facts] == [review.summary_id]
+    (ending,) = between.facts[0].later
+    assert (ending.how, ending.record, ending.record_kind) == ("retired", revert.cycle_id, "revert")
+    after = any_store.past_facts("ops", AsOf(time=reverted_at))
+    assert [p.fact_id for p in after.facts] == [old.id]
+    assert {f.id for f in any_store.list_facts("ops")} == {old.id}  # as the store is now
