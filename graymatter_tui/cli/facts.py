@@ -161,7 +161,7 @@ def _print_past(store: MemoryStore, past: PastFacts, state: str, as_json: bool) 
         for event in events(item, moment):
             say(f"    ↳ {event_line(event)}")
     if past.approximate or past.derived:
-        say(f"note: {APPROXIMATE_NOTE}")
+        note(APPROXIMATE_NOTE)  # on stderr: the list itself stays greppable
 
 
 @click.command()
@@ -369,7 +369,7 @@ def recall_cmd(
             for event in events(item, past.moment):
                 say(f"    ↳ {event_line(event)}")
     if past is not None and (past.approximate or past.derived):
-        say(f"note: {APPROXIMATE_NOTE}")
+        note(APPROXIMATE_NOTE)  # on stderr: the list itself stays greppable
 
 
 def _say_vector_use(use: VectorUse | None, *, explain: bool) -> None:

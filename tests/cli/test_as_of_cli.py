@@ -278,3 +278,22 @@ def test_a_fact_live_then_is_not_marked_as_the_tombstone_it_is_now(
         )
     )
     assert f"{story.ids['rota']} † " in gone and f"{backups} † " in gone
+
+
+def test_a_store_older_than_its_endings_marks_each_estimate(tmp_path: Path) -> None:
+    """The 0.3.0 release store (no activity feed), read as it is: its endings are derived
+    now, a cycle's consumption dated at the cycle's end and marked ~, said once on stderr."""
+    store = tmp_path / "old"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures/store-0.3.0/store", store)
+    env = {"GRAYMATTER_DIR": str(store), "GRAYMATTER_NOW": "2026-12-21T00:00:00Z"}
+    done = invoke_graymatter("list", "ops-agent", "--as-of", "2026-12-19", env=env)
+    assert done.returncode == 0, done.stderr
+    marked = [line for line in done.stdout.splitlines() if "consumed by cycle" in line]
+    assert len(marked) == 2 and all(line.strip().startswith("↳ ~2026-12-20") for line in marked)
+    notes = [line for line in done.stderr.splitlines() if "are estimates" in line]
+    assert len(notes) == 1 and notes[0].startswith("graymatter-tui: note: times marked ~")
+    assert "estimates" not in done.stdout
+    as_json = invoke_graymatter("list", "ops-agent", "--as-of", "2026-12-19", "--json", env=env)
+    consumed = [f for f in json.loads(as_json.stdout) if f["later"]]
+    assert len(consumed) == 2 and all(f["approximate"] for f in consumed)
+    assert all(f["later"][0]["approximate"] for f in consumed)
