@@ -10,20 +10,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import msgspec
 
 from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, note, one_line, say, warn
-from graymatter_tui.cli.params import checked_by
+from graymatter_tui.cli.params import as_of_option, checked_by
 from graymatter_tui.core.confidence import Confidence, parse_confidence, parse_weight
 from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.core.retirement import retirement_key, retirement_of
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.core.words import counted
-from graymatter_tui.recall.ranking import RecallWeights, check_query, rank, recall
+from graymatter_tui.recall.past import live_then, rank_as_of
+from graymatter_tui.recall.ranking import Hit, RankOptions, RecallWeights, check_query, rank, recall
 from graymatter_tui.recall.vector_signal import NO_VECTORS
-from graymatter_tui.storage import validate_fact_id
+from graymatter_tui.storage import MemoryStore, PastFacts, validate_fact_id
+from graymatter_tui.views.past import (
+    APPROXIMATE_NOTE,
+    ending_said,
+    event_line,
+    events,
+    heading,
+    past_keys,
+    when,
+)
 from graymatter_tui.views.presentation import fact_fields
 
 if TYPE_CHECKING:
@@ -106,12 +118,17 @@ def remember(
     callback=checked_by(validate_fact_id),
     help="Keyset paging: facts older than this id.",
 )
+@as_of_option(
+    "Memory as it was: the facts of that moment (a time, RFC 3339 or a date in UTC, or "
+    "a journal record id: just before it), each with what happened to it since."
+)
 @common_options
 def list_facts(
     agent: str | None,
     state: str,
     limit: int | None,
     before: str | None,
+    as_of: AsOf | None,
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -119,6 +136,10 @@ def list_facts(
     if agent is not None:
         validate_agent(agent)
     store = open_reader(data_dir, as_json=as_json)
+    if as_of is not None:
+        past = store.past_facts(agent, as_of, state=state, limit=limit, before=before)  # type: ignore[arg-type]
+        _print_past(store, past, state, as_json)
+        return
     facts = store.list_facts(agent, state, limit=limit, before=before)  # type: ignore[arg-type]
     retired = {f.id: r for f in facts if (r := retirement_of(f, store.find_record))}
     if as_json:
@@ -129,6 +150,44 @@ def list_facts(
         say(fact_line(fact, now, with_agent=agent is None, retirement=retired.get(fact.id)))
     if not facts:
         say("no facts")
+
+
+def _print_past(store: MemoryStore, past: PastFacts, state: str, as_json: bool) -> None:
+    """`list --as-of`: the facts of the moment with what happened to each since."""
+    facts = [p.fact for p in past.facts if p.fact is not None]
+    retired = {f.id: r for f in facts if (r := retirement_of(f, store.find_record))}
+    moment = past.moment
+    if as_json:
+        emit_json(
+            [
+                {
+                    **fact_to_dict(p.fact),
+                    **retirement_key(retired.get(p.fact_id)),
+                    **past_keys(p, moment),
+                }
+                for p in past.facts
+                if p.fact is not None
+            ]
+        )
+        return
+    now = store.now()
+    say(heading(past, state))
+    for item in past.facts:
+        if item.fact is None:
+            continue
+        # A fact live then is shown as it stood, not marked † (what ended it since is a
+        # ↳ line below); a tombstone then is shown as one.
+        shown, retirement = item.fact, retired.get(item.fact_id)
+        if item.then == "live":
+            shown, retirement = msgspec.structs.replace(shown, superseded_by=""), None
+        line = fact_line(shown, now, with_agent=past.agent is None, retirement=retirement)
+        say(line + ("  (pruned since)" if item.now == "pruned" else ""))
+        if item.ended is not None:
+            say(f"    † {when(item.ended.at, item.ended.approximate)}  {ending_said(item.ended)}")
+        for event in events(item, moment):
+            say(f"    ↳ {event_line(event)}")
+    if past.approximate or past.derived:
+        note(APPROXIMATE_NOTE)  # on stderr: the list itself stays greppable
 
 
 @click.command()
@@ -288,6 +347,10 @@ def _weights_from_env() -> RecallWeights:
     "unverified; inferred and facts with no confidence unchanged (default 0).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
+@as_of_option(
+    "Rank over the facts live at that moment (a time or a journal record id, as `list "
+    "--as-of` takes it); never records an access."
+)
 @click.option(
     "--explain",
     is_flag=True,
@@ -303,6 +366,7 @@ def recall_cmd(
     min_confidence: Confidence | None,
     confidence_weight: float | None,
     preview: bool,
+    as_of: AsOf | None,
     explain: bool,
     data_dir: Path | None,
     as_json: bool,
@@ -311,31 +375,47 @@ def recall_cmd(
     fusion = weights or _weights_from_env()
     validate_agent(agent)
     check_query(query)
-    store = open_reader(data_dir, as_json=as_json) if preview else open_store(data_dir)
+    reading = preview or as_of is not None
+    store = open_reader(data_dir, as_json=as_json) if reading else open_store(data_dir)
     from graymatter_tui.embedding.query import from_env, use_of  # numpy, httpx only if used
 
-    run = rank if preview else recall
     vectors = from_env(store)
-    hits = run(
-        store,
-        agent,
-        query,
-        k=k,
-        weights=fusion,
-        vectors=vectors or NO_VECTORS,
-        min_confidence=min_confidence,
-        confidence_weight=confidence_weight or 0.0,
-    )
+    options: RankOptions = {
+        "k": k,
+        "weights": fusion,
+        "vectors": vectors or NO_VECTORS,
+        "min_confidence": min_confidence,
+        "confidence_weight": confidence_weight or 0.0,
+    }
+    past: PastFacts | None = None
+    if as_of is not None:
+        hits, past = rank_as_of(store, agent, query, as_of, **options)
+    else:
+        hits = (rank if preview else recall)(store, agent, query, **options)
     _say_vector_use(use_of(vectors) if vectors is not None else None, explain=explain)
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
+    then = {p.fact_id: p for p in past.facts} if past is not None else {}
+
+    def added(hit: Hit) -> dict[str, Any]:
+        item = then.get(hit.fact.id)
+        return past_keys(item, past.moment) if item is not None and past is not None else {}
+
     if as_json:
         emit_json(
             [
-                {"id": h.fact.id, "text": h.fact.text, "score": round(h.score, 6), **w}
+                {
+                    "id": h.fact.id,
+                    "text": h.fact.text,
+                    "score": round(h.score, 6),
+                    **w,
+                    **added(h),
+                }
                 for h, w in zip(hits, why, strict=True)
             ]
         )
         return
+    if past is not None:
+        say(f"as of {past.moment.said()}: ranked over {counted(live_then(past), 'live fact')}")
     if not hits:
         say("no matching facts")
     for hit, w in zip(hits, why, strict=True):
@@ -343,6 +423,12 @@ def recall_cmd(
         if explain:
             for line in explanation_lines(w):
                 say(f"    {line}")
+        item = then.get(hit.fact.id)
+        if item is not None and past is not None:
+            for event in events(item, past.moment):
+                say(f"    ↳ {event_line(event)}")
+    if past is not None and (past.approximate or past.derived):
+        note(APPROXIMATE_NOTE)  # on stderr: the list itself stays greppable
 
 
 def _say_vector_use(use: VectorUse | None, *, explain: bool) -> None:

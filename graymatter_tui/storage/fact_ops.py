@@ -15,6 +15,7 @@ from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import RETIRED, ActivityAction, Fact
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage import lifespan_ops
 from graymatter_tui.storage.ids import new_id
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import NewFact
@@ -175,6 +176,7 @@ def revise(
     tomb = msgspec.structs.replace(old, superseded_by=revision.id, pinned=False, pinned_at=None)
     tx.write_fact(revision, None)
     tx.write_fact(tomb, old)
+    lifespan_ops.stopped(tx, old, "revised", by=revision.id)
     tx.log("update", old.agent_id, text=text, fact_id=revision.id)
     return revision, tomb
 
@@ -191,6 +193,7 @@ def retire(tx: Transaction, fact_id: str, *, cycle_id: str | None = None) -> Fac
     if cycle_id is not None:
         tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
     tx.write_fact(tomb, old)
+    lifespan_ops.stopped(tx, old, "retired", by=RETIRED, record=cycle_id or "", kind="review")
     tx.log("forget", old.agent_id, text=old.text, fact_id=old.id)
     return tomb
 
@@ -217,6 +220,7 @@ def delete(tx: Transaction, fact_ids: list[str]) -> list[Fact]:
         fact = tx.find(fact_id)
         if fact is not None:
             tx.delete_fact(fact)
+            lifespan_ops.stopped(tx, fact, "pruned")
             removed.append(fact)
     return removed
 
@@ -305,6 +309,9 @@ def supersede_text(
         if cycle_id is not None:
             tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
         tx.write_fact(tomb, fact)
+        lifespan_ops.stopped(
+            tx, fact, "revised", by=replacement.id, record=cycle_id or "", kind="review"
+        )
         tombs.append(tomb)
     return replacement, tombs
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
 
 from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -186,6 +187,28 @@ class MemoryStore(Protocol):
     def receipts(self, summary_id: str) -> list[str]: ...
     def show(self, fact_id: str) -> values.ShowResult: ...
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T: ...
+
+    # Memory as it was (`storage.past_ops`)
+    def past_facts(
+        self,
+        agent: str | None,
+        as_of: AsOf,
+        *,
+        state: FactState = "live",
+        limit: int | None = None,
+        before: str | None = None,
+        with_facts: bool = True,
+    ) -> values.PastFacts:
+        """The facts in `state` at the moment `as_of` names, newest first, each with what
+        happened to it since (`past_ops.past_facts`). A journal record of another agent
+        than `agent` is refused (Conflict), an unknown one is NotFound, a moment before
+        the store existed is InvalidInput."""
+        ...
+
+    def read_past_index(self, past: values.PastFacts, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over the keyword index of the facts live in `past` (`past_index`)."""
+        ...
+
     def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
         """Run `fn` over a read-only view of this store whose every read comes from one
         snapshot, so checks spanning several reads see one state while others write."""

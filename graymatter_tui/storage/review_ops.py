@@ -27,7 +27,7 @@ from graymatter_tui.core.model import (
     ReviewStatus,
 )
 from graymatter_tui.core.textsafe import canonical_id
-from graymatter_tui.storage import fact_ops
+from graymatter_tui.storage import fact_ops, lifespan_ops
 from graymatter_tui.storage.codec import decode_proposal, encode
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import ReviewDecision
@@ -364,11 +364,15 @@ def revert_steps(tx: Transaction, record: CycleRecord) -> list[tuple[Fact, Fact]
     return steps
 
 
-def undo(tx: Transaction, steps: list[tuple[Fact, Fact]]) -> list[str]:
-    """Write the revert's steps; returns the ids made live again."""
+def undo(tx: Transaction, steps: list[tuple[Fact, Fact]], revert_id: str) -> list[str]:
+    """Write the revert's steps (`revert_id`: its journal record); returns the ids made
+    live again."""
     restored = []
     for before, after in steps:
         tx.write_fact(after, before)
         if before.is_tombstone and after.is_live:
+            lifespan_ops.resumed(tx, before, revert_id)
             restored.append(after.id)
+        elif before.is_live and after.is_tombstone:
+            lifespan_ops.stopped(tx, before, "retired", by=RETIRED, record=revert_id, kind="revert")
     return restored

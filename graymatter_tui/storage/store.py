@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError, InvalidInput
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -42,6 +43,7 @@ from graymatter_tui.storage import (
     graph_ops,
     import_ops,
     migrate_ops,
+    past_ops,
     probe_ops,
     queries,
     reindex_ops,
@@ -49,6 +51,7 @@ from graymatter_tui.storage import (
     values,
     vector_ops,
 )
+from graymatter_tui.storage.past_index import PastIndex
 from graymatter_tui.storage.protocol import KeywordIndex, StoreWatch
 from graymatter_tui.storage.transaction import Transaction, VectorTransaction
 from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch
@@ -93,6 +96,11 @@ class BaseStore(ABC):
     def location(self) -> str:
         """Where the store is, for people: a directory, or a URL without its password."""
 
+    @property
+    @abstractmethod
+    def absent(self) -> bool:
+        """There is no store where it was looked for: this is an empty read-only view."""
+
     # Bulk writes: a backend that must size its storage first (LMDB's map) is told what
     # is coming; the others need do nothing.
     def _make_room_for_facts(
@@ -124,6 +132,41 @@ class BaseStore(ABC):
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         """Run `fn` over one consistent snapshot of the keyword index (recall)."""
         return self._read(fn)
+
+    def past_facts(
+        self,
+        agent: str | None,
+        as_of: AsOf,
+        *,
+        state: FactState = "live",
+        limit: int | None = None,
+        before: str | None = None,
+        with_facts: bool = True,
+    ) -> values.PastFacts:
+        """The facts in `state` at the moment `as_of` names, newest first, each with what
+        happened to it since (`past_ops.past_facts`), in one read transaction."""
+        if agent is not None:
+            validate_agent(agent)
+        if self.absent:
+            raise InvalidInput(
+                f"there is no store at {self.location} yet, so nothing was live "
+                + (f"before record {as_of.record}" if as_of.record else f"at {as_of.said()}")
+            )
+        return self._read(
+            lambda tx: past_ops.past_facts(
+                tx,
+                agent,
+                as_of,
+                state=state,
+                limit=limit,
+                before=before,
+                with_facts=with_facts,
+            )
+        )
+
+    def read_past_index(self, past: values.PastFacts, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over the keyword index of the facts live in `past` (`past_index`)."""
+        return self._read(lambda tx: fn(PastIndex(tx, past)))
 
     def generation(self) -> int:
         """Bumped by every write transaction of any process: cheap change detection."""

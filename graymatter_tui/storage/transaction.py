@@ -53,7 +53,14 @@ GraphTable = Literal["graph_nodes", "graph_edges"]
 # Tables a migration copies row for row, as (key, value) bytes in the LMDB layout
 # (`iter_rows`, `put_rows`); the PostgreSQL backend maps each to its columns (ADR 0046).
 CopyTable = Literal[
-    "receipts", "checkpoints", "aliases", "proposals", "graph_nodes", "graph_edges", "extracted"
+    "receipts",
+    "checkpoints",
+    "aliases",
+    "proposals",
+    "graph_nodes",
+    "graph_edges",
+    "extracted",
+    "lifespans",
 ]
 COPY_TABLES: tuple[CopyTable, ...] = (
     "receipts",
@@ -63,6 +70,7 @@ COPY_TABLES: tuple[CopyTable, ...] = (
     "graph_nodes",
     "graph_edges",
     "extracted",
+    "lifespans",
 )
 
 _ANALYZERS: dict[str, Analyzer] = {}
@@ -508,6 +516,25 @@ class Transaction(ABC):
     def put_activity(self, entries: list[ActivityEntry]) -> None:
         """Activity entries under their own write numbers (a migration's copy of another
         store's feed); the caller sets `activity_seq`."""
+
+    # ---- when facts stopped being live (schema 6; `lifespan_ops`) --------------------------
+    @property
+    def keeps_lifespans(self) -> bool:
+        """Whether this store records when facts stop being live (an older store read as
+        it is does not: its endings are derived when asked)."""
+        return True
+
+    @abstractmethod
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        """The encoded endings of one fact (`lifespan_ops`), or None."""
+
+    @abstractmethod
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None: ...
+
+    @abstractmethod
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, fact id, encoded endings) of `agent`'s rows (every agent's when None),
+        by agent, then id."""
 
     # ---- whole tables, for a migration (ADR 0046) --------------------------------------
     @abstractmethod

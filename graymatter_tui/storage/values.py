@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+import msgspec
+
 from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import Conflict, InvalidInput
+from graymatter_tui.core.lifespan import Ending, Moment
 from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.core.retirement import Retirement
 from graymatter_tui.core.textsafe import canonical_id, validate_agent, validate_query
@@ -351,6 +354,53 @@ MOVED_COUNTERS = (
     "review_pending",
     "activity_seq",
 )
+
+
+# ---- memory as it was (`past_ops`) -----------------------------------------------------
+PastState = Literal["live", "tombstone"]
+NowState = Literal["live", "tombstone", "pruned"]
+
+
+class PastFact(msgspec.Struct, frozen=True):  # a Struct: 100k of them are made per read
+    """A fact as it stood at a past moment: `then` live or a tombstone (`ended` says
+    what made it one), `now` where it is today, `later` what happened to it since,
+    oldest first. `fact` is the store's row today (a pruned fact's copy in the journal),
+    or None when only the id was asked for (of a fact live now). `approximate`: a time
+    in `later` or `ended` was derived after the fact (a store written before schema 6)."""
+
+    fact_id: str
+    fact: Fact | None
+    then: PastState
+    now: NowState
+    later: list[Ending]
+    ended: Ending | None = None
+    approximate: bool = False
+
+    def without_fact(self) -> PastFact:
+        """The same, naming a fact that is live now by id only (the store's postings and
+        rows answer for it); one that is not keeps its row (recall as of then analyses
+        its text: one read here, not one round trip per fact later)."""
+        if self.now != "live" or self.fact is None:
+            return self
+        return PastFact(
+            self.fact_id, None, self.then, self.now, self.later, self.ended, self.approximate
+        )
+
+
+@dataclass(frozen=True)
+class PastFacts:
+    """The facts of one moment (`moment`), newest first. `derived`: the store keeps no
+    endings yet (a store from before schema 6 read as it is), so every one was derived
+    from its journal just now."""
+
+    moment: Moment
+    agent: str | None
+    facts: list[PastFact]
+    derived: bool = False
+
+    @property
+    def approximate(self) -> bool:
+        return any(p.approximate for p in self.facts)
 
 
 @dataclass(frozen=True)

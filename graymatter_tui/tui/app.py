@@ -63,6 +63,7 @@ from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.screens.review import ReviewPane
 from graymatter_tui.tui.screens.status import StatusPane
@@ -97,6 +98,7 @@ SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("Fact detail", (FactDetailScreen,)),
     ("Health", (HealthScreen,)),
     ("Cycle replay", (CycleDiffScreen,)),
+    ("Facts as they stood", (PastFactsScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
     ("No store yet", (NoStoreScreen,)),
     ("This help", (HelpScreen,)),
@@ -665,7 +667,7 @@ class GraymatterApp(App[None]):
             if record is None:
                 self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
             else:
-                self.push_screen(CycleDiffScreen(record))
+                self.push_screen(CycleDiffScreen(record, store))
 
         self.read_in_thread(self, lambda: store.find_record(cycle_id), found, group="replay")
 

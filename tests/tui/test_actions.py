@@ -37,6 +37,7 @@ from graymatter_tui.tui.screens.facts import FactsPane
 from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalTable
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.probe_panel import ProbePanel
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
@@ -171,7 +172,8 @@ async def test_the_palette_offers_every_action_where_it_can_run(
         RecallScreen: lambda: RecallScreen(demo_store, OPS, lambda _query: None),
         FactDetailScreen: lambda: FactDetailScreen(demo_store, fact_id),
         HealthScreen: lambda: HealthScreen(demo_store, OPS, None, lambda _fact_id: None),
-        CycleDiffScreen: lambda: CycleDiffScreen(record),
+        CycleDiffScreen: lambda: CycleDiffScreen(record, demo_store),
+        PastFactsScreen: lambda: PastFactsScreen(demo_store, record),
         ConfirmScreen: lambda: ConfirmScreen("Sure?"),
         TextEntryScreen: lambda: TextEntryScreen("Text"),
         LineEntryScreen: lambda: LineEntryScreen("Line"),

@@ -103,6 +103,9 @@ class Dbs:
     vectors: Table | None = None
     embed_queue: Table | None = None
     probes: Table | None = None
+    # Schema 6: when each fact stopped being live (key `agent \0 id`; `lifespan_ops`).
+    # None as above: a schema-5 store read as it is derives them when asked.
+    lifespans: Table | None = None
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -789,7 +792,8 @@ class Tx(VectorTransaction):
             yield bytes(key)[len(prefix) :].decode(), bytes(value)
 
     def _table(
-        self, name: Literal["checkpoints", "aliases", "proposals", "probes", "activity"]
+        self,
+        name: Literal["checkpoints", "aliases", "proposals", "probes", "activity", "lifespans"],
     ) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
@@ -845,6 +849,33 @@ class Tx(VectorTransaction):
         rows = cursor.iterprev(keys=False) if newest_first else cursor.iternext(keys=False)
         for raw in rows:
             yield bytes(raw)
+
+    # ---- lifespans (schema 6; rows `agent \0 fact id`, see lifespan_ops) --------------------
+    @property
+    def keeps_lifespans(self) -> bool:
+        return self.dbs.lifespans is not None
+
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        table = self.dbs.lifespans
+        if table is None:
+            return None
+        raw = self.txn.get(fact_key(agent, fact_id), db=table)
+        return None if raw is None else bytes(raw)
+
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None:
+        self.txn.put(fact_key(agent, fact_id), value, db=self._table("lifespans"))
+
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, fact id, endings) of `agent`'s rows (every agent's when None), in key
+        order."""
+        table = self.dbs.lifespans
+        if table is None:
+            return
+        cursor = self.txn.cursor(db=table)
+        rows = scan_prefix(cursor, agent.encode() + SEP) if agent is not None else cursor.iternext()
+        for key, value in rows:
+            owner, _sep, fact_id = bytes(key).partition(SEP)
+            yield owner.decode(), fact_id.decode(), bytes(value)
 
     # ---- probes (schema 5; rows `agent \0 probe id`, see probe_ops) ------------------------
     def put_probe(self, agent: str, probe_id: str, record: bytes) -> None:

@@ -766,6 +766,35 @@ class PgTx(VectorTransaction):
             int(generation or 0), name, int(dimension) if dimension else None, found
         )
 
+    # ---- lifespans (schema 5 here, LMDB's schema 6; see lifespan_ops) ---------------------
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        found = self._one(
+            "SELECT record::text FROM lifespans WHERE agent_id = %s AND fact_id = %s",
+            (agent, fact_id),
+        )
+        return None if found is None else str(found).encode()
+
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO lifespans (agent_id, fact_id, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (agent_id, fact_id) DO UPDATE SET record = EXCLUDED.record",
+            (agent, fact_id, value.decode()),
+        )
+
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        if agent is None:
+            rows = self.conn.execute(
+                "SELECT agent_id, fact_id, record::text FROM lifespans ORDER BY agent_id, fact_id"
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT agent_id, fact_id, record::text FROM lifespans WHERE agent_id = %s "
+                "ORDER BY fact_id",
+                (agent,),
+            )
+        for owner, fact_id, raw in rows.fetchall():
+            yield owner, fact_id, raw.encode()
+
     # ---- whole tables, for a migration (ADR 0046) -----------------------------------------
     def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of every row of `table` in the LMDB backend's layout and key order
@@ -829,7 +858,11 @@ class PgTx(VectorTransaction):
 
 def _keyed(table: CopyTable) -> tuple[str, str]:
     """(table, key column) of a table keyed by agent and one more column."""
-    return {"checkpoints": ("checkpoints", "id"), "aliases": ("aliases", "term")}[table]
+    return {
+        "checkpoints": ("checkpoints", "id"),
+        "aliases": ("aliases", "term"),
+        "lifespans": ("lifespans", "fact_id"),
+    }[table]
 
 
 def _graph(table: GraphTable | CopyTable) -> str:

@@ -20,9 +20,11 @@ from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import CycleRecord
 from graymatter_tui.core.summariser_names import NETWORKED
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.widgets import stages
 from graymatter_tui.tui.widgets.diff_view import DiffView
 from graymatter_tui.tui.widgets.literal import literal
@@ -62,11 +64,22 @@ class CycleDiffScreen(ModalScreen[None]):
 
     COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
     HELP_KEYS = (Binding("tab", "", "Switch between the stages and the diff"),)
-    BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="cycle-diff-back"),
+        Action(
+            "b",
+            "facts_before",
+            "Facts before this cycle",
+            id="cycle-diff-before",
+            title="Show facts before this cycle",
+            tooltip="The Facts list as it stood just before this cycle, and what happened since",
+        ),
+    ]
 
-    def __init__(self, record: CycleRecord) -> None:
+    def __init__(self, record: CycleRecord, store: MemoryStore | None = None) -> None:
         super().__init__()
         self.record = record
+        self.store = store  # for `b`, the facts as they stood before the cycle
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
@@ -75,7 +88,8 @@ class CycleDiffScreen(ModalScreen[None]):
                 yield Static("", id="replay-stage-list", markup=False)
             yield DiffView(id="replay")
             yield Static(
-                "esc back · tab switches between the stages and the diff",
+                "esc back · tab switches between the stages and the diff · "
+                "b facts as they stood before it",
                 classes="dialog-hint",
                 markup=False,
             )
@@ -142,6 +156,13 @@ class CycleDiffScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_facts_before(self) -> None:
+        """The Facts list as it stood just before this record's first write."""
+        if self.store is None:
+            self.notify("The facts of that moment cannot be read from here.", severity="warning")
+            return
+        self.app.push_screen(PastFactsScreen(self.store, self.record))
 
 
 def probe_lines(r: CycleRecord, styles: OutcomeStyles) -> Text:
@@ -289,6 +310,14 @@ class JournalPane(Vertical, Pane):
             id="journal-copy",
             tooltip="Copy the selected cycle's id (for graymatter-tui revert)",
         ),
+        Action(
+            "b",
+            "facts_before",
+            "Facts before",
+            id="journal-before",
+            title="Show facts before the cycle",
+            tooltip="The Facts list as it stood just before the selected cycle",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -325,7 +354,7 @@ class JournalPane(Vertical, Pane):
         count = len(self.records)
         self.query_one("#journal-info", Static).update(
             f" {counted(count, 'record')}, newest first · enter replays the diff"
-            " · u reverts · c copies the id"
+            " · u reverts · c copies the id · b facts before it"
         )
 
     def _fill(self, keep_id: str | None) -> None:
@@ -389,7 +418,12 @@ class JournalPane(Vertical, Pane):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         record = self.selected()
         if record is not None:
-            self.app.push_screen(CycleDiffScreen(record))
+            self.app.push_screen(CycleDiffScreen(record, self.host.store))
+
+    def action_facts_before(self) -> None:
+        record = self.selected()
+        if record is not None:
+            self.app.push_screen(PastFactsScreen(self.host.store, record))
 
     def action_copy_id(self) -> None:
         record = self.selected()
