@@ -1,20 +1,27 @@
 """Knowledge-graph tables: nodes and co-mention edges per agent, and the extraction
-watermark (a SHA-256 of each extracted fact's text) so unchanged facts are never
-extracted twice."""
+watermark (a SHA-256 of each extracted fact's text, then the ids of the entities it
+mentions) so unchanged facts are never extracted twice.
+
+The graph's reads (`entities`, `facts_mentioning`, `neighbours`) count live facts only:
+they read the entities each live fact mentions from its watermark, and extract the few
+facts no cycle has extracted yet (new since the last cycle) themselves, without writing."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 
 import msgspec
 
 from graymatter_tui.core import clock
-from graymatter_tui.storage.codec import encode
+from graymatter_tui.storage.codec import decode_ids, encode
 from graymatter_tui.storage.transaction import SEP, GraphTable, Transaction
 from graymatter_tui.storage.values import (
     PRUNE_BELOW,
+    EntityCount,
+    EntityIndex,
     EntityLike,
     ExtractOutcome,
     GraphDecayOutcome,
@@ -22,6 +29,11 @@ from graymatter_tui.storage.values import (
 )
 
 MAX_EDGE_SOURCES = 10
+SIGNATURE_BYTES = 64  # a SHA-256 in hex, the watermark's start
+# Live facts a graph read extracts itself when no cycle has (the newest first); more are
+# left out of its counts and said to be pending.
+READ_EXTRACT_LIMIT = 2000
+Extract = Callable[[str], Sequence[EntityLike]]
 
 
 class Node(msgspec.Struct, kw_only=True):
@@ -50,6 +62,17 @@ def text_signature(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest().encode()
 
 
+def watermark(signature: bytes, entity_ids: Sequence[str]) -> bytes:
+    """An extracted fact's watermark: its text's signature, then the ids of the entities
+    it mentions (JSON). A release before 0.8 wrote the signature alone."""
+    return signature + encode(list(entity_ids))
+
+
+def _recorded(raw: bytes) -> list[str] | None:
+    """The entity ids a watermark records; None for a signature alone (an older release's)."""
+    return decode_ids(raw[SIGNATURE_BYTES:]) if len(raw) > SIGNATURE_BYTES else None
+
+
 def extract_graph(
     tx: Transaction, agent: str, extract: Callable[[str], Sequence[EntityLike]]
 ) -> ExtractOutcome:
@@ -73,13 +96,28 @@ def extract_graph(
             _upsert_node(tx, nodes, head, entity, stamp)
         for a, b in itertools.combinations(sorted(e.id for e in entities), 2):
             _link(tx, edges, head, a, b, fact.id, stamp)
-        tx.put_extracted(key, signature)
+        tx.put_extracted(key, watermark(signature, [e.id for e in entities]))
         extracted += 1
+    _record_mentions(tx, agent, extract, set(fresh))
     for node_key, node in nodes.items():
         tx.put_graph_row("graph_nodes", node_key, encode(node))
     for edge_key, edge in edges.items():
         tx.put_graph_row("graph_edges", edge_key, encode(edge))
     return ExtractOutcome(examined, extracted, unchanged, len(nodes), len(edges))
+
+
+def _record_mentions(tx: Transaction, agent: str, extract: Extract, done: set[str]) -> None:
+    """Live facts an older release extracted (a signature alone): their mentions are
+    recorded now, once, leaving the graph's nodes and edges as they are (they already
+    count these facts)."""
+    older = [i for i, raw in tx.extracted_rows(agent) if len(raw) <= SIGNATURE_BYTES]
+    if not older:
+        return
+    head = agent.encode() + SEP
+    for fact in tx.find_many(older):
+        if fact is not None and fact.is_live and fact.id not in done:
+            ids = [e.id for e in extract(fact.text)]
+            tx.put_extracted(head + fact.id.encode(), watermark(text_signature(fact.text), ids))
 
 
 def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDecayOutcome:
@@ -164,3 +202,103 @@ def _link(
         edge.sources = [*edge.sources, fact_id][-MAX_EDGE_SOURCES:]
     edge.weight = 1.0
     edge.last_seen = stamp
+
+
+# ---- the graph's reads: live facts only -------------------------------------------------
+def _live_mentions(
+    tx: Transaction,
+    agent: str,
+    extract: Extract,
+    found: dict[str, EntityLike],
+    *,
+    needle: bytes = b"",
+) -> tuple[int, Iterator[tuple[str, list[str]]], int]:
+    """(live facts, (fact id, entity ids) of each live fact newest first, live facts left
+    out). Facts without recorded mentions are extracted here, the newest
+    `READ_EXTRACT_LIMIT` of them; what they name goes into `found`. With `needle` (an
+    entity id as JSON), only watermarks holding it are decoded."""
+    live = list(tx.iter_ids(agent, "live"))
+    recorded = dict(tx.extracted_rows(agent))
+    missing = [i for i in live if len(recorded.get(i, b"")) <= SIGNATURE_BYTES]
+    extracted: dict[str, list[str]] = {}
+    for fact in tx.find_many(missing[:READ_EXTRACT_LIMIT]):
+        if fact is not None:
+            entities = extract(fact.text)
+            extracted[fact.id] = [e.id for e in entities]
+            for entity in entities:
+                found.setdefault(entity.id, entity)
+    left_out = max(len(missing) - READ_EXTRACT_LIMIT, 0)
+
+    def each() -> Iterator[tuple[str, list[str]]]:
+        for fact_id in live:
+            ids = extracted.get(fact_id)
+            if ids is None:
+                raw = recorded.get(fact_id, b"")
+                if needle and needle not in raw:
+                    continue
+                ids = _recorded(raw)
+            if ids:
+                yield fact_id, ids
+
+    return len(live), each(), left_out
+
+
+def _entity_count(
+    tx: Transaction, agent: str, entity_id: str, facts: int, found: dict[str, EntityLike]
+) -> EntityCount:
+    """An entity with its label and type: the graph's node, else as a read extracted it,
+    else from its id (a node decay pruned while live facts still name it)."""
+    raw = tx.graph_row("graph_nodes", agent.encode() + SEP + entity_id.encode())
+    if raw is not None:
+        node = _decode_node(raw)
+        return EntityCount(entity_id, node.label, node.type, facts)
+    return _counted(entity_id, facts, found)
+
+
+def _counted(entity_id: str, facts: int, found: dict[str, EntityLike]) -> EntityCount:
+    entity = found.get(entity_id)
+    if entity is not None:
+        return EntityCount(entity_id, entity.label, entity.type, facts)
+    kind, _, label = entity_id.partition(":")
+    return EntityCount(entity_id, label or entity_id, kind if label else "", facts)
+
+
+def _ranked(entities: list[EntityCount]) -> list[EntityCount]:
+    """Most facts first, then by label."""
+    return sorted(entities, key=lambda e: (-e.facts, e.label.casefold(), e.id))
+
+
+def entities(tx: Transaction, agent: str, extract: Extract) -> EntityIndex:
+    """The entities the agent's live facts mention, with how many mention each."""
+    found: dict[str, EntityLike] = {}
+    live, mentions, left_out = _live_mentions(tx, agent, extract, found)
+    counts: Counter[str] = Counter()
+    for _fact_id, ids in mentions:
+        counts.update(ids)
+    labels: dict[str, EntityCount] = {}
+    head = len(agent.encode() + SEP)
+    for key, raw in tx.graph_rows("graph_nodes", agent):
+        entity_id = key[head:].decode()
+        if entity_id in counts:
+            node = _decode_node(raw)
+            labels[entity_id] = EntityCount(entity_id, node.label, node.type, counts[entity_id])
+    listed = [labels.get(i) or _counted(i, n, found) for i, n in counts.items()]
+    return EntityIndex(_ranked(listed), live, left_out)
+
+
+def facts_mentioning(tx: Transaction, agent: str, entity_id: str, extract: Extract) -> list[str]:
+    """Ids of the agent's live facts that mention the entity, newest first."""
+    _live, mentions, _left_out = _live_mentions(tx, agent, extract, {}, needle=encode(entity_id))
+    return [fact_id for fact_id, ids in mentions if entity_id in ids]
+
+
+def neighbours(tx: Transaction, agent: str, entity_id: str, extract: Extract) -> list[EntityCount]:
+    """The entities mentioned together with `entity_id` in the agent's live facts, each
+    with how many such facts mention both; most first."""
+    found: dict[str, EntityLike] = {}
+    _live, mentions, _left_out = _live_mentions(tx, agent, extract, found, needle=encode(entity_id))
+    together: Counter[str] = Counter()
+    for _fact_id, ids in mentions:
+        if entity_id in ids:
+            together.update(i for i in ids if i != entity_id)
+    return _ranked([_entity_count(tx, agent, i, n, found) for i, n in together.items()])

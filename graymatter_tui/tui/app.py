@@ -58,6 +58,7 @@ from graymatter_tui.tui.screens.dialogs import (
     TextEntryScreen,
 )
 from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.graph import GraphPane
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
@@ -84,6 +85,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("status", StatusPane),
     ("activity", ActivityPane),
     ("review", ReviewPane),
+    ("graph", GraphPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 # The lists' movement keys, the same in every list: one help section, no palette commands.

@@ -703,6 +703,13 @@ class Tx(VectorTransaction):
     def put_extracted(self, key: bytes, signature: bytes) -> None:
         self.txn.put(key, signature, db=self.dbs.extracted)
 
+    def extracted_rows(self, agent: str) -> Iterator[tuple[str, bytes]]:
+        head = agent.encode() + SEP
+        start = len(head)
+        cursor = self.txn.cursor(db=self.dbs.extracted)
+        for key, value in scan_prefix(cursor, head):
+            yield bytes(key[start:]).decode(), bytes(value)
+
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
         raw = self.txn.get(key, db=getattr(self.dbs, table))
         return None if raw is None else bytes(raw)
