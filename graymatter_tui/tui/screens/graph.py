@@ -31,10 +31,12 @@ from graymatter_tui.tui.widgets.text_index import TextIndex
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
 
 T = TypeVar("T")
-NO_FACTS = "No live facts for this agent, so no entities yet."
-NO_ENTITIES = (
-    "No entities: no live fact of this agent names a person or an organisation, an "
-    "identifier (ABC-123), an email or a URL."
+NO_FACTS = "No live facts."
+NO_FACTS_SAID = "This agent has no live facts, so no entities yet."
+NO_ENTITIES = "No entities."
+NO_ENTITIES_SAID = (
+    "None of this agent's live facts names a person or an organisation, an identifier "
+    "(ABC-123), an email or a URL."
 )
 CHOOSE = "enter on an entity lists the facts that mention it and its neighbours."
 HISTORY = 50  # entities `b` can go back through
@@ -183,6 +185,9 @@ class GraphPane(Vertical, Pane):
         else:
             listing.empty_text = NO_FACTS if not index.live else NO_ENTITIES
         listing.set_source(rows, cursor=cursor or 0)
+        if self.entity is None:  # the right side says what there is to do, or why not
+            said = CHOOSE if index.entities else NO_ENTITIES_SAID if index.live else NO_FACTS_SAID
+            self.query_one("#entity-title", Static).update(said)
         total = len(index.entities)
         info = counted(total, "entity", "entities")
         if self.query_text:
