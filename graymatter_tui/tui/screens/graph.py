@@ -53,12 +53,10 @@ class GraphPane(Vertical, Pane):
     TITLE = "Graph"
     FOCUS = "#entity-list"
     HELP_KEYS = (
-        Binding(
-            "enter",
-            "",
-            "Entity: list its facts and neighbours · fact: open it · neighbour: move to it",
-        ),
-        Binding("tab", "", "Next list: entities, their facts, their neighbours"),
+        Binding("enter", "", "Entity: list its facts and neighbours"),
+        Binding("enter", "", "Fact: open it and its receipt chain"),
+        Binding("enter", "", "Neighbour: go to it"),
+        Binding("tab", "", "Next list: entities, facts, neighbours"),
         Binding("escape", "", "Back to the entity list"),
     )
     BINDINGS = [
