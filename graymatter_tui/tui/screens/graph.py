@@ -9,6 +9,7 @@ Every read runs in a thread worker (the store's `entities`, `facts_mentioning` a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -40,6 +41,9 @@ NO_ENTITIES_SAID = (
 )
 CHOOSE = "enter on an entity lists the facts that mention it and its neighbours."
 HISTORY = 50  # entities `b` can go back through
+# While the store keeps moving (the background embedder writes a batch every second or
+# so), the entities are read again at most this often: each read scans every live fact.
+REREAD_SECONDS = 2.0
 # What a fact list and a neighbour list read together: (fact ids, neighbours, held facts).
 Found = tuple[list[str], list[EntityCount]]
 Detail = tuple[list[str], list[EntityCount], Held]
@@ -86,6 +90,8 @@ class GraphPane(Vertical, Pane):
         self._agent = ""  # the agent of what is shown
         self.entity: EntityCount | None = None  # the entity whose facts are shown
         self._history: list[str] = []
+        self._quiet_until = 0.0  # no re-read for a store move before this (monotonic)
+        self._waiting = False  # a timer will catch up once the quiet time is over
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-bar"):
@@ -117,6 +123,30 @@ class GraphPane(Vertical, Pane):
     def cursor_entity(self) -> EntityCount | None:
         source = self.entity_list.source
         return source.entity(self.entity_list.cursor) if isinstance(source, EntityRows) else None
+
+    # ---- staying current, without reading all the time ------------------------------------
+    def invalidate(self) -> None:
+        """The agent changed: read now, superseding a read in flight. The store moved
+        (the other reason the app gives): a read in flight finishes first, and the next
+        one waits until `REREAD_SECONDS` after the last was drawn."""
+        if self.host.agent != self._agent:
+            super().invalidate()
+        else:
+            self.store_moved()
+
+    def catch_up(self) -> None:
+        if self.stale and not self._supersede and self._index is not None:
+            wait = self._quiet_until - time.monotonic()
+            if wait > 0:
+                if not self._waiting:
+                    self._waiting = True
+                    self.set_timer(wait, self._quiet_over)
+                return
+        super().catch_up()
+
+    def _quiet_over(self) -> None:
+        self._waiting = False
+        self.catch_up()
 
     # ---- data ------------------------------------------------------------------------
     def read(self) -> Read:
@@ -151,6 +181,7 @@ class GraphPane(Vertical, Pane):
         keep: EntityCount | None,
     ) -> None:
         self._index = index
+        self._quiet_until = time.monotonic() + REREAD_SECONDS
         self._labels = TextIndex([e.id for e in index.entities], [e.label for e in index.entities])
         current = self.cursor_entity()
         self._show_entities(current.id if current is not None else keep.id if keep else None)
