@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 import msgspec
 
@@ -110,10 +111,12 @@ def _record_mentions(tx: Transaction, agent: str, extract: Extract, done: set[st
     """Live facts an older release extracted (a signature alone): their mentions are
     recorded now, once, leaving the graph's nodes and edges as they are (they already
     count these facts)."""
-    older = [i for i, raw in tx.extracted_rows(agent) if len(raw) <= SIGNATURE_BYTES]
+    head = agent.encode() + SEP
+    start = len(head)
+    rows = tx.extracted_rows(agent)
+    older = [k[start:].decode() for k, raw in rows if len(raw) <= SIGNATURE_BYTES]
     if not older:
         return
-    head = agent.encode() + SEP
     for fact in tx.find_many(older):
         if fact is not None and fact.is_live and fact.id not in done:
             ids = [e.id for e in extract(fact.text)]
@@ -205,42 +208,69 @@ def _link(
 
 
 # ---- the graph's reads: live facts only -------------------------------------------------
-def _live_mentions(
-    tx: Transaction,
-    agent: str,
-    extract: Extract,
-    found: dict[str, EntityLike],
-    *,
-    needle: bytes = b"",
-) -> tuple[int, Iterator[tuple[str, list[str]]], int]:
-    """(live facts, (fact id, entity ids) of each live fact newest first, live facts left
-    out). Facts without recorded mentions are extracted here, the newest
-    `READ_EXTRACT_LIMIT` of them; what they name goes into `found`. With `needle` (an
-    entity id as JSON), only watermarks holding it are decoded."""
-    live = list(tx.iter_ids(agent, "live"))
-    recorded = dict(tx.extracted_rows(agent))
-    missing = [i for i in live if len(recorded.get(i, b"")) <= SIGNATURE_BYTES]
-    extracted: dict[str, list[str]] = {}
-    for fact in tx.find_many(missing[:READ_EXTRACT_LIMIT]):
-        if fact is not None:
-            entities = extract(fact.text)
-            extracted[fact.id] = [e.id for e in entities]
-            for entity in entities:
-                found.setdefault(entity.id, entity)
-    left_out = max(len(missing) - READ_EXTRACT_LIMIT, 0)
+# At 100k facts these scan every watermark of the agent: the work per row is kept to a
+# comparison or two, and the entity lists are decoded in one call (a read holds the GIL
+# while it runs, and the TUI's keys wait for it).
+_decode_lists = msgspec.json.Decoder(list[list[str]]).decode
+_decode_nodes = msgspec.json.Decoder(list[Node]).decode
 
-    def each() -> Iterator[tuple[str, list[str]]]:
-        for fact_id in live:
-            ids = extracted.get(fact_id)
-            if ids is None:
-                raw = recorded.get(fact_id, b"")
-                if needle and needle not in raw:
-                    continue
-                ids = _recorded(raw)
-            if ids:
-                yield fact_id, ids
 
-    return len(live), each(), left_out
+class _Scan:
+    """One agent's watermarks, split: the live facts whose mentions are recorded (all
+    of them, or only those whose watermark holds `needle`), and the live facts a cycle
+    has not extracted yet (or an older release extracted without recording them), the
+    newest `READ_EXTRACT_LIMIT` of them extracted here."""
+
+    def __init__(self, tx: Transaction, agent: str, extract: Extract, needle: bytes = b"") -> None:
+        head = agent.encode() + SEP
+        self.start = start = len(head)
+        rows = tx.extracted_rows(agent)
+        # Watermarks of tombstones stay until their fact is pruned; they are fewer.
+        tombs = {head + i.encode() for i in tx.iter_ids(agent, "tombstones")}
+        # An older release's watermarks (the signature alone): looked for only if the
+        # shortest watermark is one (a C-speed pass over the lengths).
+        short = bool(rows) and min(map(len, map(itemgetter(1), rows))) <= SIGNATURE_BYTES
+        recorded = [(k, raw) for k, raw in rows if needle in raw] if needle else rows
+        if tombs or short:
+            recorded = [
+                (k, raw) for k, raw in recorded if len(raw) > SIGNATURE_BYTES and k not in tombs
+            ]
+        self.live = tx.live_count(agent)
+        self.recorded = recorded
+        self.found: dict[str, EntityLike] = {}
+        self.extracted: dict[str, list[str]] = {}  # fact id -> entity ids, read here
+        older = set()
+        if short:
+            older = {
+                k[start:].decode()
+                for k, raw in rows
+                if len(raw) <= SIGNATURE_BYTES and k not in tombs
+            }
+        missing: list[str] = []
+        # Every live fact has a watermark when there are as many as live facts (the few
+        # tombstones without one only make this look for missing ones when none are).
+        if older or self.live > len(rows) - len(tombs):
+            _count, fresh = tx.unextracted(agent)
+            missing = sorted({*fresh, *older}, reverse=True)  # ids grow with time: newest first
+        for fact in tx.find_many(missing[:READ_EXTRACT_LIMIT]):
+            if fact is not None and fact.is_live:
+                entities = extract(fact.text)
+                self.extracted[fact.id] = [e.id for e in entities]
+                for entity in entities:
+                    self.found.setdefault(entity.id, entity)
+        self.pending = max(len(missing) - READ_EXTRACT_LIMIT, 0)
+
+    def lists(self) -> list[list[str]]:
+        """The entity ids of every live fact in the scan (in no particular order)."""
+        joined = b",".join(raw[SIGNATURE_BYTES:] for _k, raw in self.recorded)
+        return [*_decode_lists(b"[" + joined + b"]"), *self.extracted.values()]
+
+    def mentioning(self, entity_id: str) -> list[tuple[str, list[str]]]:
+        """(fact id, entity ids) of the live facts that mention `entity_id`, newest first."""
+        start = self.start
+        out = [(k[start:].decode(), decode_ids(raw[SIGNATURE_BYTES:])) for k, raw in self.recorded]
+        out.extend(self.extracted.items())
+        return sorted(((i, ids) for i, ids in out if entity_id in ids), reverse=True)
 
 
 def _entity_count(
@@ -270,35 +300,31 @@ def _ranked(entities: list[EntityCount]) -> list[EntityCount]:
 
 def entities(tx: Transaction, agent: str, extract: Extract) -> EntityIndex:
     """The entities the agent's live facts mention, with how many mention each."""
-    found: dict[str, EntityLike] = {}
-    live, mentions, left_out = _live_mentions(tx, agent, extract, found)
-    counts: Counter[str] = Counter()
-    for _fact_id, ids in mentions:
-        counts.update(ids)
-    labels: dict[str, EntityCount] = {}
-    head = len(agent.encode() + SEP)
-    for key, raw in tx.graph_rows("graph_nodes", agent):
-        entity_id = key[head:].decode()
-        if entity_id in counts:
-            node = _decode_node(raw)
-            labels[entity_id] = EntityCount(entity_id, node.label, node.type, counts[entity_id])
-    listed = [labels.get(i) or _counted(i, n, found) for i, n in counts.items()]
-    return EntityIndex(_ranked(listed), live, left_out)
+    scan = _Scan(tx, agent, extract)
+    counts = Counter(itertools.chain.from_iterable(scan.lists()))
+    nodes = _decode_nodes(
+        b"[" + b",".join(raw for _k, raw in tx.graph_rows("graph_nodes", agent)) + b"]"
+    )
+    labels = {
+        node.id: EntityCount(node.id, node.label, node.type, counts[node.id])
+        for node in nodes
+        if node.id in counts
+    }
+    listed = [labels.get(i) or _counted(i, n, scan.found) for i, n in counts.items()]
+    return EntityIndex(_ranked(listed), scan.live, scan.pending)
 
 
 def facts_mentioning(tx: Transaction, agent: str, entity_id: str, extract: Extract) -> list[str]:
     """Ids of the agent's live facts that mention the entity, newest first."""
-    _live, mentions, _left_out = _live_mentions(tx, agent, extract, {}, needle=encode(entity_id))
-    return [fact_id for fact_id, ids in mentions if entity_id in ids]
+    scan = _Scan(tx, agent, extract, encode(entity_id))
+    return [fact_id for fact_id, _ids in scan.mentioning(entity_id)]
 
 
 def neighbours(tx: Transaction, agent: str, entity_id: str, extract: Extract) -> list[EntityCount]:
     """The entities mentioned together with `entity_id` in the agent's live facts, each
     with how many such facts mention both; most first."""
-    found: dict[str, EntityLike] = {}
-    _live, mentions, _left_out = _live_mentions(tx, agent, extract, found, needle=encode(entity_id))
+    scan = _Scan(tx, agent, extract, encode(entity_id))
     together: Counter[str] = Counter()
-    for _fact_id, ids in mentions:
-        if entity_id in ids:
-            together.update(i for i in ids if i != entity_id)
-    return _ranked([_entity_count(tx, agent, i, n, found) for i, n in together.items()])
+    for _fact_id, ids in scan.mentioning(entity_id):
+        together.update(i for i in ids if i != entity_id)
+    return _ranked([_entity_count(tx, agent, i, n, scan.found) for i, n in together.items()])

@@ -412,9 +412,9 @@ class Transaction(ABC):
         then the ids of the entities it mentions (`graph_ops.watermark`)."""
 
     @abstractmethod
-    def extracted_rows(self, agent: str) -> Iterator[tuple[str, bytes]]:
-        """(fact id, what `put_extracted` stored) of every extracted fact of `agent`, live
-        or not, in id order."""
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        """(fact key `agent \\0 id`, what `put_extracted` stored) of every extracted fact
+        of `agent`, live or not, in key order."""
 
     def unextracted(self, agent: str) -> tuple[int, list[str]]:
         """(how many live facts `agent` has, the ids of those not yet extracted, oldest
