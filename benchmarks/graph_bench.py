@@ -1,6 +1,6 @@
 """The Graph tab and the graph's store reads at 100k facts, one run.
 
-    python benchmarks/graph_bench.py [--facts 100000] [--keep-store DIR] [--no-cycle]
+    python benchmarks/graph_bench.py [--facts 100000] [--keep-store DIR] [--no-cycle] [--embed]
 
 A store of one agent is built once (`--keep-store DIR` reuses it): every fact names two
 people of 200, an identifier of 10,000 (OPS-1234) and, one in ten, an email; then a
@@ -12,13 +12,16 @@ a rare identifier and of the most mentioned person). Then the real app at 120×4
 headless, started on the Facts tab: from `8` until the Graph tab has drawn its entities
 (and from start-up), a filter keystroke (the pane's work for one key plus every visible
 line, and end-to-end from the key press until the pilot reports the frame), and `enter`
-on an entity until its facts and neighbours are drawn.
+on an entity until its facts and neighbours are drawn. The background embedder is off
+(GRAYMATTER_EMBED=none) unless `--embed`: with it, the local model embeds the 100k facts
+in batches meanwhile, each batch a write the tab hears (it reads again at most every 2 s).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -182,7 +185,10 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--keep-store", type=Path)
     parser.add_argument("--no-cycle", action="store_true")
+    parser.add_argument("--embed", action="store_true")
     args = parser.parse_args()
+    if not args.embed:
+        os.environ["GRAYMATTER_EMBED"] = "none"
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep_store or Path(tmp)
         path = root / f"graph-{args.facts}{'-nocycle' if args.no_cycle else ''}"

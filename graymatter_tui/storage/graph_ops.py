@@ -114,9 +114,9 @@ def _record_mentions(tx: Transaction, agent: str, extract: Extract, done: set[st
     head = agent.encode() + SEP
     start = len(head)
     rows = tx.extracted_rows(agent)
+    if not rows or min(map(len, map(itemgetter(1), rows))) > SIGNATURE_BYTES:
+        return  # every watermark records its entities (a C-speed pass over the lengths)
     older = [k[start:].decode() for k, raw in rows if len(raw) <= SIGNATURE_BYTES]
-    if not older:
-        return
     for fact in tx.find_many(older):
         if fact is not None and fact.is_live and fact.id not in done:
             ids = [e.id for e in extract(fact.text)]

@@ -22,6 +22,7 @@ from graymatter_tui.tui.screens.graph import (
     NO_ENTITIES_SAID,
     NO_FACTS,
     NO_FACTS_SAID,
+    REREAD_SECONDS,
     GraphPane,
 )
 from graymatter_tui.tui.screens.help import HelpScreen
@@ -279,3 +280,27 @@ async def test_the_help_screen_and_key_bar_list_the_graph_keys(demo_store: LmdbS
         assert ("enter", "Neighbour: go to it") in rows
         assert ("enter", "Fact: open it and its receipt chain") in rows
         assert "Graph" in modal_text(app)
+
+
+async def test_a_store_that_keeps_moving_is_read_again_at_most_every_few_seconds(
+    demo_store: LmdbStore,
+) -> None:
+    """Writes every 0.1 s for 3 s (as the background embedder's batches come): the tab is
+    drawn again from each read that ends, a few times, never once per write, and the
+    last write is in what it shows at the end."""
+    app = make_app(demo_store, poll_seconds=0.1)
+    async with running(app) as pilot:
+        shown = await show_graph(pilot)
+        drawn = [shown._index]
+        for number in range(30):
+            demo_store.put(OPS, f"Moving note {number} for Quinn Ashdown.")
+            await pilot.pause(0.1)
+            if shown._index is not drawn[-1]:
+                drawn.append(shown._index)
+        await wait_until(
+            pilot,
+            lambda: ("name:quinn ashdown", "Quinn Ashdown", 30) in listed(app),
+            what="the last write drawn",
+        )
+        redraws = len(drawn) - 1
+        assert 1 <= redraws <= 3 / REREAD_SECONDS + 1, redraws
