@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections import Counter
 
 from textual.pilot import Pilot
@@ -285,13 +286,14 @@ async def test_the_help_screen_and_key_bar_list_the_graph_keys(demo_store: LmdbS
 async def test_a_store_that_keeps_moving_is_read_again_at_most_every_few_seconds(
     demo_store: LmdbStore,
 ) -> None:
-    """Writes every 0.1 s for 3 s (as the background embedder's batches come): the tab is
-    drawn again from each read that ends, a few times, never once per write, and the
-    last write is in what it shows at the end."""
+    """A write every 0.1 s for 3 s (as the background embedder's batches come): the tab
+    is drawn again at most once per REREAD_SECONDS, never once per write, and the last
+    write is in what it shows at the end."""
     app = make_app(demo_store, poll_seconds=0.1)
     async with running(app) as pilot:
         shown = await show_graph(pilot)
         drawn = [shown._index]
+        began = time.monotonic()
         for number in range(30):
             demo_store.put(OPS, f"Moving note {number} for Quinn Ashdown.")
             await pilot.pause(0.1)
@@ -302,5 +304,6 @@ async def test_a_store_that_keeps_moving_is_read_again_at_most_every_few_seconds
             lambda: ("name:quinn ashdown", "Quinn Ashdown", 30) in listed(app),
             what="the last write drawn",
         )
+        elapsed = time.monotonic() - began  # 3 s, or more on a loaded machine
         redraws = len(drawn) - 1
-        assert 1 <= redraws <= 3 / REREAD_SECONDS + 1, redraws
+        assert 1 <= redraws <= elapsed / REREAD_SECONDS + 1, (redraws, elapsed)
