@@ -273,11 +273,11 @@ async def test_the_help_screen_and_key_bar_list_the_graph_keys(demo_store: LmdbS
     async with running(app, size=(80, 24)) as pilot:
         await show_graph(pilot)
         bar = screen_text(app).splitlines()[-1]
-        assert "/ Filter" in bar and "b Back" in bar
+        assert "/ Filter" in bar and "b Previous" in bar
         await press_each(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
         rows = dict(app.screen.sections)["Graph"]
-        assert ("/", "Filter") in rows and ("b", "Back") in rows
+        assert ("/", "Filter") in rows and ("b", "Previous") in rows
         assert ("enter", "Neighbour: go to it") in rows
         assert ("enter", "Fact: open it and its receipt chain") in rows
         assert "Graph" in modal_text(app)

@@ -2,7 +2,7 @@
 URLs), each with how many live facts mention it, filtered as you type. `enter` on one
 lists the facts that mention it (drawn as the Facts tab draws them; `enter` on a fact
 opens its detail and receipt chain) and its neighbours, the entities mentioned with it;
-`enter` on a neighbour moves to it, and `b` goes back.
+`enter` on a neighbour moves to it, and `b` goes back to the previous one.
 
 Every read runs in a thread worker (the store's `entities`, `facts_mentioning` and
 `neighbours`); the lists are drawn line by line, so 100k facts cost what 100 do to show."""
@@ -78,7 +78,7 @@ class GraphPane(Vertical, Pane):
         Action(
             "b",
             "back",
-            "Back",
+            "Previous",
             id="graph-back",
             title="Previous entity",
             tooltip="Return to the entity shown before this one",
