@@ -34,6 +34,9 @@ SIGNATURE_BYTES = 64  # a SHA-256 in hex, the watermark's start
 # Live facts a graph read extracts itself when no cycle has (the newest first); more are
 # left out of its counts and said to be pending.
 READ_EXTRACT_LIMIT = 2000
+# A meta row per agent (this, then the agent's name): every watermark of the agent records
+# its entities (set by the first cycle of a release that records them).
+MENTIONS_RECORDED = "graph_mentions_recorded:"
 Extract = Callable[[str], Sequence[EntityLike]]
 
 
@@ -108,19 +111,22 @@ def extract_graph(
 
 
 def _record_mentions(tx: Transaction, agent: str, extract: Extract, done: set[str]) -> None:
-    """Live facts an older release extracted (a signature alone): their mentions are
-    recorded now, once, leaving the graph's nodes and edges as they are (they already
-    count these facts)."""
+    """Facts an older release extracted (a signature alone): their mentions are recorded
+    now, once, leaving the graph's nodes and edges as they are (they already count these
+    facts). A meta row then says the agent's watermarks all record theirs, so later
+    cycles do not look again."""
+    flag = MENTIONS_RECORDED + agent
+    if tx.meta_get(flag):
+        return
     head = agent.encode() + SEP
     start = len(head)
     rows = tx.extracted_rows(agent)
-    if not rows or min(map(len, map(itemgetter(1), rows))) > SIGNATURE_BYTES:
-        return  # every watermark records its entities (a C-speed pass over the lengths)
     older = [k[start:].decode() for k, raw in rows if len(raw) <= SIGNATURE_BYTES]
     for fact in tx.find_many(older):
-        if fact is not None and fact.is_live and fact.id not in done:
+        if fact is not None and fact.id not in done:
             ids = [e.id for e in extract(fact.text)]
             tx.put_extracted(head + fact.id.encode(), watermark(text_signature(fact.text), ids))
+    tx.meta_put(flag, "1")
 
 
 def decay_graph(tx: Transaction, agent: str, half_life_hours: float) -> GraphDecayOutcome:
