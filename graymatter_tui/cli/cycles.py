@@ -14,6 +14,7 @@ import click
 from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say, warn
+from graymatter_tui.cli.probes import hits_of, run_lines
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.core.config import GUARD_MODES, SUMMARISERS, Settings
@@ -51,6 +52,10 @@ def print_record(record: CycleRecord) -> None:
         return
     if record.kind == "review":
         _print_review(record)
+        return
+    if record.kind == "probe_run":
+        for line in run_lines(record):
+            say(line)
         return
     model = f" ({one_line(record.model)})" if record.model else ""
     say(
@@ -200,11 +205,15 @@ def journal(
     if not records:
         say("no cycles yet")
     for r in records:
-        detail = (
-            f"restored {len(r.restored)}"
-            if r.kind == "revert"
-            else f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
-        )
+        if r.kind == "revert":
+            detail = f"restored {len(r.restored)}"
+        elif r.kind == "probe_run":
+            hits, total = hits_of(r)
+            detail = f"probes {hits}/{total} found something"
+        else:
+            detail = (
+                f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
+            )
         line = (
             f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
             f"{r.kind:<11} {r.summariser:<9} {outcome_label(r):<10} {detail}"

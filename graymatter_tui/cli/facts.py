@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -14,17 +15,21 @@ from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.explain import explanation_lines, explanations
 from graymatter_tui.cli.output import emit_json, fact_line, note, one_line, say, warn
 from graymatter_tui.cli.params import checked_by
+from graymatter_tui.core.confidence import Confidence, parse_confidence, parse_weight
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import FACT_STATES, CycleRecord, Fact, cycle_to_dict, fact_to_dict
 from graymatter_tui.core.retirement import retirement_key, retirement_of
 from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.core.words import counted
 from graymatter_tui.recall.ranking import RecallWeights, check_query, rank, recall
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import validate_fact_id
 from graymatter_tui.views.presentation import fact_fields
 
 if TYPE_CHECKING:
     from graymatter_tui.embedding.query import VectorUse
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # `echo x | remember A -` should store "x", as `$(...)` in a shell would.
 _TRAILING_NEWLINES = re.compile(r"(?:\r?\n)+\Z")
@@ -49,15 +54,36 @@ def _print_fact(fact: Fact, as_json: bool, verb: str) -> None:
         say(f"{verb} {fact.id}")
 
 
+def _confidence_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--confidence",
+        default=None,
+        metavar="LEVEL",
+        callback=checked_by(lambda raw: parse_confidence(raw, "confidence")),
+        help=help_text,
+    )
+
+
 @click.command()
 @click.argument("agent")
 @click.argument("text")
 @click.option("--pin", is_flag=True, help="Pin the new fact (exempt from decay and consolidation).")
+@_confidence_option(
+    "How sure the writer is: verified, inferred or unverified (default: none, unknown)."
+)
 @common_options
-def remember(agent: str, text: str, pin: bool, data_dir: Path | None, as_json: bool) -> None:
+def remember(
+    agent: str,
+    text: str,
+    pin: bool,
+    confidence: Confidence | None,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Store a fact for AGENT and print its id. TEXT '-' reads standard input."""
     validate_agent(agent)
-    fact = open_store(data_dir).put(agent, _read_text(text), pinned=pin)
+    store = open_store(data_dir)
+    fact = store.put(agent, _read_text(text), pinned=pin, confidence=confidence)
     if as_json:
         emit_json(fact_to_dict(fact))
     else:
@@ -127,8 +153,9 @@ def show(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
         return
     fact = result.fact
     rows = fact_fields(fact, retirement)
+    width = max(len(key) for key, _ in rows)  # 9 ("pinned at"), 10 with a confidence
     for key, value in rows:
-        say(f"{key:>9}: {one_line(value)}")
+        say(f"{key:>{width}}: {one_line(value)}")
     say("")
     say(fact.text)
     if result.replaced_by is not None:
@@ -196,11 +223,17 @@ def unpin(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 @click.command()
 @click.argument("fact_id", metavar="ID")
 @click.argument("text")
+@_confidence_option(
+    "The revision's confidence: verified, inferred or unverified (default: the old fact's)."
+)
 @common_options
-def revise(fact_id: str, text: str, data_dir: Path | None, as_json: bool) -> None:
+def revise(
+    fact_id: str, text: str, confidence: Confidence | None, data_dir: Path | None, as_json: bool
+) -> None:
     """Replace a fact's text: a new fact, and the old one tombstoned pointing at it."""
     fact_id = validate_fact_id(fact_id)
-    revision, _tomb = open_store(data_dir).revise(fact_id, _read_text(text))
+    store = open_store(data_dir)
+    revision, _tomb = store.revise(fact_id, _read_text(text), confidence=confidence)
     if as_json:
         emit_json(fact_to_dict(revision))
     else:
@@ -219,7 +252,7 @@ def retire(fact_id: str, data_dir: Path | None, as_json: bool) -> None:
 def _weights_from_env() -> RecallWeights:
     chosen = os.environ.get("GRAYMATTER_RECALL_WEIGHTS", "").strip()
     if not chosen:
-        return RecallWeights.parse("1.0,0.1")
+        return RecallWeights()
     try:
         return RecallWeights.parse(chosen)
     except InvalidInput as exc:
@@ -234,14 +267,32 @@ def _weights_from_env() -> RecallWeights:
     "--weights",
     default=None,
     callback=checked_by(RecallWeights.parse),
-    help="KEYWORD,RECENCY or VECTOR,KEYWORD,RECENCY fusion weights "
-    "(default $GRAYMATTER_RECALL_WEIGHTS or 1.0,1.0,0.1).",
+    help="VECTOR,KEYWORD,RECENCY fusion weights, or KEYWORD,RECENCY with the vector "
+    "weight at 0.7: score = (V·cosine + K·keyword/best keyword)/(V+K) + R·recency "
+    "(default $GRAYMATTER_RECALL_WEIGHTS or 0.7,0.3,0).",
+)
+@click.option(
+    "--min-confidence",
+    default=None,
+    metavar="LEVEL",
+    callback=checked_by(lambda raw: parse_confidence(raw, "min-confidence")),
+    help="Only facts at least this sure: verified, inferred or unverified (facts with no "
+    "confidence pass only unverified).",
+)
+@click.option(
+    "--confidence-weight",
+    default=None,
+    metavar="W",
+    callback=checked_by(lambda raw: parse_weight(raw, "confidence-weight")),
+    help="Rank by confidence too, 0 to 0.5: score × (1 + W) for verified, × (1 − W) for "
+    "unverified; inferred and facts with no confidence unchanged (default 0).",
 )
 @click.option("--preview", is_flag=True, help="Rank without recording the access.")
 @click.option(
     "--explain",
     is_flag=True,
-    help="Say why each fact ranked (signal ranks, score, weight, source) and what it replaced.",
+    help="Say why each fact ranked (what each signal contributed to its score, their "
+    "ranks, weight, source) and what it replaced.",
 )
 @common_options
 def recall_cmd(
@@ -249,6 +300,8 @@ def recall_cmd(
     query: str,
     k: int,
     weights: RecallWeights | None,
+    min_confidence: Confidence | None,
+    confidence_weight: float | None,
     preview: bool,
     explain: bool,
     data_dir: Path | None,
@@ -263,7 +316,16 @@ def recall_cmd(
 
     run = rank if preview else recall
     vectors = from_env(store)
-    hits = run(store, agent, query, k=k, weights=fusion, vectors=vectors)
+    hits = run(
+        store,
+        agent,
+        query,
+        k=k,
+        weights=fusion,
+        vectors=vectors or NO_VECTORS,
+        min_confidence=min_confidence,
+        confidence_weight=confidence_weight or 0.0,
+    )
     _say_vector_use(use_of(vectors) if vectors is not None else None, explain=explain)
     why = explanations(store, agent, hits) if explain else [{} for _ in hits]
     if as_json:

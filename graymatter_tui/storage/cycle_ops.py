@@ -16,6 +16,7 @@ from typing import TypeVar
 import msgspec
 
 from graymatter_tui.core import clock, provenance
+from graymatter_tui.core.confidence import lowest
 from graymatter_tui.core.errors import Conflict, NotFound
 from graymatter_tui.core.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.core.words import counted
@@ -150,6 +151,8 @@ def apply_consolidation(
         created_at=stamp,
         accessed_at=stamp,
         cycle_id=request.cycle_id,
+        # A summary is no surer than the least sure fact it consumes.
+        confidence=lowest(f.confidence for f in current),
         source=provenance.CONSOLIDATION,
     )
     tx.write_fact(summary, None)
@@ -315,6 +318,10 @@ def _applied_record(tx: Transaction, cycle_id: str) -> CycleRecord:
     what = "review" if original.kind == "review" else "cycle"
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"{what} {cycle_id} cannot be reverted: nothing was applied "
@@ -331,6 +338,10 @@ def _revertible(tx: Transaction, cycle_id: str) -> tuple[CycleRecord, Fact, list
     original = tx.require_record(cycle_id)
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"cycle {cycle_id} cannot be reverted: nothing was applied "

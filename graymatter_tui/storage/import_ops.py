@@ -276,7 +276,7 @@ def _add_record(tx: Transaction, record: CycleRecord) -> None:
     if record.kind == "revert":
         tx.bump("reverts")
         return
-    if record.kind == "review":  # a decision on a held change moves no counter
+    if record.kind in ("review", "probe_run"):  # a decision, or probes scored: no counter
         return
     tx.bump("cycles")
     if record.outcome != "applied":

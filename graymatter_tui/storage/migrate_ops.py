@@ -59,6 +59,11 @@ def snapshot(tx: VectorTransaction) -> StoreSnapshot:
         rows={table: list(tx.iter_rows(table)) for table in COPY_TABLES},
         activity=activity,
         vectors=vector_ops.snapshot(tx),
+        probe_schedule={
+            key: value
+            for key, value in tx.meta_many(probe_ops.SCHEDULE_ROWS).items()
+            if value is not None
+        },
     )
 
 
@@ -119,6 +124,8 @@ def load(
             tx.set_analyzer(snap.stem_language)
         if snap.demo is not None:
             tx.meta_put(DEMO_KEY, snap.demo)
+        for key, value in snap.probe_schedule.items():  # an empty store takes the schedule
+            tx.meta_put(key, value)
     mode = vector_ops.copy_mode(tx, snap.vectors, embed_model)
     if mode == "switch" and embed_model is not None:
         vector_ops.start(tx, embed_model)  # as its embedder would; the copied facts queue

@@ -15,6 +15,7 @@ import re
 import msgspec
 
 from graymatter_tui.core import clock
+from graymatter_tui.core.confidence import Confidence, known
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import (
     HELD_ACTIONS,
@@ -62,7 +63,14 @@ def validate_reason(reason: str) -> str:
 
 
 # ---- holding --------------------------------------------------------------------------
-def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+def hold(
+    tx: Transaction,
+    agent: str,
+    action: str,
+    target: str,
+    text: str,
+    confidence: Confidence | None = None,
+) -> ReviewProposal:
     """Hold `action` for review, refused now (as the direct path would refuse it) when it
     could never apply: no live fact has the target text, an update changes nothing, or a
     forget names a pinned fact."""
@@ -86,6 +94,7 @@ def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> Re
         source=tx.source,
         created_at=clock.format_time(tx.now),
         matches=[_fingerprint(f) for f in matches],
+        confidence=confidence if action in ("add", "update") else None,
     )
     tx.put_proposal(proposal.id, encode(proposal))
     tx.bump(PENDING_KEY)
@@ -217,11 +226,15 @@ def reject(tx: Transaction, proposal_id: str, reason: str) -> ReviewDecision:
 def _apply(tx: Transaction, proposal: ReviewProposal, record_id: str) -> tuple[list[str], str]:
     """(ids made tombstones, id of the fact written or "")."""
     agent, target = proposal.agent_id, proposal.target
+    confidence = known(proposal.confidence)
     if proposal.action == "add":
-        return [], fact_ops.put(tx, agent, proposal.text, False, cycle_id=record_id).id
+        written = fact_ops.put(
+            tx, agent, proposal.text, False, cycle_id=record_id, confidence=confidence
+        )
+        return [], written.id
     if proposal.action == "update":
         replacement, tombs = fact_ops.supersede_text(
-            tx, agent, target, proposal.text, cycle_id=record_id
+            tx, agent, target, proposal.text, cycle_id=record_id, confidence=confidence
         )
         return [t.id for t in tombs], replacement.id
     if proposal.action == "forget":

@@ -194,6 +194,22 @@ class Transaction(ABC):
             raise NotFound(f"no cycle with id {cycle_id}")
         return record
 
+    # ---- index terms -------------------------------------------------------------------
+    def bulk_terms(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None,
+        made_by: Analyzer | None,
+    ) -> list[dict[str, int]]:
+        """Each fact's index terms for `insert_many`: the ones computed before the
+        transaction (so the write lock is held for less time) when they were made by this
+        store's analyzer, else made again (the store's language changed meanwhile); {} for
+        a tombstone."""
+        if terms is not None and made_by == self.analyzer:
+            return terms
+        counts = self.analyzer.term_counts
+        return [counts(f.text) if f.is_live else {} for f in facts]
+
     # ---- agent counts ------------------------------------------------------------------
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:
@@ -208,6 +224,19 @@ class Transaction(ABC):
 
     def live_count(self, agent: str) -> int:
         return self.agent_counts(agent).live
+
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's first and last live facts in id order
+        (ids are minted from the creation time, so: its oldest and newest), for recall's
+        recency prior; None without live facts. Two key look-ups and two decodes."""
+        first = next(self.iter_ids(agent, "live", newest_first=False), None)
+        last = next(self.iter_ids(agent, "live", newest_first=True), None)
+        if first is None or last is None:
+            return None
+        oldest, newest = self.find(first), self.find(last)
+        if oldest is None or newest is None:
+            return None
+        return epoch_ms(oldest.created_at), epoch_ms(newest.created_at)
 
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
         counts = self.agent_counts(agent)

@@ -35,6 +35,7 @@ from graymatter_tui.core.model import AgentSummary, CycleRecord
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
+from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
 from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
@@ -176,6 +177,7 @@ class GraymatterApp(App[None]):
         poll_seconds: float = POLL_SECONDS,
         clock_seconds: float = CLOCK_SECONDS,
         create_store: Callable[[], MemoryStore] | None = None,
+        probe_check_seconds: float = CHECK_SECONDS,
     ) -> None:
         """`create_store`, given with the empty view of a place holding no store, makes
         the store there: the app asks the person first (launch.creator)."""
@@ -201,6 +203,10 @@ class GraymatterApp(App[None]):
         self.embedder: embedding.BackgroundEmbedder | None = None
         # The recall preview's vector signal.
         self.query_vectors: embedding_query.StoreQueryVectors | None = None
+        # Makes the scheduled probe runs that fall due while the app is open (a writable
+        # store only), on a thread of its own; the watch hears its writes.
+        self.probe_check_seconds = probe_check_seconds
+        self.due_probe_runs: DueProbeRuns | None = None
 
     @property
     def store(self) -> MemoryStore:
@@ -230,6 +236,7 @@ class GraymatterApp(App[None]):
         self._show_counts()
         self._probe_summariser()
         self._start_embedder()
+        self._start_due_probe_runs()
         # Nothing reads until the watch has heard the store's generation (at once).
         self._watch_store()
         # No store read: the shown pane reads if it is stale (shown since the store moved,
@@ -299,6 +306,7 @@ class GraymatterApp(App[None]):
         self.store = created
         view.close()
         self._start_embedder()
+        self._start_due_probe_runs()
         self.notify(literal(f"Created a new store at {created.location}").plain, markup=False)
 
     def _start_embedder(self) -> None:
@@ -326,7 +334,17 @@ class GraymatterApp(App[None]):
             said = f"the last recall preview ranked without vectors: {said}"
         return (doing, said)
 
+    def _start_due_probe_runs(self) -> None:
+        """A store that fails here fails the panes' reads and the watch too, which say so
+        on the error bar: a failed scheduled run adds nothing of its own (the next check
+        tries again)."""
+        if self.read_only or self.store.absent or self.due_probe_runs is not None:
+            return
+        self.due_probe_runs = DueProbeRuns(self.store, check_every=self.probe_check_seconds)
+
     def on_unmount(self) -> None:
+        if self.due_probe_runs is not None:
+            self.due_probe_runs.close()
         if self._watch is not None:
             self._watch.stop()
         if self.embedder is not None:

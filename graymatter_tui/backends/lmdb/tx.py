@@ -207,9 +207,7 @@ class Tx(VectorTransaction):
         each live fact's `made_by.term_counts(text)`, may be computed before the
         transaction so the store's write lock is held for less time; terms made for
         another language than the store's (changed meanwhile) are made again."""
-        if terms is None or made_by != self.analyzer:
-            term_counts = self.analyzer.term_counts
-            terms = [term_counts(f.text) if f.is_live else {} for f in facts]
+        terms = self.bulk_terms(facts, terms, made_by)
         keys = [fact_key(f.agent_id, f.id) for f in facts]
         by_key = itemgetter(0)
         # Sorted keys fill each B-tree page in turn instead of jumping about the tree.

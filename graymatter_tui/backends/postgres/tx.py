@@ -151,9 +151,7 @@ class PgTx(VectorTransaction):
         made_by: Analyzer | None = None,
     ) -> None:
         """Insert new facts in bulk with COPY; `terms` as `Tx.insert_many` takes them."""
-        if terms is None or made_by != self.analyzer:
-            counts = self.analyzer.term_counts
-            terms = [counts(f.text) if f.is_live else {} for f in facts]
+        terms = self.bulk_terms(facts, terms, made_by)
         split = [to_row_and_weight(fact) for fact in facts]
         with self.conn.cursor().copy(f"COPY facts ({ROW_COLUMNS}) FROM STDIN") as copy:
             for row, _weight in split:

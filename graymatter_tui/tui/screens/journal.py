@@ -85,8 +85,12 @@ class CycleDiffScreen(ModalScreen[None]):
         r = self.record
         styles = outcome_styles(self)
         head = Text()
-        head.append(f"Cycle {r.cycle_id}", style="bold")
-        head.append_text(literal(f"  {r.agent_id} · {r.summariser}"))
+        if r.kind == "probe_run":
+            head.append(f"Probe run {r.cycle_id}", style="bold")
+            head.append_text(literal(f"  {r.agent_id} · asked by {r.trigger or 'unknown'}"))
+        else:
+            head.append(f"Cycle {r.cycle_id}", style="bold")
+            head.append_text(literal(f"  {r.agent_id} · {r.summariser}"))
         head.append(f" · {r.outcome}", style=_style(styles, r.outcome))
         if r.reason:
             head.append("\n")
@@ -114,6 +118,15 @@ class CycleDiffScreen(ModalScreen[None]):
                 f"{counted(len(self.record.restored), 'fact')} live again, summary "
                 f"{self.record.retired_summary_id} retired."
             )
+        elif self.record.kind == "probe_run":
+            r = self.record
+            hits = sum(1 for p in r.probes if p.after)
+            view.show_text(
+                f"Probes scored ({r.trigger or 'by hand'}): {hits} of "
+                f"{counted(len(r.probes), 'probe')} found something. The agent had "
+                f"{counted(r.live_facts, 'live fact')}, {counted(r.tombstones, 'tombstone')} "
+                f"and {r.pinned} pinned. Nothing was changed; Status › h shows the history."
+            )
         elif self.record.kind == "review":
             r = self.record
             wrote = f"; wrote {r.summary_id}" if r.summary_id else ""
@@ -133,6 +146,15 @@ class CycleDiffScreen(ModalScreen[None]):
 
 def probe_lines(r: CycleRecord, styles: OutcomeStyles) -> Text:
     """What each probe would find after apply, as checked at review (ADR 0039)."""
+    if r.kind == "probe_run":
+        out = Text("\n  Probes, scored", style="bold")
+        for probe in r.probes:
+            out.append("\n  ")
+            found = f"{len(probe.after)} found" if probe.after else "finds nothing"
+            out.append(f"{found:<14}", style="dim")
+            out.append(f"top {probe.k:<3} ", style="dim")
+            out.append_text(literal(probe.query))
+        return out
     out = Text("\n  Probes, checked before apply", style="bold")
     for probe in r.probes:
         flagged = "discarded" if probe.lost else ""
@@ -151,6 +173,8 @@ def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     # A person's decision on an agent's change must not read as a consolidation's outcome.
     # A cycle with no outcome yet is still running, or its process ended before it did.
     said = f"review {r.outcome}" if r.kind == "review" else (r.outcome or "unfinished")
+    if r.kind == "probe_run":
+        said = "probes scored"
     return Text(said + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
 
 
@@ -158,6 +182,12 @@ def _when(r: CycleRecord) -> str:
     """When the record's work was done: a review's, when the person decided (the agent
     asked earlier, at `started_at`); the list's order is by this time."""
     return r.finished_at or r.started_at if r.kind == "review" else r.started_at
+
+
+def _consumed(r: CycleRecord) -> str:
+    if r.kind == "probe_run":
+        return ""  # a run consumes nothing
+    return str(len(r.restored) if r.kind == "revert" else len(r.consumed))
 
 
 def _latency(r: CycleRecord, styles: OutcomeStyles | None = None) -> Text:
@@ -172,8 +202,12 @@ CELLS: dict[str, Callable[[CycleRecord, OutcomeStyles], Text]] = {
     "time ": lambda r, _s: Text(_when(r)[5:16].replace("T", " ")),  # short: 11-30 12:00
     "agent": lambda r, _s: literal(r.agent_id)[:20],
     "outcome": _outcome,
-    "consumed": lambda r, _s: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),
-    "pruned": lambda r, _s: Text("" if r.kind == "revert" else str(len(r.pruned))),
+    "consumed": lambda r, _s: Text(
+        ""
+        if r.kind == "probe_run"
+        else str(len(r.restored) if r.kind == "revert" else len(r.consumed))
+    ),
+    "pruned": lambda r, _s: Text("" if r.kind in ("revert", "probe_run") else str(len(r.pruned))),
     "summariser": lambda r, _s: Text(r.summariser or "—"),
     "latency": _latency,
     "cycle": lambda r, _s: Text(r.cycle_id),
