@@ -366,6 +366,26 @@ class MemoryStore(Protocol):
     ) -> values.ExtractOutcome: ...
     def decay_graph(self, agent: str, half_life_hours: float) -> values.GraphDecayOutcome: ...
     def graph_size(self, agent: str) -> tuple[int, int]: ...
+    def entities(
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.EntityIndex:
+        """The entities the agent's live facts mention, each with how many live facts
+        mention it, most first. Facts no cycle has extracted yet are read with `extract`
+        (the newest few thousand; `pending` counts the rest); nothing is written."""
+        ...
+
+    def facts_mentioning(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[str]:
+        """Ids of the agent's live facts that mention the entity, newest first."""
+        ...
+
+    def neighbours(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[values.EntityCount]:
+        """The entities mentioned together with the entity in the agent's live facts, each
+        with how many of those facts mention both, most first."""
+        ...
 
     # Import (export reads `all_facts` and `records`)
     def import_all(

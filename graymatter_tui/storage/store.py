@@ -596,6 +596,26 @@ class BaseStore(ABC):
         """(nodes, edges) of one agent's graph."""
         return self._read(lambda tx: graph_ops.graph_size(tx, agent))
 
+    def entities(
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.EntityIndex:
+        """The entities the agent's live facts mention, with how many mention each, most
+        first; `extract` reads the facts no cycle has extracted yet (without writing)."""
+        return self._read(lambda tx: graph_ops.entities(tx, agent, extract))
+
+    def facts_mentioning(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[str]:
+        """Ids of the agent's live facts that mention the entity, newest first."""
+        return self._read(lambda tx: graph_ops.facts_mentioning(tx, agent, entity_id, extract))
+
+    def neighbours(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[values.EntityCount]:
+        """Entities the agent's live facts mention together with the entity, with how many
+        facts mention both, most first."""
+        return self._read(lambda tx: graph_ops.neighbours(tx, agent, entity_id, extract))
+
     # ---- import ------------------------------------------------------------------------
     def import_all(
         self,

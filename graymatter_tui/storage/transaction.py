@@ -444,7 +444,14 @@ class Transaction(ABC):
         """Whether the fact under `key` (a fact key) has had its text extracted."""
 
     @abstractmethod
-    def put_extracted(self, key: bytes, signature: bytes) -> None: ...
+    def put_extracted(self, key: bytes, signature: bytes) -> None:
+        """Mark the fact under `key` extracted: `signature` is its text's SHA-256 (hex),
+        then the ids of the entities it mentions (`graph_ops.watermark`)."""
+
+    @abstractmethod
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        """(fact key `agent \\0 id`, what `put_extracted` stored) of every extracted fact
+        of `agent`, live or not, in key order."""
 
     def unextracted(self, agent: str) -> tuple[int, list[str]]:
         """(how many live facts `agent` has, the ids of those not yet extracted, oldest

@@ -250,6 +250,28 @@ class ExtractOutcome:
 
 
 @dataclass(frozen=True)
+class EntityCount:
+    """An entity (`name:maria lopez`, `ident:sup-12`, `email:…`, `url:…`) and how many live
+    facts mention it (for a neighbour: mention it together with the entity asked about)."""
+
+    id: str
+    label: str
+    type: str
+    facts: int
+
+
+@dataclass(frozen=True)
+class EntityIndex:
+    """The entities an agent's live facts mention, most mentioned first (then by label).
+    `pending` live facts were neither extracted by a cycle nor by this read (a read
+    extracts at most `graph_ops.READ_EXTRACT_LIMIT` itself): they are not counted."""
+
+    entities: list[EntityCount]
+    live: int
+    pending: int = 0
+
+
+@dataclass(frozen=True)
 class GraphDecayOutcome:
     nodes: int
     edges: int

@@ -59,6 +59,7 @@ from graymatter_tui.tui.screens.dialogs import (
     TextEntryScreen,
 )
 from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.graph import GraphPane
 from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
@@ -87,6 +88,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("status", StatusPane),
     ("activity", ActivityPane),
     ("review", ReviewPane),
+    ("graph", GraphPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 # The lists' movement keys, the same in every list: one help section, no palette commands.

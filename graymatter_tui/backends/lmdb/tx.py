@@ -7,7 +7,7 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -711,6 +711,23 @@ class Tx(VectorTransaction):
 
     def put_extracted(self, key: bytes, signature: bytes) -> None:
         self.txn.put(key, signature, db=self.dbs.extracted)
+
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        """Read in C a slice as long as the agent has facts (each has at most one row),
+        more while the agent's rows go on (counts behind), then cut at the next agent."""
+        head = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.extracted)
+        if not cursor.set_range(head):
+            return []
+        rows_of = cursor.iternext()
+        counts = self.agent_counts(agent)
+        rows: list[tuple[bytes, bytes]] = list(islice(rows_of, counts.live + counts.tombstones + 1))
+        while rows and rows[-1][0].startswith(head):
+            more = list(islice(rows_of, 1024))
+            if not more:
+                break
+            rows.extend(more)
+        return rows[: bisect_left(rows, (agent.encode() + b"\x01",))]
 
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
         raw = self.txn.get(key, db=getattr(self.dbs, table))

@@ -453,6 +453,14 @@ class PgTx(VectorTransaction):
             (key, signature),
         )
 
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        # Keys are `agent \0 id`: the agent's rows are the keys from `agent \0` to `agent \1`.
+        rows = self.conn.execute(
+            "SELECT key, signature FROM extracted WHERE key >= %s AND key < %s ORDER BY key",
+            (agent.encode() + SEP, agent.encode() + b"\x01"),
+        )
+        return [(bytes(key), bytes(signature)) for key, signature in rows.fetchall()]
+
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
         found = self._one(f"SELECT value FROM {_graph(table)} WHERE key = %s", (key,))
         return None if found is None else bytes(found)
