@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
@@ -228,12 +228,24 @@ class GraymatterApp(App[None]):
         yield TopBar(id="topbar")
         with TabbedContent(initial=self.PANES[0][0], id="tabs"):
             for number, (tab, pane_class) in enumerate(self.PANES, 1):
-                with TabPane(f"{number} {pane_class.TITLE}", id=tab):
+                with TabPane(self._tab_label(number, pane_class), id=tab):
                     pane = pane_class(id=f"{tab}-pane")
                     # Hidden panes mount just after the first frame, so Facts paints sooner.
                     yield pane if number == 1 else Lazy(pane)
         yield Static("", id="errorbar", markup=False)
         yield KeyBar()
+
+    def _tab_label(self, number: int, pane_class: type[Pane], width: int | None = None) -> str:
+        columns = self.size.width if width is None else width
+        narrow = columns < NARROW_COLUMNS and pane_class.NARROW_TITLE
+        return f"{number} {pane_class.NARROW_TITLE if narrow else pane_class.TITLE}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Eight tabs fit in 80 columns only with the short labels (and the narrow padding).
+        tabs = self.query_one("#tabs", TabbedContent)
+        for number, (tab, pane_class) in enumerate(self.PANES, 1):
+            if pane_class.NARROW_TITLE:
+                tabs.get_tab(tab).label = self._tab_label(number, pane_class, event.size.width)
 
     def on_mount(self) -> None:
         self.query_one("#errorbar", Static).display = False
