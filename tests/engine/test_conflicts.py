@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from graymatter_tui.consolidation.conflicts import compare
+from graymatter_tui.core.conflicts import compare
 
 PAIRS = Path(__file__).parents[2] / "benchmarks" / "conflict_pairs.tsv"
 

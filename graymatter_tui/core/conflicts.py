@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graymatter_tui.consolidation.guard import content_words, detail_key, key_details
+from graymatter_tui.core.details import content_words, detail_key, key_details
 
 SAME_SUBJECT = 0.34
 DUPLICATE_SUBJECT = 0.5
