@@ -10,6 +10,7 @@ that differ on each side.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from graymatter_tui.core.details import content_words, detail_key, key_details
 
@@ -34,19 +35,34 @@ class PairVerdict:
         return self.kind
 
 
-def _subject(text: str) -> set[str]:
-    detail_words = {w for d in key_details(text) for w in detail_key(d).split()}
-    return {w[:6] for w in content_words(text) if w not in detail_words}
+@dataclass(frozen=True)
+class TextProfile:
+    """What the verdict reads of one text: its subject words and its key details."""
+
+    subject: frozenset[str]
+    details: dict[str, str]  # detail key -> the detail as written
+
+
+@lru_cache(maxsize=4096)
+def profile(text: str) -> TextProfile:
+    """The text's profile, computed once per text (the write path compares one new fact
+    with many held ones, and a long-lived server sees the same held ones again)."""
+    details = {detail_key(d): d for d in key_details(text)}
+    detail_words = {w for key in details for w in key.split()}
+    subject = frozenset(w[:6] for w in content_words(text) if w not in detail_words)
+    return TextProfile(subject, details)
 
 
 def compare(new: str, old: str) -> PairVerdict:
     """How the fact `new` stands to the held fact `old`."""
-    a, b = _subject(new), _subject(old)
+    return compare_profiles(profile(new), profile(old))
+
+
+def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
+    a, b = new.subject, old.subject
     sim = len(a & b) / len(a | b) if a and b else 0.0
-    new_details = {detail_key(d): d for d in key_details(new)}
-    old_details = {detail_key(d): d for d in key_details(old)}
-    only_new = [v for k, v in new_details.items() if k not in old_details]
-    only_old = [v for k, v in old_details.items() if k not in new_details]
+    only_new = [v for k, v in new.details.items() if k not in old.details]
+    only_old = [v for k, v in old.details.items() if k not in new.details]
     if sim >= DUPLICATE_SUBJECT and not only_new:
         return PairVerdict("duplicate", sim)
     if sim >= SAME_SUBJECT and only_new and only_old:

@@ -27,7 +27,7 @@ from graymatter_tui.core.progress import Report
 from graymatter_tui.core.receipts import ChainProblem, chain_problems
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import probe_ops
+from graymatter_tui.storage import conflict_ops, probe_ops
 from graymatter_tui.storage.fact_ops import log_added
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import (
@@ -125,6 +125,7 @@ def import_all(
         _add_record(tx, records[index])
     log_added(tx, "import", [facts[i] for i in added])
     probes_added = probe_ops.import_probes(tx, batch.probes)
+    held = conflict_ops.check_written(tx, [facts[i] for i in added])
     return ImportResult(
         facts_added=len(added),
         facts_skipped=len(facts) - len(added),
@@ -133,6 +134,7 @@ def import_all(
         conflicts=plan.conflicts,
         kept_store_state=plan.kept,
         probes_added=probes_added,
+        review_held=len(held),
     )
 
 
