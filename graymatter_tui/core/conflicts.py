@@ -63,7 +63,10 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     sim = len(a & b) / len(a | b) if a and b else 0.0
     only_new = [v for k, v in new.details.items() if k not in old.details]
     only_old = [v for k, v in old.details.items() if k not in new.details]
-    if sim >= DUPLICATE_SUBJECT and not only_new:
+    # A duplicate shares a key detail or two subject words: "while following" says
+    # nothing that "before following 2" does not, yet it is not the same fact.
+    grounded = len(a & b) >= 2 or bool(new.details.keys() & old.details.keys())
+    if sim >= DUPLICATE_SUBJECT and not only_new and grounded:
         return PairVerdict("duplicate", sim)
     if sim >= SAME_SUBJECT and only_new and only_old:
         return PairVerdict("possible_update", sim, only_new, only_old)
