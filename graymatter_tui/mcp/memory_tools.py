@@ -168,8 +168,7 @@ def memory_add(session: Session, args: Arguments) -> Reply:
     _writable(session, "memory_add")
     if session.holds("add"):
         return held_add_reply(agent, session.store.hold_change(agent, "add", "", text).id)
-    session.store.put(agent, text)
-    return add_reply(agent)
+    return add_reply(agent, session.store.remember(agent, text).held)
 
 
 def memory_alias(session: Session, args: Arguments) -> Reply:
@@ -226,8 +225,8 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
                 return held_reflect_reply(
                     action, agent, store.hold_change(agent, action, "", text).id
                 )
-            store.put(agent, text)
-            return reflect_reply(action, agent, "1 fact added")
+            raised = store.remember(agent, text).held
+            return reflect_reply(action, agent, "1 fact added", raised)
         target = args.text("target")
         assert target is not None
         _writable(session, "memory_reflect")
