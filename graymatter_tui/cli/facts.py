@@ -55,13 +55,25 @@ def _print_fact(fact: Fact, as_json: bool, verb: str) -> None:
 @click.option("--pin", is_flag=True, help="Pin the new fact (exempt from decay and consolidation).")
 @common_options
 def remember(agent: str, text: str, pin: bool, data_dir: Path | None, as_json: bool) -> None:
-    """Store a fact for AGENT and print its id. TEXT '-' reads standard input."""
+    """Store a fact for AGENT and print its id. TEXT '-' reads standard input.
+
+    A fact that duplicates or may update a live fact of AGENT is stored, and the pair is
+    held for review (a note on stderr names it; `review show ID` draws it)."""
     validate_agent(agent)
-    fact = open_store(data_dir).put(agent, _read_text(text), pinned=pin)
+    written = open_store(data_dir).remember(agent, _read_text(text), pinned=pin)
+    fact = written.fact
     if as_json:
-        emit_json(fact_to_dict(fact))
+        out = fact_to_dict(fact)
+        out["review"] = [
+            {"proposal_id": p.id, "kind": p.action, "held_fact_id": p.held_id, "why": p.why}
+            for p in written.held
+        ]
+        emit_json(out)
     else:
         say(fact.id)
+    for item in written.held:
+        kind = item.action.replace("_", " ")
+        note(f"{kind} of {item.held_id} held for review as {item.id} ({item.why})")
 
 
 @click.command(name="list")
