@@ -63,12 +63,7 @@ def remember(agent: str, text: str, pin: bool, data_dir: Path | None, as_json: b
     written = open_store(data_dir).remember(agent, _read_text(text), pinned=pin)
     fact = written.fact
     if as_json:
-        out = fact_to_dict(fact)
-        out["review"] = [
-            {"proposal_id": p.id, "kind": p.action, "held_fact_id": p.held_id, "why": p.why}
-            for p in written.held
-        ]
-        emit_json(out)
+        emit_json(fact_to_dict(fact))  # the fact as `show` prints it; the items: `review list`
     else:
         say(fact.id)
     for item in written.held:

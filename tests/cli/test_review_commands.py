@@ -213,8 +213,9 @@ def test_an_imported_review_record_with_a_bad_action_is_refused(
 def test_remember_holds_a_possible_update_that_review_shows_and_approves(
     any_cli: Run,
 ) -> None:
-    old = json.loads(any_cli("remember", AGENT, OLD, "--json").stdout)
-    assert old["review"] == []
+    first = any_cli("remember", AGENT, OLD, "--json")
+    old = json.loads(first.stdout)
+    assert first.stderr == ""  # nothing to review yet
     done = any_cli("remember", AGENT, NEW)
     assert done.returncode == 0, done.stderr
     new_id = done.stdout.strip()  # stdout is still the id alone
@@ -265,6 +266,9 @@ def test_a_stale_pair_approval_exits_3_and_a_rejected_pair_is_not_asked_again(
     assert again["fact_id"] == newer
     rejected = any_cli("review", "reject", again["id"], "--reason", "both ports are real")
     assert rejected.returncode == 0, rejected.stderr
-    once_more = any_cli("remember", AGENT, "Staging database listens on port 5434.", "--json")
-    kinds = [i["kind"] for i in json.loads(once_more.stdout)["review"]]
-    assert kinds == ["duplicate"]  # of the copy held, not the rejected pair again
+    copy = any_cli("remember", AGENT, "Staging database listens on port 5434.")
+    assert copy.returncode == 0, copy.stderr
+    [pending] = json.loads(any_cli("review", "list", "--json").stdout)
+    # A duplicate of the copy held; the rejected pair is not asked again.
+    assert (pending["action"], pending["held_id"]) == ("duplicate", newer)
+    assert pending["fact_id"] == copy.stdout.strip()
