@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from graymatter_tui.core.conflicts import PairVerdict, compare_profiles, profile
 from graymatter_tui.core.details import key_details
 from graymatter_tui.core.model import PAIR_ACTIONS, Fact, ReviewProposal
+from graymatter_tui.core.words import counted
 from graymatter_tui.storage import review_ops
 from graymatter_tui.storage.transaction import Transaction
 
@@ -43,13 +44,19 @@ def check_written(tx: Transaction, facts: Iterable[Fact]) -> list[ReviewProposal
     it included), so a pair inside one batch is raised once, from its newer side."""
     written = sorted((f for f in facts if f.is_live), key=lambda f: f.id)
     batch = {f.id for f in written}
+    one = len(written) == 1  # one fact: an activity entry per item; a bulk write: per agent
     raised: list[ReviewProposal] = []
     for fact in written:
-        raised.extend(_check_one(tx, fact, batch))
+        raised.extend(_check_one(tx, fact, batch, one))
+    if not one:
+        by_agent = Counter(p.agent_id for p in raised)
+        for agent, count in by_agent.items():
+            items = counted(count, "duplicate or possible update", "duplicates or possible updates")
+            tx.log("review", agent, text=f"held {items} for review", count=count)
     return raised
 
 
-def _check_one(tx: Transaction, fact: Fact, batch: set[str]) -> list[ReviewProposal]:
+def _check_one(tx: Transaction, fact: Fact, batch: set[str], log: bool) -> list[ReviewProposal]:
     best: dict[str, tuple[PairVerdict, Fact]] = {}
     written = profile(fact.text)
     for other in candidates(tx, fact, batch):
@@ -66,7 +73,7 @@ def _check_one(tx: Transaction, fact: Fact, batch: set[str]) -> list[ReviewPropo
     for kind in PAIR_ACTIONS:
         if kind in best:
             verdict, other = best[kind]
-            item = review_ops.hold_pair(tx, kind, fact, other, verdict.reason())
+            item = review_ops.hold_pair(tx, kind, fact, other, verdict.reason(), log=log)
             tx.meta_put(pair_key(fact.agent_id, fact.text, other.text), item.id)
             raised.append(item)
     return raised

@@ -100,9 +100,12 @@ def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> Re
     return proposal
 
 
-def hold_pair(tx: Transaction, kind: str, new: Fact, held: Fact, why: str) -> ReviewProposal:
+def hold_pair(
+    tx: Transaction, kind: str, new: Fact, held: Fact, why: str, *, log: bool = True
+) -> ReviewProposal:
     """Hold the pair (`new`, just written; `held`, a live fact of the same agent) as a
-    `duplicate` or `possible_update` item for a person. Nothing changes until approved."""
+    `duplicate` or `possible_update` item for a person. Nothing changes until approved.
+    `log` False: the caller writes one activity entry for many (a bulk write)."""
     if kind not in PAIR_ACTIONS:
         raise InvalidInput(f"{kind!r} is not a pair; one of {', '.join(PAIR_ACTIONS)}")
     proposal = ReviewProposal(
@@ -120,14 +123,15 @@ def hold_pair(tx: Transaction, kind: str, new: Fact, held: Fact, why: str) -> Re
     )
     tx.put_proposal(proposal.id, encode(proposal))
     tx.bump(PENDING_KEY)
-    shown = kind.replace("_", " ")
-    tx.log(
-        "review",
-        new.agent_id,
-        text=f"held {shown} of {held.id} for review as {proposal.id}: {new.text}",
-        fact_id=new.id,
-        count=2,
-    )
+    if log:
+        shown = kind.replace("_", " ")
+        tx.log(
+            "review",
+            new.agent_id,
+            text=f"held {shown} of {held.id} for review as {proposal.id}: {new.text}",
+            fact_id=new.id,
+            count=2,
+        )
     return proposal
 
 

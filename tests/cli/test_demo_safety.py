@@ -159,3 +159,36 @@ def test_demo_opens_its_own_marked_store(
     finally:
         store.close()
     assert not Path("/graymatter-tui-demo").exists()
+
+
+def test_the_demo_holds_its_duplicates_and_possible_updates_for_review(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    path = tmp_path / "demo"
+    assert run_cli("demo", "--dir", str(path)).returncode == 0
+    items = json.loads(run_cli("review", "list", "--dir", str(path), "--json").stdout)
+    pairs = {(p["action"], p["target"], p["text"]) for p in items}
+    assert {p["action"] for p in items} == {"duplicate", "possible_update"}
+    # the demo's disk-alert thresholds, one service's deploy freezes, its replica counts
+    assert any(
+        kind == "possible_update" and old.startswith("Disk alerts fire at 67%")
+        for kind, old, _new in pairs
+    )
+    assert (
+        "possible_update",
+        "Deploy freeze for search-indexer starts on July 2.",
+        "Deploy freeze for search-indexer starts on January 13.",
+    ) in pairs
+    assert (
+        "possible_update",
+        "auth-service runs 7 replicas in production behind the gateway.",
+        "auth-service runs 5 replicas in production behind the gateway.",
+    ) in pairs
+    listed = run_cli("review", "list", "--dir", str(path)).stdout
+    assert "possible_update" in listed and "Disk alerts fire at" in listed
+    with LmdbStore.open(path, read_only=True) as store:
+        assert store.pending_count() == len(items)
+        held = [e for e in store.activity(limit=50) if e.action == "review"]
+    # a bulk write: one activity entry per agent, not one per item
+    assert sorted(e.agent_id for e in held) == sorted(AGENTS)
+    assert sum(e.count for e in held) == len(items)

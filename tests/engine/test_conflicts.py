@@ -55,3 +55,11 @@ def test_the_labelled_set_meets_the_precision_and_recall_goal() -> None:
         recall = real.count(kind) / len(real)
         assert precision >= 0.9, (kind, precision)
         assert recall >= 0.7, (kind, recall)
+
+
+def test_a_duplicate_needs_a_shared_detail_or_two_subject_words() -> None:
+    # One shared word and nothing else in common is not the same fact.
+    assert compare("while following", "before following 2").kind == "related"
+    assert compare("Globex support hours are 9:00.", "Globex support hours are 9:00.").kind == (
+        "duplicate"
+    )
