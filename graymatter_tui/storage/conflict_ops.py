@@ -24,6 +24,7 @@ from graymatter_tui.core.details import key_details
 from graymatter_tui.core.model import PAIR_ACTIONS, Fact, ReviewProposal
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage import review_ops
+from graymatter_tui.storage.codec import decode_proposal
 from graymatter_tui.storage.transaction import Transaction
 
 SUBJECT_TERMS = 4
@@ -93,3 +94,15 @@ def candidates(tx: Transaction, fact: Fact, batch: set[str]) -> list[Fact]:
                 shared[fact_id] += 1
     ranked = sorted(shared, key=lambda i: (shared[i], i), reverse=True)[:MAX_CANDIDATES]
     return [f for f in tx.find_many(ranked) if f is not None and f.is_live]
+
+
+def remember_pairs(tx: Transaction) -> int:
+    """Mark every pair the store's proposals raised as asked (a store loaded from another,
+    whose meta does not travel); returns how many were marked."""
+    marked = 0
+    for raw in tx.iter_proposals(newest_first=False):
+        proposal = decode_proposal(raw)
+        if proposal.is_pair:
+            tx.meta_put(pair_key(proposal.agent_id, proposal.text, proposal.target), proposal.id)
+            marked += 1
+    return marked
