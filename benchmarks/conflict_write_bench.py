@@ -59,7 +59,7 @@ def run(kind: str, facts: int, count: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = LmdbStore.open(Path(tmp) / "s")
         items = [NewFact(agent_id=AGENT, text=t, created_at=NOW) for t in texts]
-        store.put_many(items, check_pairs=False)
+        store.put_many(items)
         wall: dict[str, list[float]] = {"before": [], "after": []}
         cpu: dict[str, list[float]] = {"before": [], "after": []}
         for index, text in enumerate(writes(texts, count * 2)):

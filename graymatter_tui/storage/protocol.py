@@ -207,7 +207,7 @@ class MemoryStore(Protocol):
         ...
 
     def put_many(
-        self, items: Iterable[values.NewFact], *, check_pairs: bool = True
+        self, items: Iterable[values.NewFact], *, check_pairs: bool = False
     ) -> list[Fact]: ...
     def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
         """Re-index every live fact in `language`; the store's stemming language after."""

@@ -253,9 +253,9 @@ class BaseStore(ABC):
 
         return self._write(run)
 
-    def put_many(self, items: Iterable[values.NewFact], *, check_pairs: bool = True) -> list[Fact]:
-        """Insert many facts in one transaction (demo data, benchmarks), holding the pairs
-        they make for review as `remember` does unless `check_pairs` is False."""
+    def put_many(self, items: Iterable[values.NewFact], *, check_pairs: bool = False) -> list[Fact]:
+        """Insert many facts in one transaction (demo data, benchmarks); with
+        `check_pairs`, the pairs they make are held for review as `remember` holds them."""
         pending = list(items)
         for item in pending:
             validate_agent(item.agent_id)

@@ -167,10 +167,10 @@ def test_approving_after_a_fact_changed_is_discarded_as_stale(
 
 def test_bulk_writes_and_imports_hold_their_pairs(any_store: AnyStore) -> None:
     any_store.put(AGENT, MARCH_3)
-    written = any_store.put_many([NewFact(agent_id=AGENT, text=MARCH_10)])
+    written = any_store.put_many([NewFact(agent_id=AGENT, text=MARCH_10)], check_pairs=True)
     [item] = _pending(any_store)
     assert item.fact_id == written[0].id
-    assert any_store.put_many([NewFact(agent_id=AGENT, text=AGAIN_10)], check_pairs=False)
+    assert any_store.put_many([NewFact(agent_id=AGENT, text=AGAIN_10)])  # unchecked
     assert any_store.pending_count() == 1
     line = (
         msgspec.json.encode(
