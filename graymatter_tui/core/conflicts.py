@@ -68,7 +68,7 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     grounded = len(a & b) >= 2 or bool(new.details.keys() & old.details.keys())
     if sim >= DUPLICATE_SUBJECT and not only_new and grounded:
         return PairVerdict("duplicate", sim)
-    if sim >= SAME_SUBJECT and only_new and only_old:
+    if sim >= SAME_SUBJECT and only_new and only_old and grounded:
         return PairVerdict("possible_update", sim, only_new, only_old)
     if sim >= SAME_SUBJECT / 2:
         return PairVerdict("related", sim)
