@@ -63,3 +63,10 @@ def test_a_duplicate_needs_a_shared_detail_or_two_subject_words() -> None:
     assert compare("Globex support hours are 9:00.", "Globex support hours are 9:00.").kind == (
         "duplicate"
     )
+
+
+def test_a_possible_update_needs_a_shared_detail_or_two_subject_words() -> None:
+    assert compare("note 1", "note 0").kind == "related"
+    assert compare("Disk alerts fire at 90% usage.", "Disk alerts fire at 80% usage.").kind == (
+        "possible_update"
+    )
