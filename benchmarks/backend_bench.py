@@ -52,6 +52,7 @@ from graymatter_tui.core.config import Settings
 from graymatter_tui.core.model import CycleRecord
 from graymatter_tui.exchange.migration import migrate
 from graymatter_tui.recall.ranking import RecallWeights, rank
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import ApplyRequest
 
 AGENT = "bench"
@@ -79,7 +80,7 @@ def measure(store: Any, facts: int, samples: int) -> dict[str, float]:
     remember = _samples(samples, lambda i: store.put(AGENT, f"remember {i} deploy port note"))
     got["remember p50 (ms)"] = median(remember) * 1000
     got["remember p99 (ms)"] = percentile(remember, 99) * 1000
-    recall = _samples(samples, lambda i: rank(store, AGENT, queries[i]))
+    recall = _samples(samples, lambda i: rank(store, AGENT, queries[i], vectors=NO_VECTORS))
     got["recall p50 (ms)"] = median(recall) * 1000
     got["recall p99 (ms)"] = percentile(recall, 99) * 1000
     ids = store.fact_ids(AGENT, limit=1000)

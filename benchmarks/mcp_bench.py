@@ -33,6 +33,7 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.mcp.memory_tools import Session
 from graymatter_tui.mcp.server import call
 from graymatter_tui.recall.ranking import recall
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -110,7 +111,9 @@ def in_process(path: Path, calls: int, queries: list[str]) -> tuple[list[float],
 def store_only(path: Path, calls: int, queries: list[str]) -> tuple[list[float], list[float]]:
     with LmdbStore.open(path) as store:
         adds = sample(lambda i: store.put(AGENT, f"store fact {i} ref{i:08x}"), calls)
-        searches = sample(lambda i: recall(store, AGENT, queries[2 * calls + i]), calls)
+        searches = sample(
+            lambda i: recall(store, AGENT, queries[2 * calls + i], vectors=NO_VECTORS), calls
+        )
     return adds, searches
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.recall.probes import check_probes
 from graymatter_tui.recall.ranking import rank
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import ApplyRequest, NewFact
 
 AGENT = "bench"
@@ -68,7 +69,7 @@ def main() -> None:
             started = time.perf_counter()
             for _twice in range(2):
                 for probe in probes:
-                    rank(store, AGENT, probe.query, k=probe.k)
+                    rank(store, AGENT, probe.query, k=probe.k, vectors=NO_VECTORS)
             plain.append(time.perf_counter() - started)
         print(
             f"{args.facts} facts, {len(probes)} probes (k={args.k}), {args.runs} runs: "

@@ -51,8 +51,10 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.tokens import Analyzer, tokens
 from graymatter_tui.recall import ranking as recall
-from graymatter_tui.recall.ranking import RRF_K, RecallWeights, rank
+from graymatter_tui.recall.ranking import RecallWeights, rank
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import NewFact
+from graymatter_tui.storage.transaction import epoch_ms
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 AGENT = "bench"
@@ -121,8 +123,10 @@ def _fuse(
     n: int,
     k: int,
     weights: RecallWeights,
+    span: tuple[int, int],
 ) -> list[str]:
-    """Recall's documented formula over candidate facts that share a query term."""
+    """Recall's documented formula (no vectors: kw / kw_max + R·rec) over candidate facts
+    that share a query term; `span`: created_at (ms) of the first and last live fact."""
     present = [t for t in terms if df.get(t)]
     informative = [t for t in present if df[t] <= 0.5 * n] or present
     idfs = {t: math.log((n + 1) / (df[t] + 1)) + 1.0 for t in informative}
@@ -141,12 +145,18 @@ def _fuse(
         if found:
             scores[fact.id] = score * matched / total
             by_id[fact.id] = fact
-    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
-    by_recency = sorted(scores, reverse=True)
-    kr = {i: r for r, i in enumerate(by_keyword, start=1)}
-    rr = {i: r for r, i in enumerate(by_recency, start=1)}
+    best = max(scores.values(), default=0.0)
+    oldest, newest = span
+
+    def rec(fact: Fact) -> float:
+        if newest <= oldest:
+            return 0.0
+        return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
+
     fused = {
-        i: weights.keyword / (RRF_K + kr[i]) + weights.recency / (RRF_K + rr[i]) for i in scores
+        i: (s / best if weights.keyword > 0 else 0.0)
+        + (weights.recency * rec(by_id[i]) if weights.recency else 0.0)
+        for i, s in scores.items()
     }
     out: list[str] = []
     seen: set[str] = set()
@@ -178,7 +188,14 @@ def scan_rank(live: list[Fact], query: str, k: int, weights: RecallWeights) -> l
             per_fact.append((fact, counts, min(sum(counts.values()), 65535)))
             for term in hit:
                 df[term] += 1
-    return _fuse(per_fact, df, terms, len(live), k, weights)
+    return _fuse(per_fact, df, terms, len(live), k, weights, _span(live))
+
+
+def _span(live: list[Fact]) -> tuple[int, int]:
+    if not live:
+        return 0, 0
+    first, last = min(live, key=lambda f: f.id), max(live, key=lambda f: f.id)
+    return epoch_ms(first.created_at), epoch_ms(last.created_at)
 
 
 class MemoryIndex:
@@ -187,6 +204,7 @@ class MemoryIndex:
 
     def __init__(self, live: list[Fact]) -> None:
         self.size = len(live)
+        self.span = _span(live)
         self.rows: list[tuple[Fact, dict[str, int], int]] = []
         self.postings: dict[str, list[int]] = {}
         term_counts = ANALYZER.term_counts
@@ -203,7 +221,7 @@ class MemoryIndex:
         df = {t: len(self.postings.get(t, ())) for t in terms}
         positions = {p for t in terms for p in self.postings.get(t, ())}
         per_fact = [self.rows[p] for p in positions]
-        return _fuse(per_fact, df, terms, self.size, k, weights)
+        return _fuse(per_fact, df, terms, self.size, k, weights, self.span)
 
 
 class RandomVectors:
@@ -347,7 +365,7 @@ def hybrid(store: LmdbStore, queries: list[str], args: argparse.Namespace) -> li
     from_vectors = 0
     for query in queries:
         started, started_cpu = time.perf_counter(), time.thread_time()
-        rank(store, AGENT, query, k=args.k, weights=weights)
+        rank(store, AGENT, query, k=args.k, weights=weights, vectors=NO_VECTORS)
         keyword.append(time.perf_counter() - started)
         keyword_cpu.append(time.thread_time() - started_cpu)
         started = time.perf_counter()
@@ -442,7 +460,7 @@ def main() -> None:
             )
 
             for query in queries[:5]:  # warm the page cache and the code paths
-                rank(store, AGENT, query, k=args.k, weights=weights)
+                rank(store, AGENT, query, k=args.k, weights=weights, vectors=NO_VECTORS)
 
             indexed: list[float] = []
             cpu: list[float] = []  # this thread's CPU time: what a busy machine hides
@@ -450,7 +468,7 @@ def main() -> None:
             candidates: list[int] = []
             for query in queries:
                 started, started_cpu = time.perf_counter(), time.thread_time()
-                hits = rank(store, AGENT, query, k=args.k, weights=weights)
+                hits = rank(store, AGENT, query, k=args.k, weights=weights, vectors=NO_VECTORS)
                 indexed.append(time.perf_counter() - started)
                 cpu.append(time.thread_time() - started_cpu)
                 results.append([h.fact.id for h in hits])
@@ -470,7 +488,7 @@ def main() -> None:
             try:
                 for query, got in zip(queries, results, strict=True):
                     started_cpu = time.thread_time()
-                    hits = rank(store, AGENT, query, k=args.k, weights=weights)
+                    hits = rank(store, AGENT, query, k=args.k, weights=weights, vectors=NO_VECTORS)
                     exact_cpu.append(time.thread_time() - started_cpu)
                     exact = [h.fact.id for h in hits]
                     same_as_exact += exact == got

@@ -41,7 +41,6 @@ if str(ROOT) not in sys.path:
 from benchmarks.retrieval_quality.gate import PARAPHRASES, run_gate  # noqa: E402
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
 from graymatter_tui.core.tokens import Analyzer  # noqa: E402
-from graymatter_tui.recall.ranking import MIN_SIMILARITY  # noqa: E402
 from tests.support.concepts import concept_vector  # noqa: E402
 from tests.support.ollama_fake import FakeOllama  # noqa: E402
 
@@ -139,7 +138,7 @@ def test_a_paraphrase_shares_only_a_concept_with_its_fact(fact: str, question: s
     for language in ("english", "none"):
         analyzer = Analyzer(language)
         assert not set(analyzer.terms(text)) & set(analyzer.terms(question)), language
-    assert _cosine(text, question) >= MIN_SIMILARITY
+    assert _cosine(text, question) > 0  # a likeness: a vector candidate (no floor)
     # ... and no other paraphrased fact means the same to the table.
     for other, _ in PARAPHRASES:
         if other != fact:

@@ -44,8 +44,8 @@ from graymatter_tui.consolidation.summarisers.ollama import OllamaSummariser  # 
 from graymatter_tui.embedding.ollama import OllamaEmbedder  # noqa: E402
 from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
 from graymatter_tui.embedding.worker import Worker  # noqa: E402
-from graymatter_tui.recall.ranking import MIN_SIMILARITY, RecallWeights, rank  # noqa: E402
-from graymatter_tui.recall.vector_signal import QueryVectors  # noqa: E402
+from graymatter_tui.recall.ranking import RecallWeights, rank  # noqa: E402
+from graymatter_tui.recall.vector_signal import NO_VECTORS, QueryVectors  # noqa: E402
 from graymatter_tui.storage import NewFact  # noqa: E402
 from tests.support.concept_vectors import ConceptVectors  # noqa: E402
 from tests.support.embedding_fake import EmbeddingOverSocket  # noqa: E402
@@ -192,9 +192,9 @@ def recall_at_8(
     canon: list[Canonical],
     *,
     inflected: bool = False,
-    vectors: QueryVectors | None = None,
+    vectors: QueryVectors = NO_VECTORS,
     weights: RecallWeights | None = None,
-    min_similarity: float = MIN_SIMILARITY,
+    min_similarity: float | None = None,
 ) -> float:
     if not canon:
         return 0.0
@@ -220,10 +220,10 @@ STORED_MODEL = "nomic-embed-text"
 
 def _signal(
     store: LmdbStore, vectors: str, stack: ExitStack
-) -> tuple[QueryVectors | None, Callable[[], object]]:
+) -> tuple[QueryVectors, Callable[[], object]]:
     """The vector signal, and what brings its vectors up to date before a measure."""
     if vectors == "none":
-        return None, lambda: None
+        return NO_VECTORS, lambda: None
     if vectors == "stored":
         server = stack.enter_context(EmbeddingOverSocket())
         store.start_embedding(STORED_MODEL)
@@ -248,7 +248,7 @@ def run_gate(
     paraphrases: bool = False,
     vectors: str = "none",
     weights: RecallWeights | None = None,
-    min_similarity: float = MIN_SIMILARITY,
+    min_similarity: float | None = None,
 ) -> GateResult:
     server.set_responder(SUMMARISERS[summariser]())
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -395,17 +395,17 @@ def _hybrid_table(server: FakeOllama) -> None:
 
 
 def _sweep_table(server: FakeOllama) -> None:
-    """The measurements behind docs/decisions/0037: recall@8 (before → after) of exact and
-    paraphrased questions for vector weights and similarity floors, a vector per fact and
-    per sentence, lossless summaries with the guard off and lossy ones with it on."""
+    """recall@8 (before → after) of exact and paraphrased questions for the vector share
+    of the fusion (V / (V + K), ADR 0061) and similarity floors, a vector per fact and per
+    sentence, lossless summaries with the guard off and lossy ones with it on."""
     print()
     print(
-        "| vectors | vector weight | floor | lossless/off exact | lossless/off paraphrase "
+        "| vectors | vector share | floor | lossless/off exact | lossless/off paraphrase "
         "| drops markers/keys exact | drops markers/keys paraphrase |"
     )
     print("|---|---:|---:|---|---|---|---|")
-    settings = [(w, MIN_SIMILARITY) for w in (0.25, 0.5, 1.0, 2.0)]
-    settings += [(1.0, f) for f in (0.0, 0.5, 0.7)]
+    settings: list[tuple[float, float | None]] = [(w, None) for w in (0.25, 0.5, 0.7, 0.9)]
+    settings += [(0.7, f) for f in (0.3, 0.5)]
     for vectors in ("text", "sentences"):
         for weight, floor in settings:
             cells = []
@@ -416,12 +416,13 @@ def _sweep_table(server: FakeOllama) -> None:
                     server=server,
                     paraphrases=True,
                     vectors=vectors,
-                    weights=RecallWeights(vector=weight),
+                    weights=RecallWeights(1.0 - weight, 0.0, vector=weight),
                     min_similarity=floor,
                 )
                 cells.append(f"{r.recall_before:.2f} → {r.recall_after:.2f}")
                 cells.append(f"{r.paraphrase_before:.2f} → {r.paraphrase_after:.2f}")
-            print(f"| {vectors} | {weight} | {floor} | " + " | ".join(cells) + " |")
+            shown = "none" if floor is None else floor
+            print(f"| {vectors} | {weight} | {shown} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

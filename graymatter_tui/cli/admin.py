@@ -10,7 +10,7 @@ import click
 from graymatter_tui.backends.lmdb.files import DATA_FILE, LOCK_FILE
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say
-from graymatter_tui.cli.params import checked_by
+from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import open_upgrading, stderr_progress
 from graymatter_tui.core.errors import Conflict, GraymatterError, InvalidInput
 from graymatter_tui.core.textsafe import validate_agent
@@ -24,15 +24,34 @@ from graymatter_tui.storage import (
     MemoryStore,
     OnConflict,
 )
+from graymatter_tui.views.history import LEGEND, agents_of, history_table
+from graymatter_tui.views.history import history as history_points
 from graymatter_tui.views.overview import size_text, status_payload
 
 MAX_LISTED = 10
 
 
 @click.command()
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Quality and size over time, per agent: one point per journal record.",
+)
+@click.option(
+    "--agent",
+    metavar="A",
+    default=None,
+    callback=checked_by(validate_agent),
+    help="With --history: only this agent.",
+)
 @common_options
-def status(data_dir: Path | None, as_json: bool) -> None:
-    """Totals, counters and per-agent figures."""
+def status(history: bool, agent: str | None, data_dir: Path | None, as_json: bool) -> None:
+    """Totals, counters and per-agent figures; with --history, how they moved."""
+    if history:
+        _print_history(open_reader(data_dir, as_json=as_json), agent, as_json)
+        return
+    if agent is not None:
+        raise usage_error("--agent goes with --history (status itself covers every agent)")
     payload = status_payload(open_reader(data_dir, as_json=as_json))
     embedder = _embedder_payload()
     if as_json:
@@ -72,6 +91,28 @@ def status(data_dir: Path | None, as_json: bool) -> None:
                 f"{name:<32} {a['live_facts']:>7} {a['tombstones']:>7} {a['pinned']:>7} "
                 f"{a['avg_weight']:>7.3f}"
             )
+
+
+def _print_history(store: MemoryStore, agent: str | None, as_json: bool) -> None:
+    points = history_points(store, agent)
+    if as_json:
+        emit_json(points)
+        return
+    if not points:
+        who = f" of {one_line(agent)}" if agent is not None else ""
+        say(
+            f"no history{who} yet: it grows with each cycle and probe run "
+            "(`graymatter-tui probe run`, or `probe schedule --every 6h`)"
+        )
+        return
+    for index, name in enumerate(agents_of(points)):
+        if index:
+            say("")
+        say(f"agent {one_line(name)}")
+        for line in history_table([p for p in points if p["agent_id"] == name]):
+            say(line)
+    say("")
+    say(LEGEND)
 
 
 def _embedder_payload() -> dict[str, str | None]:

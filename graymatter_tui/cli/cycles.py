@@ -14,17 +14,21 @@ import click
 from graymatter_tui.backends.opening import open_location
 from graymatter_tui.cli.common import common_options, open_reader, settings_for
 from graymatter_tui.cli.output import emit_json, one_line, say, warn
+from graymatter_tui.cli.params import checked_by, usage_error
+from graymatter_tui.cli.probes import hits_of, run_lines
 from graymatter_tui.cli.progress import open_upgrading
 from graymatter_tui.consolidation.diff import build_diff
 from graymatter_tui.core.config import GUARD_MODES, SUMMARISERS, Settings
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import CycleRecord, cycle_to_dict
+from graymatter_tui.core.textsafe import validate_agent
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding.settings import EMBEDDERS
 from graymatter_tui.storage import MemoryStore, validate_cycle_id
 
 if TYPE_CHECKING:
     from graymatter_tui.embedding.base import Embedder
+    from graymatter_tui.views.health import HealthReport
 
 EXIT_NOT_APPLIED = 3
 
@@ -51,6 +55,10 @@ def print_record(record: CycleRecord) -> None:
         return
     if record.kind == "review":
         _print_review(record)
+        return
+    if record.kind == "probe_run":
+        for line in run_lines(record):
+            say(line)
         return
     model = f" ({one_line(record.model)})" if record.model else ""
     say(
@@ -200,11 +208,15 @@ def journal(
     if not records:
         say("no cycles yet")
     for r in records:
-        detail = (
-            f"restored {len(r.restored)}"
-            if r.kind == "revert"
-            else f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
-        )
+        if r.kind == "revert":
+            detail = f"restored {len(r.restored)}"
+        elif r.kind == "probe_run":
+            hits, total = hits_of(r)
+            detail = f"probes {hits}/{total} found something"
+        else:
+            detail = (
+                f"consumed {len(r.consumed):>3} pruned {len(r.pruned):>3} {r.latency_ms:>7.0f} ms"
+            )
         line = (
             f"{r.started_at[:19]}  {r.cycle_id}  {r.agent_id[:24]:<24} "
             f"{r.kind:<11} {r.summariser:<9} {outcome_label(r):<10} {detail}"
@@ -453,12 +465,46 @@ def doctor_summary(checks: list[dict[str, Any]]) -> str:
     default=None,
     help="Embedder to check (default: GRAYMATTER_EMBED's, local unless set).",
 )
+@click.option(
+    "--health",
+    is_flag=True,
+    help="Instead: the health rules of each agent's memory, with their thresholds "
+    "(exit 0 whatever they find).",
+)
+@click.option(
+    "--agent",
+    default=None,
+    callback=checked_by(validate_agent),
+    help="With --health: only this agent.",
+)
 @common_options
-def doctor(llm: str | None, embed: str | None, data_dir: Path | None, as_json: bool) -> None:
+def doctor(
+    llm: str | None,
+    embed: str | None,
+    health: bool,
+    agent: str | None,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Check the data dir and its files, the store's integrity, invariants I-1…I-6, the
     embedder and the summariser. Exit 1 when a check fails (a summariser named with --llm,
     or an embedder named with --embed, that does not answer fails; the configured ones
-    only warn)."""
+    only warn).
+
+    With --health, the health rules of each agent's memory instead (tombstone ratio,
+    bursts of short facts, weak decisions near pruning, duplicates, probes a cycle
+    changed, contradictions waiting in review, embedding coverage, summaries reverted),
+    each with its thresholds and the facts it concerns. It exits 0 whatever the rules
+    find (the verdict is in the output); 1 when the store cannot be read or --agent
+    names no agent of it."""
+    if not health:
+        if agent is not None:
+            raise usage_error("--agent is for --health (doctor checks the whole store)")
+    elif llm is not None:
+        raise usage_error("--llm checks the summariser; --health does not call it")
+    if health:
+        _doctor_health(data_dir, agent, embed, as_json)
+        return
     settings = settings_for(data_dir).with_overrides(summariser=llm)
     checks = doctor_checks(settings, named_summariser=llm is not None, embedder=embed)
     ok = all(c["status"] != "fail" for c in checks)
@@ -474,3 +520,62 @@ def doctor(llm: str | None, embed: str | None, data_dir: Path | None, as_json: b
         say(doctor_summary(checks))
     if not ok:
         sys.exit(1)
+
+
+def _doctor_health(
+    data_dir: Path | None, agent: str | None, embed: str | None, as_json: bool
+) -> None:
+    """`doctor --health`: every rule of `views.health` per agent; exit 0 with findings
+    (they are advice about what memory holds, not a broken store), 1 for a store that
+    cannot be read or an unknown agent."""
+    from graymatter_tui.views.health import check_health, report_to_dict
+
+    settings = settings_for(data_dir)
+    embedder = _configured_embedder(embed)  # InvalidInput (exit 1) for a bad setting
+    configured = None if embedder is None else embedder.model
+    store = open_reader(data_dir, as_json=as_json)
+    report = check_health(store, agent, embed_model=configured)
+    if as_json:
+        emit_json({"data_dir": _shown(settings), "ok": True, **report_to_dict(report)})
+        return
+    marks = {"ok": "✓", "info": "·", "warn": "!", "fail": "✗"}
+    if not report.agents:
+        say(f"No agents in {one_line(_shown(settings))}: nothing to check.")
+        return
+    width = max(len(f.rule) for a in report.agents for f in a.findings)
+    for index, health in enumerate(report.agents):
+        if index:
+            say("")
+        say(
+            one_line(
+                f"agent {health.agent_id}: {counted(health.live_facts, 'live fact')}, "
+                f"{counted(health.tombstones, 'tombstone')} · {health.verdict}"
+            )
+        )
+        for finding in health.findings:
+            say(f"  {marks[finding.status]} {finding.rule:<{width}}  {one_line(finding.detail)}")
+            say(f"      [{one_line(finding.threshold)}]")
+            for fact in finding.facts:
+                say(f"      {fact.id}  {one_line(fact.text)}")
+            if finding.more:
+                say(f"      … and {finding.more} more")
+    say("")
+    say(health_summary(report))
+
+
+def health_summary(report: HealthReport) -> str:
+    """The last line of `doctor --health`: the verdict and the rules that gave it."""
+    said: dict[str, list[str]] = {"fail": [], "warn": [], "info": []}
+    for health in report.agents:
+        for finding in health.findings:
+            if finding.status in said:
+                said[finding.status].append(f"{health.agent_id}: {finding.rule}")
+    notes = f" ({counted(len(said['info']), 'note')})" if said["info"] else ""
+    if not said["fail"] and not said["warn"]:
+        return f"Verdict ok: no rule warns{notes}."
+    parts = [
+        f"{counted(len(said[status]), noun)} ({', '.join(said[status])})"
+        for status, noun in (("fail", "failure"), ("warn", "warning"))
+        if said[status]
+    ]
+    return one_line(f"Verdict {report.verdict}: {' and '.join(parts)}{notes}.")

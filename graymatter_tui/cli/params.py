@@ -14,9 +14,12 @@ from typing import Any, TypeVar
 
 import click
 
+from graymatter_tui.core import clock
 from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.core.lifespan import AsOf, check_not_future, parse_as_of
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 Callback = Callable[[click.Context, click.Parameter, Any], Any]
 
@@ -34,6 +37,23 @@ def checked_by(check: Callable[[str], T]) -> Callback:
             raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
     return callback
+
+
+def _as_of(value: str) -> AsOf:
+    return check_not_future(parse_as_of(value), clock.now())
+
+
+def as_of_option(help_text: str) -> Callable[[F], F]:
+    """`--as-of TIME|CYCLE`, passed as `as_of` (an `AsOf`, None when not given): refused
+    here when it is neither a time nor a record id, or a time after now."""
+    return click.option(
+        "--as-of",
+        "as_of",
+        metavar="TIME|CYCLE",
+        default=None,
+        callback=checked_by(_as_of),
+        help=help_text,
+    )
 
 
 def usage_error(message: str) -> click.UsageError:

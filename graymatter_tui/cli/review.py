@@ -15,6 +15,7 @@ from graymatter_tui.cli.common import common_options, open_reader, open_store
 from graymatter_tui.cli.output import emit_json, one_line, say
 from graymatter_tui.consolidation.diff import build_review_diff
 from graymatter_tui.core import clock
+from graymatter_tui.core.confidence import shown
 from graymatter_tui.core.model import (
     REVIEW_STATUSES,
     CycleRecord,
@@ -46,6 +47,8 @@ def print_proposal(proposal: ReviewProposal) -> None:
         say(one_line(f"  found when {who} wrote {proposal.fact_id} at {proposal.created_at}"))
     else:
         say(one_line(f"  asked by {proposal.source or 'unknown'} at {proposal.created_at}"))
+    if proposal.confidence is not None:
+        say(one_line(f"  confidence {shown(proposal.confidence)} (of the fact it writes)"))
     if not proposal.pending:
         say(one_line(f"  {proposal.status} by {proposal.decided_by} at {proposal.decided_at}"))
     if proposal.why:

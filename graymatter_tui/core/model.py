@@ -16,7 +16,8 @@ FactState = Literal["live", "tombstones", "all"]
 FACT_STATES: tuple[FactState, ...] = ("live", "tombstones", "all")
 
 # How a cycle ended; a record still being written has "" (no outcome yet).
-Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run", "rejected"]
+# A probe run (kind "probe_run") is "scored": it changes no fact.
+Outcome = Literal["applied", "discarded", "failed", "skipped", "dry_run", "rejected", "scored"]
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -148,7 +149,7 @@ class StageResult(msgspec.Struct, frozen=True, kw_only=True):
     details: dict[str, Any] = {}
 
 
-RecordKind = Literal["consolidate", "revert", "review"]
+RecordKind = Literal["consolidate", "revert", "review", "probe_run"]
 
 # ---- probes: saved recall queries every cycle of their agent is checked against -----------
 # Stands for the cycle's summary in a probe's `after` list: the summary has no id until
@@ -252,6 +253,12 @@ class CycleRecord(msgspec.Struct, kw_only=True):
     # Consolidation records: each probe of the agent checked at review against the store
     # as it would be after apply (ADR 0039). Absent from records written before.
     probes: list[ProbeResult] = []
+    # Probe runs only: what asked for the run (`schedule`, `cli`, `tui`) and the
+    # agent's facts when it ran (the size of its memory over time, `status --history`).
+    trigger: str = ""
+    live_facts: int = 0
+    tombstones: int = 0
+    pinned: int = 0
 
     @property
     def probes_lost(self) -> int:
@@ -261,6 +268,7 @@ class CycleRecord(msgspec.Struct, kw_only=True):
 
 REVERT_KEYS = ("reverted_cycle_id", "restored", "retired_summary_id")
 REVIEW_KEYS = ("proposal_id", "action", "target", "asked_by", "decided_by")
+PROBE_RUN_KEYS = ("trigger", "live_facts", "tombstones", "pinned")
 
 
 def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
@@ -274,6 +282,9 @@ def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
             out.pop(key, None)
     if record.kind != "review":
         for key in REVIEW_KEYS:
+            out.pop(key, None)
+    if record.kind != "probe_run":
+        for key in PROBE_RUN_KEYS:
             out.pop(key, None)
     return out
 
@@ -322,6 +333,8 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
     fact_id: str = ""
     held_id: str = ""
     why: str = ""
+    # The writer's confidence for the fact an add or update writes (None: not given).
+    confidence: str | None = None
 
     @property
     def pending(self) -> bool:
@@ -344,6 +357,8 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
 
 def proposal_to_dict(proposal: ReviewProposal) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(proposal)
+    if out["confidence"] is None:  # only when given, as on facts
+        del out["confidence"]
     return out
 
 

@@ -5,12 +5,17 @@ None (recall then ranks on keyword and recency); nothing here raises into recall
 
 What happened to the last query's vector signal, in the thread that asked, is
 `last_use()`: used, or why not, and whether the embedder failed (the model missing or
-damaged, the server down). The CLI, the MCP server and the TUI say so (ADR 0058)."""
+damaged, the server down). The CLI, the MCP server and the TUI say so (ADR 0058). Right after
+a query, `similarities` gives the cosines of recall's keyword candidates from the same
+query vector (recall.vector_signal.CandidateSimilarity)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +24,12 @@ from graymatter_tui.embedding.vector_cache import VectorCache
 from graymatter_tui.storage import MemoryStore
 
 if TYPE_CHECKING:  # numpy loads when a vector is first needed, not when the TUI starts
+    import numpy as np
+    import numpy.typing as npt
+
     from graymatter_tui.embedding.base import Embedder
+
+    Vector = npt.NDArray[np.float32]
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +133,8 @@ class StoreQueryVectors:
                 return None, VectorUse(False, "the query is blank")
             self.embedder.dimension = dimension
             vector = self.embedder.embed([query], timeout=self.timeout)[0]
+            # The query's vector, for `similarities` in this thread.
+            self._last.vector = (query, name, vector)
             if self.cache is not None:
                 found = self.cache.nearest(agent, name, vector, limit)
             else:
@@ -134,6 +146,49 @@ class StoreQueryVectors:
         if found is None:
             return None, VectorUse(False, f"no fact of {agent} has a vector yet")
         return found, VectorUse(True)
+
+    def similarities(self, agent: str, query: str, fact_ids: Sequence[str]) -> dict[str, float]:
+        """`CandidateSimilarity`: the cosines of `fact_ids` to the query `nearest` just
+        embedded (never embedded again: another query gets an empty answer)."""
+        last = getattr(self._last, "vector", None)
+        if last is None or last[0] != query or not fact_ids:
+            return {}
+        _, name, vector = last
+        try:
+            if self.cache is not None:
+                return self.cache.similarities(agent, name, vector, fact_ids)
+            return self.store.similarities(agent, name, vector, fact_ids)
+        except Exception as exc:  # as in `nearest`: recall uses its stand-in instead
+            self.last_error = str(exc) or type(exc).__name__
+            log.debug("no candidate cosines: %s", self.last_error)
+            return {}
+
+
+_CONFIGURED: weakref.WeakKeyDictionary[MemoryStore, tuple[EmbedSettings, StoreQueryVectors]] = (
+    weakref.WeakKeyDictionary()
+)
+_CONFIGURED_LOCK = threading.Lock()
+
+
+def configured(store: MemoryStore) -> StoreQueryVectors | None:
+    """`from_env(store)`, kept per store while the settings stay the same: what
+    `recall.rank` uses when its caller names no vector signal, so a program ranking many
+    queries builds one embedder (a local model loads once), not one per query."""
+    settings = EmbedSettings.from_env()
+    if not settings.enabled:
+        return None
+    with _CONFIGURED_LOCK:
+        try:
+            held = _CONFIGURED.get(store)
+        except TypeError:  # a store that cannot be weakly referenced: no keeping
+            held = None
+        if held is not None and held[0] == settings:
+            return held[1]
+    signal = from_env(store)
+    if signal is not None:
+        with _CONFIGURED_LOCK, contextlib.suppress(TypeError):
+            _CONFIGURED[store] = (settings, signal)
+    return signal
 
 
 def from_env(store: MemoryStore, *, cache: bool = False) -> StoreQueryVectors | None:

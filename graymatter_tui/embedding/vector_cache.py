@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from graymatter_tui.storage import VectorBlocks, VectorBlockSource
@@ -46,6 +47,9 @@ class AgentMatrix:
         self.chunks: list[Vector] = []
         self.taken = np.zeros(0, dtype=bool)
         self.ids: list[str] = []
+        self.rows_of: dict[str, list[int]] = {}  # fact id -> its rows (recall's candidates)
+        # The last query's scores over every row, for `similarities` right after `nearest`.
+        self._last: tuple[bytes, Vector] | None = None
         self.apply(blocks)
 
     def apply(self, blocks: VectorBlocks) -> None:
@@ -60,12 +64,14 @@ class AgentMatrix:
         if room > len(self.taken):
             self.taken = np.concatenate([self.taken, np.zeros(room - len(self.taken), bool)])
             self.ids.extend([""] * (room - len(self.ids)))
+        self._forget(size, len(self.ids))
         self.rows = size
         self.taken[size:] = False
         present = set(blocks.blocks)
         for block in range(size // self.block_rows):
             start = block * self.block_rows
             if block not in present:
+                self._forget(start, start + self.block_rows)
                 self.taken[start : start + self.block_rows] = False
                 continue
             if block not in blocks.changed:
@@ -73,11 +79,30 @@ class AgentMatrix:
             matrix, ids = blocks.changed[block]
             count = len(ids)
             chunk, offset = divmod(start, self.chunk_rows)
+            self._forget(start, start + self.block_rows)
             self.chunks[chunk][offset : offset + count] = matrix
             self.ids[start : start + count] = ids
             self.taken[start : start + count] = [bool(i) for i in ids]
             self.taken[start + count : start + self.block_rows] = False
+            for position, fact_id in enumerate(ids, start):
+                if fact_id:
+                    self.rows_of.setdefault(fact_id, []).append(position)
         self.generation = blocks.generation
+        self._last = None
+
+    def _forget(self, start: int, end: int) -> None:
+        """Drop rows start..end from `rows_of` (their ids stay until overwritten)."""
+        for position in range(start, min(end, len(self.ids))):
+            fact_id = self.ids[position]
+            if not fact_id:
+                continue
+            self.ids[position] = ""
+            held = self.rows_of.get(fact_id)
+            if held is not None:
+                if position in held:
+                    held.remove(position)
+                if not held:
+                    del self.rows_of[fact_id]
 
     def nearest(self, query: Vector, limit: int) -> list[tuple[str, float]] | None:
         """What `vector_ops.nearest` answers over the same vectors: (id, best cosine over
@@ -90,7 +115,30 @@ class AgentMatrix:
         vector = query.astype(np.float32)
         scores = np.concatenate([chunk @ vector for chunk in self.chunks])[: self.rows]
         scores[~taken] = -np.inf
+        self._last = (vector.tobytes(), scores)
         return best_per_fact(scores, self.ids.__getitem__, limit) or None
+
+    def similarities(self, query: Vector, fact_ids: Sequence[str]) -> dict[str, float]:
+        """The best row's cosine of each of `fact_ids` held here (what `nearest` scores),
+        from the last query's scores when it is the same vector."""
+        import numpy as np
+
+        if query.shape[0] != self.dimension:
+            return {}
+        vector = query.astype(np.float32)
+        held = self.rows_of
+        wanted = [(fact_id, held[fact_id]) for fact_id in fact_ids if fact_id in held]
+        if not wanted:
+            return {}
+        last = self._last
+        if last is not None and last[0] == vector.tobytes():
+            scores = last[1]
+            return {fact_id: float(max(scores[p] for p in rows)) for fact_id, rows in wanted}
+        positions = [p for _, rows in wanted for p in rows]
+        chunk_rows = self.chunk_rows
+        matrix = np.stack([self.chunks[p // chunk_rows][p % chunk_rows] for p in positions])
+        found = dict(zip(positions, (matrix @ vector).tolist(), strict=True))
+        return {fact_id: max(found[p] for p in rows) for fact_id, rows in wanted}
 
 
 class VectorCache:
@@ -127,6 +175,21 @@ class VectorCache:
                 if held is not None:
                     return held.nearest(query, limit)
         return self.store.nearest(agent, model, query, limit)
+
+    def similarities(
+        self, agent: str, model: str, query: Vector, fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """`MemoryStore.similarities` from the agent's matrix when it is built and current,
+        else from the store's blocks."""
+        with self._lock:
+            held = self._agents.get(agent)
+            if (
+                held is not None
+                and held.model == model
+                and held.generation == self.store.generation()
+            ):
+                return held.similarities(query, fact_ids)
+        return self.store.similarities(agent, model, query, fact_ids)
 
     def ready(self, agent: str) -> bool:
         with self._lock:

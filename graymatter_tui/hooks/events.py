@@ -44,6 +44,7 @@ from graymatter_tui.hooks.context import (
 from graymatter_tui.hooks.options import HookOptions
 from graymatter_tui.hooks.prompt_lines import Remember, parse
 from graymatter_tui.recall.ranking import MAX_QUERY_BYTES, rank
+from graymatter_tui.recall.vector_signal import NO_VECTORS
 from graymatter_tui.storage import MemoryStore
 
 PINNED_READ = 40
@@ -273,7 +274,8 @@ def _recall(run: Run, text: str, skip: set[str], state: session_state.SessionSta
             if not query or len(query.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
                 found.append([])
                 continue
-            hits = rank(store, name, query, k=k + len(skip))
+            # Keywords only: a prompt's hook must not load a model (its 150 ms budget).
+            hits = rank(store, name, query, k=k + len(skip), vectors=NO_VECTORS)
             found.append([h.fact for h in hits if h.fact.text not in skip][:k])
     own = found[0]
     shared = found[1] if len(found) > 1 else []

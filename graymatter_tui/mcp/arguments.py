@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from graymatter_tui.core.confidence import MAX_WEIGHT, Confidence, check_weight, parse_confidence
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.textsafe import validate_agent, validate_text
 from graymatter_tui.mcp.errors import ToolError
@@ -70,6 +71,30 @@ class Arguments:
         if not 1 <= value <= MAX_TOP_K:
             raise ToolError(f"top_k must be between 1 and {MAX_TOP_K}, got {int(value)}")
         return int(value)
+
+    def confidence(self, name: str = "confidence") -> Confidence | None:
+        """A confidence level (`verified`, `inferred`, `unverified`), or None when not given."""
+        value = self.string(name, required=False)
+        if value is None:
+            return None
+        try:
+            return parse_confidence(value, name)
+        except InvalidInput as exc:
+            raise ToolError(str(exc)) from None
+
+    def confidence_weight(self) -> float:
+        """`confidence_weight`: a number from 0 to 0.5 (0 when not given)."""
+        name = "confidence_weight"
+        value = self.raw.get(name)
+        if value is None:
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            got = _json_type(value)
+            raise ToolError(f"{name} must be a number from 0 to {MAX_WEIGHT}, got {got}")
+        try:
+            return check_weight(float(value), name)
+        except InvalidInput as exc:
+            raise ToolError(str(exc)) from None
 
     def flag(self, name: str) -> bool:
         value = self.raw.get(name, False)

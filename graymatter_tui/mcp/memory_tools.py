@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.receipts import Lineage, lineage_fields
 from graymatter_tui.core.review_modes import HELD_BY_MODE, REFLECT_ACTIONS
@@ -32,8 +33,16 @@ from graymatter_tui.mcp.replies import (
     search_reply,
 )
 from graymatter_tui.recall.explain_fields import signal_fields
-from graymatter_tui.recall.ranking import MAX_QUERY_BYTES, Hit, check_query, lineages, rank, recall
-from graymatter_tui.recall.vector_signal import QueryVectors
+from graymatter_tui.recall.ranking import (
+    MAX_QUERY_BYTES,
+    Hit,
+    RankOptions,
+    check_query,
+    lineages,
+    rank,
+    recall,
+)
+from graymatter_tui.recall.vector_signal import NO_VECTORS, QueryVectors
 from graymatter_tui.storage import MemoryStore
 
 MAX_EQUIVALENTS = 32
@@ -50,8 +59,8 @@ class Session:
     # (a single call in-process) the search records them itself before answering.
     accesses: DeferredAccesses | None = None
     review: str = "none"
-    # Recall's vector signal, when the server has an embedder; None ranks on keyword and
-    # recency alone.
+    # Recall's vector signal, when the server has an embedder; None ranks on keywords
+    # alone.
     vectors: QueryVectors | None = None
 
     def holds(self, action: str) -> bool:
@@ -97,7 +106,25 @@ def widened(
     return " ".join([query, *extra])
 
 
-def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
+@dataclass(frozen=True)
+class ConfidenceAsked:
+    """A search's `min_confidence` and `confidence_weight` (none and 0: not asked)."""
+
+    minimum: Confidence | None = None
+    weight: float = 0.0
+
+    @classmethod
+    def read(cls, args: Arguments) -> ConfidenceAsked:
+        return cls(args.confidence("min_confidence"), args.confidence_weight())
+
+
+def _hits(
+    session: Session,
+    agent: str,
+    query: str,
+    top_k: int,
+    asked: ConfidenceAsked = ConfidenceAsked(),
+) -> list[Hit]:
     # A search records the access of what it returns; a read-only server records nothing.
     aliases = session.store.aliases(agent)
     if aliases:
@@ -106,18 +133,26 @@ def _hits(session: Session, agent: str, query: str, top_k: int) -> list[Hit]:
         wanted = query
     if len(wanted.encode("utf-8", "surrogatepass")) > MAX_QUERY_BYTES:
         wanted = query  # the aliases would push it past the query limit: search as asked
-    vectors = session.vectors
+    vectors = session.vectors if session.vectors is not None else NO_VECTORS
+    options: RankOptions = {
+        "k": top_k,
+        "vectors": vectors,
+        "min_confidence": asked.minimum,
+        "confidence_weight": asked.weight,
+    }
     if session.read_only:
-        return rank(session.store, agent, wanted, k=top_k, vectors=vectors)
+        return rank(session.store, agent, wanted, **options)
     if session.accesses is None:
-        return recall(session.store, agent, wanted, k=top_k, vectors=vectors)
-    hits = rank(session.store, agent, wanted, k=top_k, vectors=vectors)
+        return recall(session.store, agent, wanted, **options)
+    hits = rank(session.store, agent, wanted, **options)
     session.accesses.record(hit.fact.id for hit in hits)
     return hits
 
 
-def _found(session: Session, agent: str, query: str, top_k: int) -> list[str]:
-    return [hit.fact.text for hit in _hits(session, agent, query, top_k)]
+def _found(
+    session: Session, agent: str, query: str, top_k: int, asked: ConfidenceAsked
+) -> list[str]:
+    return [hit.fact.text for hit in _hits(session, agent, query, top_k, asked)]
 
 
 def _explained(hit: Hit, found: Lineage, now: datetime) -> dict[str, object]:
@@ -141,7 +176,8 @@ def memory_search(session: Session, args: Arguments) -> Reply:
     query = _query(args, "query")
     top_k = args.top_k()
     explain = args.flag("explain")
-    hits = _hits(session, agent, query, top_k)
+    asked = ConfidenceAsked.read(args)
+    hits = _hits(session, agent, query, top_k, asked)
     reply = search_reply(agent, query, [hit.fact.text for hit in hits])
     # Whether the vector signal took part, and why not (the embedder failed, no vectors
     # yet): in the structured part only, the text stays upstream's.
@@ -157,18 +193,22 @@ def memory_search_batch(session: Session, args: Arguments) -> Reply:
     agent = _agent(session, args, "agent_id")
     queries = args.strings("queries", max_items=MAX_QUERIES)
     top_k = args.top_k()
+    asked = ConfidenceAsked.read(args)
     checked = [_query(args, f"queries[{i}]", q) for i, q in enumerate(queries)]
-    return batch_reply(agent, [(q, _found(session, agent, q, top_k)) for q in checked])
+    return batch_reply(agent, [(q, _found(session, agent, q, top_k, asked)) for q in checked])
 
 
 def memory_add(session: Session, args: Arguments) -> Reply:
     agent = _agent(session, args, "agent_id")
     text = args.text("text")
     assert text is not None
+    confidence = args.confidence()
     _writable(session, "memory_add")
     if session.holds("add"):
-        return held_add_reply(agent, session.store.hold_change(agent, "add", "", text).id)
-    return add_reply(agent, session.store.remember(agent, text).held)
+        held = session.store.hold_change(agent, "add", "", text, confidence=confidence)
+        return held_add_reply(agent, held.id)
+    written = session.store.remember(agent, text, confidence=confidence)
+    return add_reply(agent, written.held)
 
 
 def memory_alias(session: Session, args: Arguments) -> Reply:
@@ -219,24 +259,26 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
     if action in ("add", "update"):
         text = args.text("text")
         assert text is not None
+        confidence = args.confidence()
         if action == "add":
             _writable(session, "memory_reflect")
             if session.holds(action):
-                return held_reflect_reply(
-                    action, agent, store.hold_change(agent, action, "", text).id
-                )
-            raised = store.remember(agent, text).held
+                held = store.hold_change(agent, action, "", text, confidence=confidence)
+                return held_reflect_reply(action, agent, held.id)
+            raised = store.remember(agent, text, confidence=confidence).held
             return reflect_reply(action, agent, "1 fact added", raised)
         target = args.text("target")
         assert target is not None
         _writable(session, "memory_reflect")
         if session.holds(action):
-            held = store.hold_change(agent, action, target, text)
+            held = store.hold_change(agent, action, target, text, confidence=confidence)
             return held_reflect_reply(action, agent, held.id)
-        _, tombs = store.supersede_text(agent, target, text)
+        _, tombs = store.supersede_text(agent, target, text, confidence=confidence)
         return reflect_reply(action, agent, f"{counted(len(tombs), 'fact')} superseded")
     # forget, pin, unpin: the fact is named in target or text; target wins.
     named = args.text("target", required=False) or args.text("text", required=False)
+    if args.raw.get("confidence") is not None:
+        raise ToolError(f"confidence is for add and update, not {action}")
     if named is None:
         raise ToolError(f"target (or text) is required for {action}")
     _writable(session, "memory_reflect")

@@ -27,6 +27,7 @@ from mcp.server.stdio import stdio_server
 from graymatter_tui import __version__
 from graymatter_tui.core import provenance
 from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.textsafe import neutralise
 from graymatter_tui.mcp.arguments import Arguments
 from graymatter_tui.mcp.briefing import briefing
 from graymatter_tui.mcp.deferred_accesses import DeferredAccesses
@@ -36,6 +37,7 @@ from graymatter_tui.mcp.http_guard import MAX_BODY_BYTES, guarded
 from graymatter_tui.mcp.memory_tools import HANDLERS, Session
 from graymatter_tui.mcp.replies import Reply
 from graymatter_tui.mcp.tools import TOOLS
+from graymatter_tui.recall.probe_schedule import DueProbeRuns
 
 SERVER_NAME = "graymatter-tui"
 
@@ -184,12 +186,20 @@ def _stdin() -> anyio.AsyncFile[str] | None:
 @contextmanager
 def _recording_accesses(session: Session) -> Iterator[Session]:
     """The session with searches' accesses written in the background (not when the
-    server is read-only: it records none), and written out when serving stops."""
+    server is read-only: it records none), and written out when serving stops. A
+    writable server also makes the scheduled probe runs that fall due while it serves."""
     if session.read_only or session.accesses is not None:
         yield session
         return
     accesses = DeferredAccesses(session.store)
+    due_runs = DueProbeRuns(session.store, failed=_probe_run_failed)
     try:
         yield replace(session, accesses=accesses)
     finally:
+        due_runs.close()
         accesses.close()
+
+
+def _probe_run_failed(exc: GraymatterError) -> None:
+    said = neutralise(str(exc), one_line=True)
+    print(f"graymatter-tui mcp: scheduled probe run failed: {said}", file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from graymatter_tui.core.confidence import CONFIDENCES, MAX_WEIGHT
 from graymatter_tui.core.review_modes import REFLECT_ACTIONS
 from graymatter_tui.mcp.arguments import DEFAULT_TOP_K, MAX_QUERIES, MAX_TOP_K
 
@@ -44,6 +45,28 @@ _STATE = {
     "anyOf": [{"type": "string"}, {"type": "object"}],
     "description": "The working state: a JSON object, or a string holding one.",
 }
+# Confidence (upstream's ADR-016), optional everywhere and off unless given.
+_LEVELS = list(reversed(CONFIDENCES))  # highest first, as people read them
+_CONFIDENCE = {
+    "type": "string",
+    "enum": _LEVELS,
+    "description": "How sure the writer is: verified (checked), inferred (reasoned), "
+    "unverified (heard). Leave it out when unknown.",
+}
+_MIN_CONFIDENCE = {
+    "type": "string",
+    "enum": _LEVELS,
+    "description": "Only facts at least this sure; facts with no confidence pass only unverified.",
+}
+_CONFIDENCE_WEIGHT = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": MAX_WEIGHT,
+    "default": 0,
+    "description": "Rank by confidence too: a fact's score times 1 + w (verified), 1 - w "
+    "(unverified), 1 (inferred, or no confidence). 0, the default, leaves ranking as is.",
+}
+_SEARCH_CONFIDENCE = {"min_confidence": _MIN_CONFIDENCE, "confidence_weight": _CONFIDENCE_WEIGHT}
 # Present when a server run with --review held the write for a person (ADR 0027).
 _HELD = {"held": {"type": "boolean"}, "proposal_id": _STR}
 # The review items a fact just written raised: a duplicate or possible update of a live
@@ -76,6 +99,7 @@ MEMORY_SEARCH = ToolSpec(
                 "description": "Also say why each fact ranked (signal ranks, fused score, "
                 "weight, source) and what it superseded, transitively (its lineage).",
             },
+            **_SEARCH_CONFIDENCE,
         },
         ["agent_id", "query"],
     ),
@@ -103,7 +127,10 @@ MEMORY_SEARCH_BATCH = ToolSpec(
     "de-duplicated list of facts, then the list each query found. Use memory_search for a "
     f"single query. Fails when agent_id or queries is missing, queries is empty or has "
     f"more than {MAX_QUERIES} items, or top_k is outside 1-100.",
-    _obj({"agent_id": _AGENT, "queries": _TEXTS, "top_k": _TOP_K}, ["agent_id", "queries"]),
+    _obj(
+        {"agent_id": _AGENT, "queries": _TEXTS, "top_k": _TOP_K, **_SEARCH_CONFIDENCE},
+        ["agent_id", "queries"],
+    ),
     _obj(
         {
             "agent_id": _STR,
@@ -127,7 +154,7 @@ MEMORY_ADD = ToolSpec(
     "written. Find facts again with memory_search; correct or retire them with "
     "memory_reflect. Fails when agent_id or text is missing, text is empty, over 64 KiB, "
     "or holds control or bidi characters.",
-    _obj({"agent_id": _AGENT, "text": _STR}, ["agent_id", "text"]),
+    _obj({"agent_id": _AGENT, "text": _STR, "confidence": _CONFIDENCE}, ["agent_id", "text"]),
     _obj(
         {"agent_id": _STR, "stored": {"type": "boolean"}, **_HELD, **_RAISED},
         ["agent_id", "stored"],
@@ -204,6 +231,11 @@ MEMORY_REFLECT = ToolSpec(
             "agent": {"type": "string", "description": "Deprecated: use agent_id."},
             "text": _STR,
             "target": _STR,
+            "confidence": {
+                **_CONFIDENCE,
+                "description": "add and update: how sure the writer is (verified, inferred, "
+                "unverified). An update without one takes the lowest of the facts it replaces.",
+            },
         },
         "required": ["action"],
         "anyOf": [{"required": ["agent_id"]}, {"required": ["agent"]}],

@@ -2,8 +2,18 @@
 people shared by `recall --explain` and MCP's `memory_search` with `explain: true`.
 
 Each signal has a rank (None where the fact is absent from it) and a score in its own
-unit: cosine similarity for vector, the TF-IDF weight for keyword, and for recency the
-fact's age (newer ranks first). The fused score is the hit's `score`."""
+unit: cosine similarity for vector, the TF-IDF weight for keyword (and that weight over
+the query's best, `keyword_normalised`), and for recency the fact's age (newer ranks
+first) and its position between the agent's oldest and newest fact (`recency`, 0 to 1).
+`vector_part`, `keyword_part` and `recency_part` are what each added to the fused score,
+the hit's `score`: their sum (ADR 0061). `vector_stand_in` is true for a fact with no
+vector of its own yet, whose vector part used the cosine of the farthest neighbour the
+signal returned.
+
+Only when recall was asked to rank by confidence (a `min_confidence`, or a
+`confidence_weight` above 0) two more keys say how: `confidence`, the fact's label (null
+when it has none: unknown), and `confidence_factor`, what the parts' sum was multiplied
+by to give the score (1 + w·c; ADR-016)."""
 
 from __future__ import annotations
 
@@ -12,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from graymatter_tui.core.clock import parse_time, short_age
+from graymatter_tui.core.confidence import UNKNOWN, known
 from graymatter_tui.recall.ranking import Hit
 
 
@@ -25,23 +36,54 @@ def signal_fields(hit: Hit, now: datetime) -> dict[str, Any]:
         "recency_rank": hit.recency_rank,
         "age": short_age(now, hit.fact.created_at),
         "age_seconds": int(seconds),
+        "keyword_normalised": _rounded(hit.keyword_normalised),
+        "recency": _rounded(hit.recency),
+        "vector_part": _rounded(hit.vector_part),
+        "keyword_part": _rounded(hit.keyword_part),
+        "recency_part": _rounded(hit.recency_part),
+        "vector_stand_in": hit.vector_stand_in,
+        **confidence_fields(hit),
+    }
+
+
+def confidence_fields(hit: Hit) -> dict[str, Any]:
+    """`confidence` and `confidence_factor` when recall ranked by confidence, else none."""
+    if hit.confidence_factor is None:
+        return {}
+    return {
+        "confidence": known(hit.fact.confidence),
+        "confidence_factor": _rounded(hit.confidence_factor),
     }
 
 
 def signal_summary(fields: Mapping[str, Any]) -> str:
-    """`vector rank 2 (cosine 0.7071) · keyword – · recency rank 1 (age 3d)`."""
-    vector = (
-        f"vector rank {fields['vector_rank']} (cosine {fields['vector_score']:.4f})"
-        if fields["vector_rank"] is not None
-        else "vector –"
-    )
+    """`vector 0.4123 (cosine 0.5890, rank 2) + keyword 0.3000 (tf-idf 1.2345, 1.00 of the
+    best, rank 1) + recency 0.0000 (0.97 of the span, age 3d)`: each part of the fused
+    score, and the signal's own score and rank behind it."""
+    if fields["vector_stand_in"]:
+        vector = f"vector {fields['vector_part']:.4f} (no vector yet: as the farthest neighbour)"
+    elif fields["vector_score"] is not None:
+        rank = fields["vector_rank"]
+        where = f"rank {rank}" if rank is not None else "not among the nearest"
+        cosine = fields["vector_score"]
+        vector = f"vector {fields['vector_part']:.4f} (cosine {cosine:.4f}, {where})"
+    else:
+        vector = "vector –"
     keyword = (
-        f"keyword rank {fields['keyword_rank']} (tf-idf {fields['keyword_score']:.4f})"
+        f"keyword {fields['keyword_part']:.4f} (tf-idf {fields['keyword_score']:.4f}, "
+        f"{fields['keyword_normalised']:.2f} of the best, rank {fields['keyword_rank']})"
         if fields["keyword_rank"] is not None
         else "keyword –"
     )
-    recency = f"recency rank {fields['recency_rank']} (age {fields['age']})"
-    return f"{vector} · {keyword} · {recency}"
+    recency = (
+        f"recency {fields['recency_part']:.4f} ({fields['recency']:.2f} of the span, "
+        f"rank {fields['recency_rank']}, age {fields['age']})"
+    )
+    parts = f"{vector} + {keyword} + {recency}"
+    if "confidence_factor" not in fields:
+        return parts
+    label = fields["confidence"] or UNKNOWN
+    return f"({parts}) × confidence {fields['confidence_factor']:.4f} ({label})"
 
 
 def _rounded(value: float | None) -> float | None:

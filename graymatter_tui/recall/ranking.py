@@ -1,34 +1,62 @@
 """Recall: rank an agent's live facts for a query.
 
-Up to three signals fused by reciprocal-rank fusion (k = 60): vector similarity (when a
-`QueryVectors` is given and answers), a keyword signal (TF-IDF over the
-store's inverted index, with stop-words removed and Unicode-aware tokens; term weight
-`(1 + ln tf) · idf / (1 + ln length)`, times the share of the query's idf the fact
-matches) and recency
-(newer facts first; ids are time-ordered). Candidates are the facts that share at least
-one keyword with the query plus the vector signal's nearest facts at or above
-`MIN_SIMILARITY`, so recall never returns unrelated facts just for being new; a fact absent
-from a signal gets no term from it. Tombstones are never in the index, at any weight, and
-a vector candidate is re-read and dropped unless it is a live fact of the agent (a stale
-vector never resurrects a tombstone); equal cosines share a vector rank. Ties break by
-score, then older `created_at`, then id. Identical texts are returned once. Without a
-vector signal the order is exactly the keyword + recency order.
+Two signals and a prior, fused by a weighted sum of normalised scores (ADR 0061):
+
+    score = (V·cos + K·kw/kw_max) / (V + K) + R·rec
+
+- `cos`: the vector signal's cosine of the query to the fact (its best row), when a
+  `QueryVectors` answers. A candidate the signal scored neither in its nearest answer nor
+  through `CandidateSimilarity` (no vector yet: the embedder is behind) stands at the
+  cosine of the farthest neighbour returned: neither lifted nor buried for lacking one.
+- `kw / kw_max`: the keyword signal (TF-IDF over the store's inverted index, stop-words
+  removed, Unicode-aware tokens; term weight `(1 + ln tf) · idf / (1 + ln length)`, times
+  the share of the query's idf the fact matches) over the query's best keyword score; 0
+  for a fact with no keyword match.
+- `rec`: the fact's position between the agent's oldest (0) and newest (1) live fact by
+  creation time; a prior, off by default (R = 0).
+
+Weights V, K, R default to 0.7, 0.3, 0 (`RecallWeights`). Without a vector signal (none
+configured, none answering, or V = 0) the vector term drops out and the score is
+`kw / kw_max + R·rec`: with R = 0, exactly the keyword order.
+
+Candidates: every fact sharing a keyword with the query (a common term reads only its
+newest `POSTINGS_PER_TERM` postings, ADR 0044) plus the vector signal's nearest
+`max(50, 4·k)` with a positive cosine (no similarity floor: a cosine at or below 0 is no
+likeness at all). Tombstones are never in the index, and a vector candidate is re-read
+and dropped unless it is a live fact of the agent (a stale vector never resurrects a
+tombstone). Ties: older `created_at` first, then the smaller id. Identical texts are
+returned once. Each hit carries what every signal contributed (`Hit.vector_part`,
+`keyword_part`, `recency_part`), whose sum is its score.
+
+Confidence (off by default; `graymatter_tui.core.confidence`): `min_confidence` leaves
+out facts below that level, and `confidence_weight` w (0 to 0.5) multiplies the fused
+score by `1 + w·c` (c = +1 verified, 0 inferred or unknown, −1 unverified), the hit's
+`confidence_factor`; its score is then the parts' sum times that factor.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
+from graymatter_tui.core.confidence import (
+    Confidence,
+    admits,
+    check_weight,
+    parse_confidence,
+)
+from graymatter_tui.core.confidence import factor as confidence_factor
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.receipts import Lineage, lineage
 from graymatter_tui.core.textsafe import validate_agent
-from graymatter_tui.recall.vector_signal import QueryVectors
+from graymatter_tui.recall.vector_signal import NO_VECTORS, CandidateSimilarity, QueryVectors
 from graymatter_tui.storage import KeywordIndex, MemoryStore
+from graymatter_tui.storage.transaction import epoch_ms
 
-RRF_K = 60
 # Terms held by more than this share of an agent's facts carry almost no information and
 # would make a query walk most of the index; they are skipped unless nothing else matches.
 COMMON_TERM_SHARE = 0.5
@@ -41,54 +69,63 @@ MAX_QUERY_BYTES = 4096
 # keyword signal misses still reaches the top k, bounded so fusion stays cheap.
 MIN_VECTOR_CANDIDATES = 50
 VECTOR_CANDIDATES_PER_HIT = 4
-# Below this cosine a vector neighbour is not a candidate: a vector index always answers
-# with its nearest facts, even for a query that means nothing in this memory (ADR 0037).
-MIN_SIMILARITY = 0.3
+# The fusion weights (ADR 0061), measured on LoCoMo and the paraphrase set: V between
+# 0.4 and 0.75 of V + K never loses to either signal alone; the recency prior gained
+# nothing there, so it is off unless asked for.
+DEFAULT_VECTOR = 0.7
+DEFAULT_KEYWORD = 0.3
+DEFAULT_RECENCY = 0.0
 
 
 @dataclass(frozen=True)
 class RecallWeights:
-    """Fusion weights. With k = 60 reciprocal ranks are flat (rank 1 and rank 2 differ by
-    1/61 - 1/62 ≈ 0.00026), so a recency weight much above 0.1 lets a newer fact that
-    shares only common words outrank an older fact that matches the query's rare word.
-    The recall-quality gate measured exactly that at 0.5; recency breaks near-ties here.
-    The vector weight (keyword-only argument, so `RecallWeights(keyword, recency)` keeps
-    its meaning) is upstream's 1.0, equal to keyword: measured in the gate (ADR 0037)."""
+    """Fusion weights: `vector` (V) and `keyword` (K) share the relevance in proportion
+    (only their ratio matters; without a vector signal only whether K is above 0), and
+    `recency` (R) adds R·rec on the same 0-1 scale (R = 0.05 lifts the newest fact by
+    what a 0.05 better relevance would). The vector weight is a keyword-only argument, so
+    `RecallWeights(keyword, recency)` reads like the two-number `--weights K,R`."""
 
-    keyword: float = 1.0
-    recency: float = 0.1
-    vector: float = field(default=1.0, kw_only=True)
+    keyword: float = DEFAULT_KEYWORD
+    recency: float = DEFAULT_RECENCY
+    vector: float = field(default=DEFAULT_VECTOR, kw_only=True)
 
     @classmethod
     def parse(cls, raw: str) -> RecallWeights:
-        """`KEYWORD,RECENCY` (the vector weight stays at its default) or
-        `VECTOR,KEYWORD,RECENCY`."""
+        """`VECTOR,KEYWORD,RECENCY`, or `KEYWORD,RECENCY` (the vector weight stays at its
+        default, 0.7)."""
         try:
             numbers = [float(x) for x in raw.split(",")]
         except ValueError:
             numbers = []
         if len(numbers) not in (2, 3):
             raise InvalidInput(
-                "recall weights must be 'KEYWORD,RECENCY' or 'VECTOR,KEYWORD,RECENCY' "
+                "recall weights must be 'VECTOR,KEYWORD,RECENCY' or 'KEYWORD,RECENCY' "
                 f"numbers, got {raw!r}"
             )
         if not all(math.isfinite(x) for x in numbers):
             raise InvalidInput("recall weights must be finite numbers")
+        if min(numbers) < 0:
+            raise InvalidInput("recall weights must be non-negative")
         if len(numbers) == 2:
             keyword, recency = numbers
-            if keyword < 0 or recency < 0 or keyword + recency == 0:
+            # As before fusion: `0,0` named no signal to rank by, and scripts rely on the error.
+            if keyword + recency == 0:
                 raise InvalidInput("recall weights must be non-negative and not both zero")
             return cls(keyword, recency)
         vector, keyword, recency = numbers
-        if min(numbers) < 0 or sum(numbers) == 0:
+        if sum(numbers) == 0:
             raise InvalidInput("recall weights must be non-negative and not all zero")
         return cls(keyword, recency, vector=vector)
+
+    def __str__(self) -> str:
+        return f"{self.vector:g},{self.keyword:g},{self.recency:g}"
 
 
 @dataclass(frozen=True)
 class Hit:
     """A recalled fact, its fused score, and each signal's rank and score (None where the
-    fact is absent from that signal; every candidate has a recency rank)."""
+    fact is absent from that signal; every candidate has a recency rank), and what each
+    contributed to the score: `vector_part + keyword_part + recency_part == score`."""
 
     fact: Fact
     score: float
@@ -96,8 +133,21 @@ class Hit:
     recency_rank: int
     vector_rank: int | None = None
     keyword_score: float | None = None
-    # Cosine similarity of the fact's vector to the query's.
+    # Cosine similarity of the fact's vector to the query's (None: no vector signal, or
+    # the fact has no vector yet).
     vector_score: float | None = None
+    # The keyword score over the query's best one (0 without a keyword match).
+    keyword_normalised: float = 0.0
+    # The fact's position between the agent's oldest (0) and newest (1) live fact.
+    recency: float = 0.0
+    vector_part: float = 0.0
+    keyword_part: float = 0.0
+    recency_part: float = 0.0
+    # The fact had no cosine of its own: `vector_part` used the farthest neighbour's.
+    vector_stand_in: bool = False
+    # What confidence multiplied the parts' sum by; None when recall was asked for no
+    # confidence ranking (no minimum, weight 0), and then the score is their sum.
+    confidence_factor: float | None = None
 
 
 def _impact(count: int, length: int) -> float:
@@ -164,83 +214,200 @@ def rank(
     k: int = 8,
     weights: RecallWeights | None = None,
     vectors: QueryVectors | None = None,
-    min_similarity: float = MIN_SIMILARITY,
+    min_similarity: float | None = None,
+    min_confidence: Confidence | None = None,
+    confidence_weight: float = 0.0,
 ) -> list[Hit]:
-    """The top `k` live facts for `query`, without touching access counts (a preview)."""
+    """The top `k` live facts for `query`, without touching access counts (a preview).
+
+    `vectors`: the vector signal; None (the default) is the one the environment
+    configures for this store (GRAYMATTER_EMBED; none when embeddings are off, and a bad
+    setting raises InvalidInput), `NO_VECTORS` ranks on keywords alone. `min_similarity`
+    keeps vector neighbours below it out of the candidates (no floor by default).
+    `min_confidence` and `confidence_weight`: see the module's docstring."""
     validate_agent(agent)
     check_query(query)
     if k < 1:
         raise InvalidInput("k must be at least 1")
+    confidence = ConfidenceRanking.of(min_confidence, confidence_weight)
     weights = weights or RecallWeights()
+    if vectors is None:
+        vectors = configured_vectors(store)
+    terms = store.read_index(lambda tx: tx.terms(query))
+    if not terms:
+        return []  # only stop-words or punctuation: nothing to look for, in any signal
     nearest = None
-    if vectors is not None and weights.vector > 0:
-        if not store.read_index(lambda tx: tx.terms(query)):
-            return []  # only stop-words or punctuation: nothing to look for, in any signal
+    if vectors is not NO_VECTORS and weights.vector > 0:
         # Asked outside any read transaction: the signal may wait on an embedding server.
         limit = max(MIN_VECTOR_CANDIDATES, VECTOR_CANDIDATES_PER_HIT * k)
-        nearest = vectors.nearest(agent, query, limit)
+        nearest = vectors.nearest(agent, query, limit) or None
+    floor = 0.0 if min_similarity is None else min_similarity
 
-    def run(tx: KeywordIndex) -> list[Hit]:
-        scores = _keyword_scores(tx, agent, tx.terms(query))
+    def score_keywords(tx: KeywordIndex) -> tuple[dict[str, float], dict[str, Fact], Signals]:
+        scores = _keyword_scores(tx, agent, terms)
         facts: dict[str, Fact] = {}
-        similarity = _live_neighbours(tx, agent, nearest or [], facts, min_similarity)
-        candidates = [*scores, *(i for i in similarity if i not in scores)]
-        if not candidates:
-            return []
-        by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
-        by_recency = sorted(candidates, reverse=True)  # ULIDs: newest first
-        keyword_rank = {fact_id: r for r, fact_id in enumerate(by_keyword, start=1)}
-        vector_rank = _shared_ranks(similarity)
-        recency_rank = {fact_id: r for r, fact_id in enumerate(by_recency, start=1)}
+        similarity = _live_neighbours(tx, agent, nearest or [], facts, floor)
+        return scores, facts, Signals(similarity, tx.live_span(agent))
 
-        def fuse(fact_id: str) -> float:
-            total = 0.0
-            if fact_id in keyword_rank:
-                total += weights.keyword / (RRF_K + keyword_rank[fact_id])
-            total += weights.recency / (RRF_K + recency_rank[fact_id])
-            if fact_id in vector_rank:
-                total += weights.vector / (RRF_K + vector_rank[fact_id])
-            return total
+    scores, facts, signals = store.read_index(score_keywords)
+    if nearest is not None:
+        # The farthest neighbour's cosine: where a fact the signal could not score stands.
+        signals.stand_in = min(signals.similarity.values(), default=0.0)
+        missing = [i for i in scores if i not in signals.similarity]
+        if missing and isinstance(vectors, CandidateSimilarity):
+            signals.cosines = _finite(vectors.similarities(agent, query, missing))
+    return store.read_index(
+        lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
+    )
 
-        fused = {fact_id: fuse(fact_id) for fact_id in candidates}
-        ordered = sorted(fused, key=lambda i: (-fused[i], i))
-        # Decode in score order until k distinct texts are found, plus every candidate
-        # tied with the last one, so the final tie-break (older created_at, then id)
-        # decides among all of them rather than among whoever the id order let in.
-        hits: list[Hit] = []
-        seen_texts: set[str] = set()
-        cutoff: float | None = None
-        for fact_id in ordered:
-            score = fused[fact_id]
-            if cutoff is not None and score < cutoff:
+
+@dataclass(frozen=True)
+class ConfidenceRanking:
+    """What recall was asked to do with confidence; None from `of` when nothing."""
+
+    minimum: Confidence | None
+    weight: float
+
+    @classmethod
+    def of(cls, minimum: Confidence | None, weight: float) -> ConfidenceRanking | None:
+        if minimum is not None:
+            parse_confidence(minimum, "min_confidence")
+        check_weight(weight)
+        if minimum is None and weight == 0:
+            return None
+        return cls(minimum, weight)
+
+
+@dataclass
+class Signals:
+    """What `_fuse` needs beside the keyword scores: the live vector neighbours' cosines,
+    the cosines of other candidates, and the span of the agent's creation times."""
+
+    similarity: dict[str, float]
+    span: tuple[int, int] | None
+    cosines: dict[str, float] = field(default_factory=dict)
+    stand_in: float | None = None  # None: no vector signal answered
+
+
+def _finite(found: dict[str, float]) -> dict[str, float]:
+    return {i: float(c) for i, c in found.items() if math.isfinite(c)}
+
+
+def _fuse(
+    tx: KeywordIndex,
+    agent: str,
+    k: int,
+    weights: RecallWeights,
+    scores: dict[str, float],
+    facts: dict[str, Fact],
+    signals: Signals,
+    confidence: ConfidenceRanking | None = None,
+) -> list[Hit]:
+    similarity = signals.similarity
+    candidates = [*scores, *(i for i in similarity if i not in scores)]
+    if not candidates:
+        return []
+    with_vectors = signals.stand_in is not None
+    v, kw, r = weights.vector if with_vectors else 0.0, weights.keyword, weights.recency
+    share = v + kw  # above 0 whenever v is
+    best_keyword = max(scores.values(), default=0.0)
+
+    def cosine(fact_id: str) -> tuple[float, bool]:
+        found = similarity.get(fact_id)
+        if found is None:
+            found = signals.cosines.get(fact_id)
+        if found is None:
+            return signals.stand_in or 0.0, True
+        return found, False
+
+    def relevance(fact_id: str) -> tuple[float, float]:
+        """(vector part, keyword part) of the fused score."""
+        normalised = scores.get(fact_id, 0.0) / best_keyword if best_keyword > 0 else 0.0
+        if v <= 0:  # keywords alone: exactly the normalised keyword score (or nothing)
+            return 0.0, normalised if kw > 0 else 0.0
+        return v * cosine(fact_id)[0] / share, kw * normalised / share
+
+    parts = {fact_id: relevance(fact_id) for fact_id in candidates}
+    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
+    keyword_rank = {fact_id: r_ for r_, fact_id in enumerate(by_keyword, start=1)}
+    vector_rank = _shared_ranks(similarity)
+    by_recency = sorted(candidates, reverse=True)  # ULIDs: newest first
+    recency_rank = {fact_id: r_ for r_, fact_id in enumerate(by_recency, start=1)}
+    oldest, newest = signals.span or (0, 0)
+
+    def position(fact: Fact) -> float:
+        if newest <= oldest:
+            return 0.0
+        return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
+
+    # Read in order of the best score each could reach (its relevance plus the whole
+    # prior), until k distinct texts are found that nothing unread can beat or tie: with
+    # R = 0 that is the exact order, and R > 0 reads only what the prior could lift.
+    # The confidence factor can lift a fact by at most 1 + w.
+    lift = 1.0 + confidence.weight if confidence is not None else 1.0
+    bound = {fact_id: sum(parts[fact_id]) + r for fact_id in candidates}
+    ordered = sorted(candidates, key=lambda i: (-bound[i], i))
+    best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
+    for fact_id in ordered:
+        if len(best) >= k:
+            kth = heapq.nlargest(k, (entry[0] for entry in best.values()))[-1]
+            if bound[fact_id] * lift < kth:
                 break
-            fact = facts.get(fact_id) or tx.find(fact_id)
-            if fact is None or fact.is_tombstone or fact.text in seen_texts:
-                continue
-            seen_texts.add(fact.text)
-            hits.append(
-                Hit(
-                    fact,
-                    score,
-                    keyword_rank.get(fact_id),
-                    recency_rank[fact_id],
-                    vector_rank.get(fact_id),
-                    scores.get(fact_id),
-                    similarity.get(fact_id),
-                )
-            )
-            if cutoff is None and len(hits) >= k:
-                cutoff = score
-        hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
-        return hits[:k]
+        fact = facts.get(fact_id) or tx.find(fact_id)
+        if fact is None or not fact.is_live or fact.agent_id != agent:
+            continue
+        if confidence is not None and not admits(fact.confidence, confidence.minimum):
+            continue
+        vector_part, keyword_part = parts[fact_id]
+        rec = position(fact)
+        recency_part = r * rec
+        score = vector_part + keyword_part + recency_part
+        multiplier = None
+        if confidence is not None:
+            multiplier = confidence_factor(fact.confidence, confidence.weight)
+            score *= multiplier
+        cos, stand_in = cosine(fact_id) if with_vectors else (0.0, False)
+        hit = Hit(
+            fact,
+            score,
+            keyword_rank.get(fact_id),
+            recency_rank[fact_id],
+            vector_rank.get(fact_id),
+            scores.get(fact_id),
+            None if stand_in or not with_vectors else cos,
+            scores.get(fact_id, 0.0) / best_keyword if best_keyword > 0 else 0.0,
+            rec,
+            vector_part,
+            keyword_part,
+            recency_part,
+            stand_in and v > 0,
+            multiplier,
+        )
+        key = (score, fact.created_at, fact.id)
+        held = best.get(fact.text)
+        if held is None or _before(key, held[:3]):
+            best[fact.text] = (*key, hit)
+    hits = [entry[3] for entry in best.values()]
+    hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
+    return hits[:k]
 
-    return store.read_index(run)
+
+def _before(a: tuple[float, str, str], b: tuple[float, str, str]) -> bool:
+    """Whether a hit keyed (score, created_at, id) `a` ranks before `b`."""
+    return (-a[0], a[1], a[2]) < (-b[0], b[1], b[2])
+
+
+def configured_vectors(store: MemoryStore) -> QueryVectors:
+    """The vector signal GRAYMATTER_EMBED configures for `store` (kept for the store, so
+    repeated calls share one embedder), or NO_VECTORS when embeddings are off."""
+    from graymatter_tui.embedding.query import configured  # httpx and numpy only if used
+
+    return configured(store) or NO_VECTORS
 
 
 def _shared_ranks(similarity: dict[str, float]) -> dict[str, int]:
     """Vector ranks where equal cosines share a rank (1, 1, 3): identical vectors say the
-    facts mean the same to the model, and ranking them by id would hand one of them a
-    preference as large as a keyword rank's with no evidence (ADR 0037)."""
+    facts mean the same to the model (ADR 0037)."""
     ranks: dict[str, int] = {}
     previous: float | None = None
     current = 0
@@ -254,16 +421,16 @@ def _shared_ranks(similarity: dict[str, float]) -> dict[str, int]:
 def _live_neighbours(
     tx: KeywordIndex,
     agent: str,
-    nearest: list[tuple[str, float]],
+    nearest: Sequence[tuple[str, float]],
     facts: dict[str, Fact],
     floor: float,
 ) -> dict[str, float]:
     """fact id -> cosine of the vector signal's answer, kept only for live facts of `agent`
-    at or above `floor`, read in this transaction (vectors may lag behind a
+    above 0 and at or above `floor`, read in this transaction (vectors may lag behind a
     revision or a retirement; the facts table is the truth). Found facts go in `facts`."""
     similarity: dict[str, float] = {}
     for fact_id, cosine in nearest:
-        if fact_id in similarity or not (math.isfinite(cosine) and cosine >= floor):
+        if fact_id in similarity or not (math.isfinite(cosine) and cosine > 0 and cosine >= floor):
             continue
         fact = tx.find(fact_id)
         if fact is None or not fact.is_live or fact.agent_id != agent:
@@ -279,7 +446,9 @@ class RankOptions(TypedDict, total=False):
     k: int
     weights: RecallWeights | None
     vectors: QueryVectors | None
-    min_similarity: float
+    min_similarity: float | None
+    min_confidence: Confidence | None
+    confidence_weight: float
 
 
 def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOptions]) -> list[Hit]:

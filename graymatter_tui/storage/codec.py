@@ -23,6 +23,16 @@ class TextOnly(msgspec.Struct):
 decode_text = msgspec.json.Decoder(TextOnly).decode
 
 
+class TextAndState(msgspec.Struct):
+    """A fact row read for its text and whether it is a tombstone."""
+
+    text: str
+    superseded_by: str = ""
+
+
+decode_text_and_state = msgspec.json.Decoder(TextAndState).decode
+
+
 class AgentCounts(msgspec.Struct, kw_only=True):
     live: int = 0
     tombstones: int = 0

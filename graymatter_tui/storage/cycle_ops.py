@@ -16,10 +16,11 @@ from typing import TypeVar
 import msgspec
 
 from graymatter_tui.core import clock, provenance
+from graymatter_tui.core.confidence import lowest
 from graymatter_tui.core.errors import Conflict, NotFound
 from graymatter_tui.core.model import RETIRED, CycleRecord, Fact, FactState
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import review_ops
+from graymatter_tui.storage import lifespan_ops, review_ops
 from graymatter_tui.storage.protocol import KeywordIndex
 from graymatter_tui.storage.transaction import FLAG_PINNED, FLAG_TOMBSTONE, SEP, Transaction
 from graymatter_tui.storage.values import (
@@ -150,12 +151,17 @@ def apply_consolidation(
         created_at=stamp,
         accessed_at=stamp,
         cycle_id=request.cycle_id,
+        # A summary is no surer than the least sure fact it consumes.
+        confidence=lowest(f.confidence for f in current),
         source=provenance.CONSOLIDATION,
     )
     tx.write_fact(summary, None)
     for fact in current:
         tomb = msgspec.structs.replace(fact, superseded_by=summary.id, cycle_id=request.cycle_id)
         tx.write_fact(tomb, fact)
+        lifespan_ops.stopped(
+            tx, fact, "consumed", by=summary.id, record=request.cycle_id, kind="consolidate"
+        )
     consumed = [f.id for f in current]
     tx.put_receipts(summary.id, consumed)
     tx.bump("consolidations")
@@ -208,6 +214,7 @@ def prune(tx: Transaction, agent: str, record: CycleRecord) -> PruneOutcome:
     doomed = [tx.require(key.split(SEP, 1)[1].decode()) for key in doomed_keys]
     for fact in doomed:
         tx.delete_fact(fact)
+        lifespan_ops.stopped(tx, fact, "pruned", record=record.cycle_id, kind="consolidate")
     saved = msgspec.structs.replace(record, pruned=[*record.pruned, *doomed])
     save_record(tx, saved)
     if doomed:
@@ -237,15 +244,19 @@ def revert(tx: Transaction, cycle_id: str) -> CycleRecord:
     if _applied_record(tx, cycle_id).kind == "review":
         return _revert_review(tx, cycle_id)
     original, summary, restored = _revertible(tx, cycle_id)
+    revert_id = tx.new_id()
     origins = _summary_origins(tx, {f.id for f in restored})
     for fact in restored:
         # A restored summary of an earlier cycle gets that cycle's id back.
         origin = origins.get(fact.id, "")
         tx.write_fact(msgspec.structs.replace(fact, superseded_by="", cycle_id=origin), fact)
+        lifespan_ops.resumed(tx, fact, revert_id)
     tx.write_fact(msgspec.structs.replace(summary, superseded_by=RETIRED), summary)
+    lifespan_ops.stopped(tx, summary, "retired", by=RETIRED, record=revert_id, kind="revert")
     tx.delete_receipts(summary.id)
     return _record_revert(
         tx,
+        revert_id,
         original,
         reason=f"revert of cycle {cycle_id}",
         restored=[f.id for f in restored],
@@ -257,9 +268,11 @@ def revert(tx: Transaction, cycle_id: str) -> CycleRecord:
 
 def _revert_review(tx: Transaction, cycle_id: str) -> CycleRecord:
     original = _applied_record(tx, cycle_id)
-    restored = review_ops.undo(tx, review_ops.revert_steps(tx, original))
+    revert_id = tx.new_id()
+    restored = review_ops.undo(tx, review_ops.revert_steps(tx, original), revert_id)
     return _record_revert(
         tx,
+        revert_id,
         original,
         reason=f"revert of review {cycle_id} ({original.action} {original.proposal_id})",
         restored=restored,
@@ -271,6 +284,7 @@ def _revert_review(tx: Transaction, cycle_id: str) -> CycleRecord:
 
 def _record_revert(
     tx: Transaction,
+    revert_id: str,
     original: CycleRecord,
     *,
     reason: str,
@@ -283,7 +297,7 @@ def _record_revert(
     activity entry: the same for a cycle and a review."""
     stamp = clock.format_time(tx.now)
     reverted = CycleRecord(
-        cycle_id=tx.new_id(),
+        cycle_id=revert_id,
         kind="revert",
         agent_id=original.agent_id,
         outcome="applied",
@@ -315,6 +329,10 @@ def _applied_record(tx: Transaction, cycle_id: str) -> CycleRecord:
     what = "review" if original.kind == "review" else "cycle"
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"{what} {cycle_id} cannot be reverted: nothing was applied "
@@ -331,6 +349,10 @@ def _revertible(tx: Transaction, cycle_id: str) -> tuple[CycleRecord, Fact, list
     original = tx.require_record(cycle_id)
     if original.kind == "revert":
         raise Conflict(f"record {cycle_id} is itself a revert; revert records cannot be reverted")
+    if original.kind == "probe_run":
+        raise Conflict(
+            f"record {cycle_id} is a probe run: it changed no fact, so there is nothing to revert"
+        )
     if original.outcome != "applied":
         raise Conflict(
             f"cycle {cycle_id} cannot be reverted: nothing was applied "

@@ -10,10 +10,12 @@ from datetime import datetime
 import msgspec
 
 from graymatter_tui.core import clock
+from graymatter_tui.core.confidence import Confidence, lowest
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import RETIRED, ActivityAction, Fact
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage import lifespan_ops
 from graymatter_tui.storage.ids import new_id
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import NewFact
@@ -21,15 +23,31 @@ from graymatter_tui.storage.values import NewFact
 DEMO_KEY = "demo"  # meta key: set (to the time) when the demo created the store
 
 
-def put(tx: Transaction, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
-    fact = _new_fact(tx, agent, text, pinned, cycle_id=cycle_id)
+def put(
+    tx: Transaction,
+    agent: str,
+    text: str,
+    pinned: bool,
+    *,
+    cycle_id: str = "",
+    confidence: Confidence | None = None,
+) -> Fact:
+    fact = _new_fact(tx, agent, text, pinned, cycle_id=cycle_id, confidence=confidence)
     tx.log("add", agent, text=text, fact_id=fact.id)
     if pinned:
         tx.log("pin", agent, text=text, fact_id=fact.id)
     return fact
 
 
-def _new_fact(tx: Transaction, agent: str, text: str, pinned: bool, *, cycle_id: str = "") -> Fact:
+def _new_fact(
+    tx: Transaction,
+    agent: str,
+    text: str,
+    pinned: bool,
+    *,
+    cycle_id: str = "",
+    confidence: Confidence | None = None,
+) -> Fact:
     stamp = clock.format_time(tx.now)
     fact = Fact(
         id=tx.new_id(),
@@ -40,6 +58,7 @@ def _new_fact(tx: Transaction, agent: str, text: str, pinned: bool, *, cycle_id:
         pinned=pinned,
         pinned_at=stamp if pinned else None,
         cycle_id=cycle_id,
+        confidence=confidence,
         source=tx.source,
     )
     tx.write_fact(fact, None)
@@ -68,6 +87,7 @@ def new_facts(
                 weight=item.weight,
                 pinned=item.pinned,
                 pinned_at=created_at if item.pinned else None,
+                confidence=item.confidence,
                 source=source,
             )
         )
@@ -130,8 +150,11 @@ def unpin(tx: Transaction, fact_id: str) -> Fact:
     return unpinned
 
 
-def revise(tx: Transaction, fact_id: str, text: str) -> tuple[Fact, Fact]:
-    """A new fact plus a tombstone pointing at it; a pin moves to the revision.
+def revise(
+    tx: Transaction, fact_id: str, text: str, *, confidence: Confidence | None = None
+) -> tuple[Fact, Fact]:
+    """A new fact plus a tombstone pointing at it; a pin moves to the revision. Its
+    confidence is `confidence`, else the old fact's (unknown stays unknown).
     Returns (revision, tombstone)."""
     old = tx.require(fact_id)
     if old.is_tombstone:
@@ -147,12 +170,13 @@ def revise(tx: Transaction, fact_id: str, text: str) -> tuple[Fact, Fact]:
         accessed_at=stamp,
         pinned=old.pinned,
         pinned_at=stamp if old.pinned else None,
-        confidence=old.confidence,
+        confidence=confidence or lowest([old.confidence]),
         source=tx.source,
     )
     tomb = msgspec.structs.replace(old, superseded_by=revision.id, pinned=False, pinned_at=None)
     tx.write_fact(revision, None)
     tx.write_fact(tomb, old)
+    lifespan_ops.stopped(tx, old, "revised", by=revision.id)
     tx.log("update", old.agent_id, text=text, fact_id=revision.id)
     return revision, tomb
 
@@ -169,6 +193,7 @@ def retire(tx: Transaction, fact_id: str, *, cycle_id: str | None = None) -> Fac
     if cycle_id is not None:
         tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
     tx.write_fact(tomb, old)
+    lifespan_ops.stopped(tx, old, "retired", by=RETIRED, record=cycle_id or "", kind="review")
     tx.log("forget", old.agent_id, text=old.text, fact_id=old.id)
     return tomb
 
@@ -195,6 +220,7 @@ def delete(tx: Transaction, fact_ids: list[str]) -> list[Fact]:
         fact = tx.find(fact_id)
         if fact is not None:
             tx.delete_fact(fact)
+            lifespan_ops.stopped(tx, fact, "pruned")
             removed.append(fact)
     return removed
 
@@ -249,17 +275,31 @@ def require_matches(tx: Transaction, agent: str, text: str) -> list[Fact]:
 
 
 def supersede_text(
-    tx: Transaction, agent: str, target: str, text: str, *, cycle_id: str | None = None
+    tx: Transaction,
+    agent: str,
+    target: str,
+    text: str,
+    *,
+    cycle_id: str | None = None,
+    confidence: Confidence | None = None,
 ) -> tuple[Fact, list[Fact]]:
     """Write `text` as a new fact and make every live fact whose text is exactly `target`
-    a tombstone pointing at it, in this one transaction. A pin moves to the replacement.
+    a tombstone pointing at it, in this one transaction. A pin moves to the replacement;
+    its confidence is `confidence`, else the lowest among the facts it replaces.
     `cycle_id`, when given, goes on the replacement and the tombstones: the journal
     record that wrote them (an approved review). Returns (replacement, tombstones)."""
     if target == text:
         raise Conflict("text is unchanged; nothing updated")
     old = require_matches(tx, agent, target)
     pinned = any(f.pinned for f in old)
-    replacement = _new_fact(tx, agent, text, pinned=pinned, cycle_id=cycle_id or "")
+    replacement = _new_fact(
+        tx,
+        agent,
+        text,
+        pinned=pinned,
+        cycle_id=cycle_id or "",
+        confidence=confidence or lowest(f.confidence for f in old),
+    )
     tx.log("update", agent, text=text, fact_id=replacement.id, count=len(old))
     tombs = []
     for fact in old:
@@ -269,6 +309,9 @@ def supersede_text(
         if cycle_id is not None:
             tomb = msgspec.structs.replace(tomb, cycle_id=cycle_id)
         tx.write_fact(tomb, fact)
+        lifespan_ops.stopped(
+            tx, fact, "revised", by=replacement.id, record=cycle_id or "", kind="review"
+        )
         tombs.append(tomb)
     return replacement, tombs
 

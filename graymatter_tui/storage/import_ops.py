@@ -27,7 +27,7 @@ from graymatter_tui.core.progress import Report
 from graymatter_tui.core.receipts import ChainProblem, chain_problems
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import conflict_ops, probe_ops
+from graymatter_tui.storage import conflict_ops, lifespan_ops, probe_ops
 from graymatter_tui.storage.fact_ops import log_added
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import (
@@ -123,6 +123,12 @@ def import_all(
             progress("writing", start + len(chunk), len(added))
     for index in plan.added_records:
         _add_record(tx, records[index])
+    # When the imported tombstones (and pruned facts) stopped being live: the file keeps
+    # no such times, so they are derived from its journal as an upgrade derives them.
+    touched = {facts[i].agent_id for i in added if facts[i].is_tombstone}
+    touched |= {records[i].agent_id for i in plan.added_records}
+    if touched:
+        lifespan_ops.fill(tx, agents=touched)
     log_added(tx, "import", [facts[i] for i in added])
     probes_added = probe_ops.import_probes(tx, batch.probes)
     held = conflict_ops.check_written(tx, [facts[i] for i in added])
@@ -278,7 +284,7 @@ def _add_record(tx: Transaction, record: CycleRecord) -> None:
     if record.kind == "revert":
         tx.bump("reverts")
         return
-    if record.kind == "review":  # a decision on a held change moves no counter
+    if record.kind in ("review", "probe_run"):  # a decision, or probes scored: no counter
         return
     tx.bump("cycles")
     if record.outcome != "applied":

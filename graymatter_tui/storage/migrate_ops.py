@@ -22,10 +22,11 @@ from graymatter_tui.core.model import Fact
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import conflict_ops, probe_ops, queries, vector_ops
+from graymatter_tui.storage import conflict_ops, lifespan_ops, probe_ops, queries, vector_ops
 from graymatter_tui.storage.fact_ops import DEMO_KEY
 from graymatter_tui.storage.transaction import (
     COPY_TABLES,
+    CopyTable,
     Transaction,
     VectorTransaction,
     analyzer_for,
@@ -56,10 +57,23 @@ def snapshot(tx: VectorTransaction) -> StoreSnapshot:
         facts=queries.all_facts(tx),
         records=list(tx.iter_records(newest_first=False)),
         probes=probe_ops.listing(tx, None),
-        rows={table: list(tx.iter_rows(table)) for table in COPY_TABLES},
+        rows={table: _rows(tx, table) for table in COPY_TABLES},
         activity=activity,
         vectors=vector_ops.snapshot(tx),
+        probe_schedule={
+            key: value
+            for key, value in tx.meta_many(probe_ops.SCHEDULE_ROWS).items()
+            if value is not None
+        },
     )
+
+
+def _rows(tx: Transaction, table: CopyTable) -> list[tuple[bytes, bytes]]:
+    """A table's rows; a store from before schema 6 read as it is gives the endings its
+    upgrade would derive, so the copy holds them and verifies against them."""
+    if table == "lifespans" and not tx.keeps_lifespans:
+        return lifespan_ops.derived_rows(tx)
+    return list(tx.iter_rows(table))
 
 
 def prepare_terms(
@@ -119,6 +133,8 @@ def load(
             tx.set_analyzer(snap.stem_language)
         if snap.demo is not None:
             tx.meta_put(DEMO_KEY, snap.demo)
+        for key, value in snap.probe_schedule.items():  # an empty store takes the schedule
+            tx.meta_put(key, value)
     mode = vector_ops.copy_mode(tx, snap.vectors, embed_model)
     if mode == "switch" and embed_model is not None:
         vector_ops.start(tx, embed_model)  # as its embedder would; the copied facts queue

@@ -9,14 +9,23 @@ saved twice for one agent is one probe: adding it again returns the probe alread
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import msgspec
 
 from graymatter_tui.core import clock
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
-from graymatter_tui.core.model import Probe
+from graymatter_tui.core.model import CycleRecord, Probe, ProbeResult
 from graymatter_tui.core.words import counted
 from graymatter_tui.storage.transaction import Transaction
-from graymatter_tui.storage.values import ProbeOutcome
+from graymatter_tui.storage.values import ProbeOutcome, ProbeSchedule, ProbeScore
+
+# Meta rows of the probe schedule (no table of its own: any store format holds them).
+# The interval in seconds (absent: no schedule), and when every agent's probes were last
+# scored (RFC 3339).
+SCHEDULE_KEY = "probe_schedule_every"
+LAST_RUN_KEY = "probe_last_run_at"
+SCHEDULE_ROWS = (SCHEDULE_KEY, LAST_RUN_KEY)
 
 # Every probe of an agent is ranked twice inside one write transaction at review, so
 # their number bounds how long a cycle holds the store's write lock.
@@ -108,3 +117,78 @@ def import_probes(tx: Transaction, probes: list[Probe]) -> int:
     for agent, count in added.items():
         tx.log("probe", agent, text=f"{counted(count, 'probe')} imported", count=count)
     return sum(added.values())
+
+
+# ---- probe runs ----------------------------------------------------------------------------
+def schedule(tx: Transaction) -> ProbeSchedule:
+    rows = tx.meta_many(SCHEDULE_ROWS)
+    raw, last = rows[SCHEDULE_KEY], rows[LAST_RUN_KEY] or ""
+    every = int(raw) if raw and raw.isdigit() and int(raw) > 0 else None
+    due = ""
+    if every is not None:
+        due = clock.format_time(
+            clock.parse_time(last) + timedelta(seconds=every) if last else tx.now
+        )
+    return ProbeSchedule(every=every, last_run_at=last, next_due_at=due)
+
+
+def set_schedule(tx: Transaction, every: int | None) -> ProbeSchedule:
+    """Score every agent's probes each `every` seconds from now on (None: never)."""
+    before = schedule(tx)
+    if before.every == every:
+        return tx.unchanged(before)
+    tx.meta_put(SCHEDULE_KEY, str(every) if every is not None else "0")
+    return schedule(tx)
+
+
+def claim_due(tx: Transaction) -> bool:
+    """Whether a scheduled run is due now; if so, it is this caller's: the last-run time
+    moves to now in this write transaction, so of processes asking at once one runs it."""
+    current = schedule(tx)
+    if current.every is None or clock.parse_time(current.next_due_at) > tx.now:
+        return tx.unchanged(False)
+    tx.meta_put(LAST_RUN_KEY, clock.format_time(tx.now))
+    return True
+
+
+def mark_run(tx: Transaction) -> None:
+    """Every agent's probes were scored now (by hand): the schedule counts from here."""
+    tx.meta_put(LAST_RUN_KEY, clock.format_time(tx.now))
+
+
+def record_run(tx: Transaction, agent: str, scores: list[ProbeScore], trigger: str) -> CycleRecord:
+    """The journal record of one agent's probes scored now (kind `probe_run`), with the
+    agent's live facts, tombstones and pins at that moment. Nothing else is written but
+    the activity entry: a run changes no fact and moves no counter."""
+    stamp = clock.format_time(tx.now)
+    counts = tx.agent_counts(agent)
+    results = [
+        ProbeResult(
+            probe_id=s.probe.id,
+            query=s.probe.query,
+            k=s.probe.k,
+            before=list(s.found),
+            after=list(s.found),
+        )
+        for s in scores
+    ]
+    hits = sum(1 for s in scores if s.found)
+    record = CycleRecord(
+        cycle_id=tx.new_id(),
+        kind="probe_run",
+        agent_id=agent,
+        outcome="scored",
+        reason=f"{hits} of {counted(len(scores), 'probe')} found something",
+        started_at=stamp,
+        finished_at=stamp,
+        probes=results,
+        trigger=trigger,
+        live_facts=counts.live,
+        tombstones=counts.tombstones,
+        pinned=counts.pinned,
+    )
+    tx.put_record(record)
+    tx.log(
+        "probe", agent, text=f"probes scored ({trigger}): {record.reason}", cycle_id=record.cycle_id
+    )
+    return record

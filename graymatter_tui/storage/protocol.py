@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every co
     import numpy as np
     import numpy.typing as npt
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -70,6 +72,11 @@ class KeywordIndex(Protocol):
         ...
 
     def find(self, fact_id: str) -> Fact | None: ...
+
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's oldest and newest live facts (first and
+        last by id), or None without live facts."""
+        ...
 
 
 class StoreWatch(Protocol):
@@ -172,6 +179,7 @@ class MemoryStore(Protocol):
         before: str | None = None,
     ) -> tuple[list[str], list[str]]: ...
     def release_mapped_pages(self) -> None: ...
+    def confidences(self, agent: str, state: FactState = "live") -> dict[str, str]: ...
     def all_facts(self) -> list[Fact]: ...
     def agents(self) -> list[AgentSummary]: ...
     def counters(self) -> Counters: ...
@@ -179,13 +187,35 @@ class MemoryStore(Protocol):
     def receipts(self, summary_id: str) -> list[str]: ...
     def show(self, fact_id: str) -> values.ShowResult: ...
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T: ...
+
+    # Memory as it was (`storage.past_ops`)
+    def past_facts(
+        self,
+        agent: str | None,
+        as_of: AsOf,
+        *,
+        state: FactState = "live",
+        limit: int | None = None,
+        before: str | None = None,
+        with_facts: bool = True,
+    ) -> values.PastFacts:
+        """The facts in `state` at the moment `as_of` names, newest first, each with what
+        happened to it since (`past_ops.past_facts`). A journal record of another agent
+        than `agent` is refused (Conflict), an unknown one is NotFound, a moment before
+        the store existed is InvalidInput."""
+        ...
+
+    def read_past_index(self, past: values.PastFacts, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over the keyword index of the facts live in `past` (`past_index`)."""
+        ...
+
     def in_one_snapshot(self, fn: Callable[[MemoryStore], T]) -> T:
         """Run `fn` over a read-only view of this store whose every read comes from one
         snapshot, so checks spanning several reads see one state while others write."""
         ...
 
     # Embeddings (ADR 0034)
-    def embed_state(self) -> values.EmbedState: ...
+    def embed_state(self, agent: str | None = None) -> values.EmbedState: ...
     def embed_model(self) -> tuple[str | None, int | None]: ...
     def embed_backlog(self, agent: str | None = None) -> int: ...
     def start_embedding(self, model: str, dimension: int | None = None) -> int: ...
@@ -196,13 +226,34 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The cosine of `vector` to each of `fact_ids` holding a vector of `model` (its
+        best row, as `nearest` scores it); the others are left out."""
+        ...
+
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...
 
     # Curation
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact: ...
-    def remember(self, agent: str, text: str, *, pinned: bool = False) -> values.Remembered:
+    def put(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> Fact: ...
+    def remember(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> values.Remembered:
         """`put`, and the duplicate or possible-update items the fact raised for review."""
         ...
 
@@ -215,9 +266,13 @@ class MemoryStore(Protocol):
 
     def pin(self, fact_id: str) -> Fact: ...
     def unpin(self, fact_id: str) -> Fact: ...
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]: ...
+    def revise(
+        self, fact_id: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, Fact]: ...
     def retire(self, fact_id: str) -> Fact: ...
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]: ...
+    def supersede_text(
+        self, agent: str, target: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, list[Fact]]: ...
     def retire_text(self, agent: str, target: str) -> list[Fact]: ...
     def pin_text(self, agent: str, target: str, *, pinned: bool = True) -> list[Fact]: ...
     def save_checkpoint(self, agent: str, state: str | None) -> values.Checkpoint: ...
@@ -237,6 +292,23 @@ class MemoryStore(Protocol):
 
     def probes(self, agent: str | None = None) -> list[Probe]: ...
     def remove_probe(self, probe_id: str) -> Probe: ...
+    def probe_schedule(self) -> values.ProbeSchedule: ...
+    def set_probe_schedule(self, every: int | None) -> values.ProbeSchedule: ...
+    def claim_probe_run(self) -> bool:
+        """Whether a scheduled probe run is due; True makes it the caller's to run."""
+        ...
+
+    def record_probe_run(
+        self,
+        agent: str,
+        scores: Sequence[values.ProbeScore],
+        trigger: str,
+        *,
+        every_agent: bool = False,
+    ) -> CycleRecord:
+        """Journal one agent's probes as scored now (a `probe_run` record)."""
+        ...
+
     def trial_apply(
         self, request: values.ApplyRequest, look: Callable[[KeywordIndex], T]
     ) -> values.TrialApply[T]:
@@ -253,7 +325,15 @@ class MemoryStore(Protocol):
     def claim_for_demo(self) -> None: ...
 
     # The review queue: an agent's change held for a person (ADR 0027)
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal: ...
+    def hold_change(
+        self,
+        agent: str,
+        action: str,
+        target: str,
+        text: str,
+        *,
+        confidence: Confidence | None = None,
+    ) -> ReviewProposal: ...
     def proposals(
         self,
         agent: str | None = None,
@@ -299,6 +379,26 @@ class MemoryStore(Protocol):
     ) -> values.ExtractOutcome: ...
     def decay_graph(self, agent: str, half_life_hours: float) -> values.GraphDecayOutcome: ...
     def graph_size(self, agent: str) -> tuple[int, int]: ...
+    def entities(
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.EntityIndex:
+        """The entities the agent's live facts mention, each with how many live facts
+        mention it, most first. Facts no cycle has extracted yet are read with `extract`
+        (the newest few thousand; `pending` counts the rest); nothing is written."""
+        ...
+
+    def facts_mentioning(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[str]:
+        """Ids of the agent's live facts that mention the entity, newest first."""
+        ...
+
+    def neighbours(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[values.EntityCount]:
+        """The entities mentioned together with the entity in the agent's live facts, each
+        with how many of those facts mention both, most first."""
+        ...
 
     # Import (export reads `all_facts` and `records`)
     def import_all(
@@ -343,6 +443,9 @@ class VectorBlockSource(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]: ...
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...

@@ -59,6 +59,11 @@ def texts(
     return ids, found
 
 
+def confidences(tx: Transaction, agent: str, state: FactState) -> dict[str, str]:
+    """id -> confidence label of the facts of `agent` in `state` that have one."""
+    return {f.id: f.confidence for f in tx.iter_facts(agent, state) if f.confidence is not None}
+
+
 def pinned_facts(tx: Transaction, agent: str, limit: int | None) -> list[Fact]:
     """An agent's live pinned facts, newest first, at most `limit`. Nothing is read when
     its counters say it has none; otherwise its vitals are scanned (no JSON decoded) and

@@ -15,6 +15,7 @@ import re
 import msgspec
 
 from graymatter_tui.core import clock
+from graymatter_tui.core.confidence import Confidence, known
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import (
     HELD_ACTIONS,
@@ -27,7 +28,7 @@ from graymatter_tui.core.model import (
     ReviewStatus,
 )
 from graymatter_tui.core.textsafe import canonical_id
-from graymatter_tui.storage import fact_ops
+from graymatter_tui.storage import fact_ops, lifespan_ops
 from graymatter_tui.storage.codec import decode_proposal, encode
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import ReviewDecision
@@ -63,7 +64,14 @@ def validate_reason(reason: str) -> str:
 
 
 # ---- holding --------------------------------------------------------------------------
-def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+def hold(
+    tx: Transaction,
+    agent: str,
+    action: str,
+    target: str,
+    text: str,
+    confidence: Confidence | None = None,
+) -> ReviewProposal:
     """Hold `action` for review, refused now (as the direct path would refuse it) when it
     could never apply: no live fact has the target text, an update changes nothing, or a
     forget names a pinned fact."""
@@ -88,6 +96,7 @@ def hold(tx: Transaction, agent: str, action: str, target: str, text: str) -> Re
         source=tx.source,
         created_at=clock.format_time(tx.now),
         matches=[_fingerprint(f) for f in matches],
+        confidence=confidence if action in ("add", "update") else None,
     )
     tx.put_proposal(proposal.id, encode(proposal))
     tx.bump(PENDING_KEY)
@@ -258,11 +267,15 @@ def _apply(tx: Transaction, proposal: ReviewProposal, record_id: str) -> tuple[l
     agent, target = proposal.agent_id, proposal.target
     if proposal.is_pair:
         return [_merge_pair(tx, proposal, record_id)], ""
+    confidence = known(proposal.confidence)
     if proposal.action == "add":
-        return [], fact_ops.put(tx, agent, proposal.text, False, cycle_id=record_id).id
+        written = fact_ops.put(
+            tx, agent, proposal.text, False, cycle_id=record_id, confidence=confidence
+        )
+        return [], written.id
     if proposal.action == "update":
         replacement, tombs = fact_ops.supersede_text(
-            tx, agent, target, proposal.text, cycle_id=record_id
+            tx, agent, target, proposal.text, cycle_id=record_id, confidence=confidence
         )
         return [t.id for t in tombs], replacement.id
     if proposal.action == "forget":
@@ -282,6 +295,7 @@ def _merge_pair(tx: Transaction, proposal: ReviewProposal, record_id: str) -> st
         dropped, superseded_by=kept.id, pinned=False, pinned_at=None, cycle_id=record_id
     )
     tx.write_fact(tomb, dropped)
+    lifespan_ops.stopped(tx, dropped, "revised", by=kept.id, record=record_id, kind="review")
     tx.log("update", proposal.agent_id, text=kept.text, fact_id=kept.id)
     return dropped.id
 
@@ -413,11 +427,15 @@ def revert_steps(tx: Transaction, record: CycleRecord) -> list[tuple[Fact, Fact]
     return steps
 
 
-def undo(tx: Transaction, steps: list[tuple[Fact, Fact]]) -> list[str]:
-    """Write the revert's steps; returns the ids made live again."""
+def undo(tx: Transaction, steps: list[tuple[Fact, Fact]], revert_id: str) -> list[str]:
+    """Write the revert's steps (`revert_id`: its journal record); returns the ids made
+    live again."""
     restored = []
     for before, after in steps:
         tx.write_fact(after, before)
         if before.is_tombstone and after.is_live:
+            lifespan_ops.resumed(tx, before, revert_id)
             restored.append(after.id)
+        elif before.is_live and after.is_tombstone:
+            lifespan_ops.stopped(tx, before, "retired", by=RETIRED, record=revert_id, kind="revert")
     return restored

@@ -19,7 +19,9 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, TypeVar
 
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import GraymatterError, InvalidInput
+from graymatter_tui.core.lifespan import AsOf
 from graymatter_tui.core.model import (
     ActivityEntry,
     AgentSummary,
@@ -42,6 +44,7 @@ from graymatter_tui.storage import (
     graph_ops,
     import_ops,
     migrate_ops,
+    past_ops,
     probe_ops,
     queries,
     reindex_ops,
@@ -49,6 +52,7 @@ from graymatter_tui.storage import (
     values,
     vector_ops,
 )
+from graymatter_tui.storage.past_index import PastIndex
 from graymatter_tui.storage.protocol import KeywordIndex, StoreWatch
 from graymatter_tui.storage.transaction import Transaction, VectorTransaction
 from graymatter_tui.storage.watch import WATCH_INTERVAL, PollingWatch
@@ -93,6 +97,11 @@ class BaseStore(ABC):
     def location(self) -> str:
         """Where the store is, for people: a directory, or a URL without its password."""
 
+    @property
+    @abstractmethod
+    def absent(self) -> bool:
+        """There is no store where it was looked for: this is an empty read-only view."""
+
     # Bulk writes: a backend that must size its storage first (LMDB's map) is told what
     # is coming; the others need do nothing.
     def _make_room_for_facts(
@@ -124,6 +133,41 @@ class BaseStore(ABC):
     def read_index(self, fn: Callable[[KeywordIndex], T]) -> T:
         """Run `fn` over one consistent snapshot of the keyword index (recall)."""
         return self._read(fn)
+
+    def past_facts(
+        self,
+        agent: str | None,
+        as_of: AsOf,
+        *,
+        state: FactState = "live",
+        limit: int | None = None,
+        before: str | None = None,
+        with_facts: bool = True,
+    ) -> values.PastFacts:
+        """The facts in `state` at the moment `as_of` names, newest first, each with what
+        happened to it since (`past_ops.past_facts`), in one read transaction."""
+        if agent is not None:
+            validate_agent(agent)
+        if self.absent:
+            raise InvalidInput(
+                f"there is no store at {self.location} yet, so nothing was live "
+                + (f"before record {as_of.record}" if as_of.record else f"at {as_of.said()}")
+            )
+        return self._read(
+            lambda tx: past_ops.past_facts(
+                tx,
+                agent,
+                as_of,
+                state=state,
+                limit=limit,
+                before=before,
+                with_facts=with_facts,
+            )
+        )
+
+    def read_past_index(self, past: values.PastFacts, fn: Callable[[KeywordIndex], T]) -> T:
+        """Run `fn` over the keyword index of the facts live in `past` (`past_index`)."""
+        return self._read(lambda tx: fn(PastIndex(tx, past)))
 
     def generation(self) -> int:
         """Bumped by every write transaction of any process: cheap change detection."""
@@ -207,6 +251,11 @@ class BaseStore(ABC):
         paging as in `fact_ids`."""
         return self._read(lambda tx: queries.texts(tx, agent, state, limit, before))
 
+    def confidences(self, agent: str, state: FactState = "live") -> dict[str, str]:
+        """id -> confidence label of each fact of `agent` in `state` that has one (a
+        filter by confidence; facts without a label are not in it)."""
+        return self._read(lambda tx: queries.confidences(tx, agent, state))
+
     def all_facts(self) -> list[Fact]:
         """Every fact of every agent, oldest first (exports)."""
         return self._read(queries.all_facts)
@@ -237,18 +286,33 @@ class BaseStore(ABC):
         return self._read(lambda tx: tx.require_record(cycle_id))
 
     # ---- curation ----------------------------------------------------------------------
-    def put(self, agent: str, text: str, *, pinned: bool = False) -> Fact:
-        """Store a new fact and return it as committed (`remember`, without the items)."""
-        return self.remember(agent, text, pinned=pinned).fact
+    def put(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> Fact:
+        """Store a new fact and return it as committed; `confidence` is its writer's
+        label (None: unknown). `remember`, without the items."""
+        return self.remember(agent, text, pinned=pinned, confidence=confidence).fact
 
-    def remember(self, agent: str, text: str, *, pinned: bool = False) -> values.Remembered:
+    def remember(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> values.Remembered:
         """Store a new fact and, in the same transaction, hold for review a duplicate or
         possible update it makes of a live fact of its agent (`conflict_ops`)."""
         validate_agent(agent)
         validate_text(text)
 
         def run(tx: Transaction) -> values.Remembered:
-            fact = fact_ops.put(tx, agent, text, pinned)
+            fact = fact_ops.put(tx, agent, text, pinned, confidence=confidence)
             return values.Remembered(fact, conflict_ops.check_written(tx, [fact]))
 
         return self._write(run)
@@ -287,22 +351,31 @@ class BaseStore(ABC):
     def unpin(self, fact_id: str) -> Fact:
         return self._write(lambda tx: fact_ops.unpin(tx, fact_id))
 
-    def revise(self, fact_id: str, text: str) -> tuple[Fact, Fact]:
+    def revise(
+        self, fact_id: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, Fact]:
         """Replace a live fact's text: a new fact plus a tombstone pointing at it, in one
-        transaction. A pin moves to the revision. Returns (revision, tombstone)."""
+        transaction. A pin moves to the revision; so does the confidence unless
+        `confidence` is given. Returns (revision, tombstone)."""
         validate_text(text)
-        return self._write(lambda tx: fact_ops.revise(tx, fact_id, text))
+        return self._write(lambda tx: fact_ops.revise(tx, fact_id, text, confidence=confidence))
 
     def retire(self, fact_id: str) -> Fact:
         """Tombstone a live fact with no replacement (`superseded_by = "agent"`)."""
         return self._write(lambda tx: fact_ops.retire(tx, fact_id))
 
-    def supersede_text(self, agent: str, target: str, text: str) -> tuple[Fact, list[Fact]]:
+    def supersede_text(
+        self, agent: str, target: str, text: str, *, confidence: Confidence | None = None
+    ) -> tuple[Fact, list[Fact]]:
         """Write `text` and tombstone every live fact of `agent` whose text is exactly
-        `target`, pointing at it, in one transaction. Returns (replacement, tombstones)."""
+        `target`, pointing at it, in one transaction. The replacement's confidence is
+        `confidence`, else the lowest among the facts it replaces (unknown when any is).
+        Returns (replacement, tombstones)."""
         validate_agent(agent)
         validate_text(text)
-        return self._write(lambda tx: fact_ops.supersede_text(tx, agent, target, text))
+        return self._write(
+            lambda tx: fact_ops.supersede_text(tx, agent, target, text, confidence=confidence)
+        )
 
     def retire_text(self, agent: str, target: str) -> list[Fact]:
         """Tombstone every live fact of `agent` whose text is exactly `target`, in one
@@ -316,15 +389,24 @@ class BaseStore(ABC):
         return self._write(lambda tx: fact_ops.pin_text(tx, agent, target, pinned))
 
     # ---- the review queue ---------------------------------------------------------------
-    def hold_change(self, agent: str, action: str, target: str, text: str) -> ReviewProposal:
+    def hold_change(
+        self,
+        agent: str,
+        action: str,
+        target: str,
+        text: str,
+        *,
+        confidence: Confidence | None = None,
+    ) -> ReviewProposal:
         """Hold an agent's add/update/forget/pin/unpin for review instead of applying it;
-        refused now when it could never apply (no live fact has the target text, …)."""
+        refused now when it could never apply (no live fact has the target text, …).
+        `confidence` (add, update) is what the written fact gets once approved."""
         validate_agent(agent)
         if action in ("add", "update"):
             validate_text(text)
         if action != "add":
             validate_text(target)
-        return self._write(lambda tx: review_ops.hold(tx, agent, action, target, text))
+        return self._write(lambda tx: review_ops.hold(tx, agent, action, target, text, confidence))
 
     def proposals(
         self,
@@ -404,6 +486,41 @@ class BaseStore(ABC):
     def probes(self, agent: str | None = None) -> list[Probe]:
         """Probes of `agent` (every agent's when None), oldest first."""
         return self._read(lambda tx: probe_ops.listing(tx, agent))
+
+    def probe_schedule(self) -> values.ProbeSchedule:
+        """How often every agent's probes are scored, when they last were, when next."""
+        return self._read(probe_ops.schedule)
+
+    def set_probe_schedule(self, every: int | None) -> values.ProbeSchedule:
+        """Score every agent's probes each `every` seconds (None: no schedule)."""
+        if every is not None and not values.MIN_PROBE_EVERY <= every <= values.MAX_PROBE_EVERY:
+            raise InvalidInput(f"the interval must be between 1m and 366d, got {every} s")
+        return self._write(lambda tx: probe_ops.set_schedule(tx, every))
+
+    def claim_probe_run(self) -> bool:
+        """Whether a scheduled probe run is due; True makes it the caller's to run (the
+        schedule's clock moves to now, so another process asking meanwhile gets False)."""
+        return self._write(probe_ops.claim_due)
+
+    def record_probe_run(
+        self,
+        agent: str,
+        scores: Sequence[values.ProbeScore],
+        trigger: str,
+        *,
+        every_agent: bool = False,
+    ) -> CycleRecord:
+        """Journal one agent's probes as scored now (a `probe_run` record). `every_agent`:
+        this is one of a run of every agent's probes, so the schedule counts from now."""
+        validate_agent(agent)
+        wanted = list(scores)
+
+        def run(tx: Transaction) -> CycleRecord:
+            if every_agent:
+                probe_ops.mark_run(tx)
+            return probe_ops.record_run(tx, agent, wanted, trigger)
+
+        return self._write(run)
 
     def remove_probe(self, probe_id: str) -> Probe:
         """Remove a probe; NotFound when there is none with this id."""
@@ -516,6 +633,26 @@ class BaseStore(ABC):
         """(nodes, edges) of one agent's graph."""
         return self._read(lambda tx: graph_ops.graph_size(tx, agent))
 
+    def entities(
+        self, agent: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> values.EntityIndex:
+        """The entities the agent's live facts mention, with how many mention each, most
+        first; `extract` reads the facts no cycle has extracted yet (without writing)."""
+        return self._read(lambda tx: graph_ops.entities(tx, agent, extract))
+
+    def facts_mentioning(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[str]:
+        """Ids of the agent's live facts that mention the entity, newest first."""
+        return self._read(lambda tx: graph_ops.facts_mentioning(tx, agent, entity_id, extract))
+
+    def neighbours(
+        self, agent: str, entity_id: str, extract: Callable[[str], Sequence[values.EntityLike]]
+    ) -> list[values.EntityCount]:
+        """Entities the agent's live facts mention together with the entity, with how many
+        facts mention both, most first."""
+        return self._read(lambda tx: graph_ops.neighbours(tx, agent, entity_id, extract))
+
     # ---- import ------------------------------------------------------------------------
     def import_all(
         self,
@@ -573,9 +710,10 @@ class BaseStore(ABC):
         )
 
     # ---- embedding vectors (ADR 0034, ADR 0058) ------------------------------------------
-    def embed_state(self) -> values.EmbedState:
-        """The store's embedding model, dimension, backlog and how many facts have vectors."""
-        return self._read(vector_ops.state)
+    def embed_state(self, agent: str | None = None) -> values.EmbedState:
+        """The store's embedding model and dimension, and the backlog and how many facts
+        have vectors, of `agent` or of all."""
+        return self._read(lambda tx: vector_ops.state(tx, agent))
 
     def embed_model(self) -> tuple[str | None, int | None]:
         """(model, dimension) of the store's vectors; None for what is not recorded yet.
@@ -612,6 +750,16 @@ class BaseStore(ABC):
         """`agent`'s live facts nearest the unit `vector` of `model`, best first; None
         when the store holds no vectors of that model and dimension."""
         return self._read_in_place(lambda tx: vector_ops.nearest(tx, agent, model, vector, limit))
+
+    def similarities(
+        self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The cosine of the unit `vector` of `model` to each of `fact_ids` that has a
+        vector of it (its best row); the others are left out."""
+        wanted = list(fact_ids)
+        return self._read_in_place(
+            lambda tx: vector_ops.similarities(tx, agent, model, vector, wanted)
+        )
 
     def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
         """`agent`'s vector blocks of `model` changed after store generation `since` (all

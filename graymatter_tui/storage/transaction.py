@@ -53,7 +53,14 @@ GraphTable = Literal["graph_nodes", "graph_edges"]
 # Tables a migration copies row for row, as (key, value) bytes in the LMDB layout
 # (`iter_rows`, `put_rows`); the PostgreSQL backend maps each to its columns (ADR 0046).
 CopyTable = Literal[
-    "receipts", "checkpoints", "aliases", "proposals", "graph_nodes", "graph_edges", "extracted"
+    "receipts",
+    "checkpoints",
+    "aliases",
+    "proposals",
+    "graph_nodes",
+    "graph_edges",
+    "extracted",
+    "lifespans",
 ]
 COPY_TABLES: tuple[CopyTable, ...] = (
     "receipts",
@@ -63,6 +70,7 @@ COPY_TABLES: tuple[CopyTable, ...] = (
     "graph_nodes",
     "graph_edges",
     "extracted",
+    "lifespans",
 )
 
 _ANALYZERS: dict[str, Analyzer] = {}
@@ -194,6 +202,22 @@ class Transaction(ABC):
             raise NotFound(f"no cycle with id {cycle_id}")
         return record
 
+    # ---- index terms -------------------------------------------------------------------
+    def bulk_terms(
+        self,
+        facts: list[Fact],
+        terms: list[dict[str, int]] | None,
+        made_by: Analyzer | None,
+    ) -> list[dict[str, int]]:
+        """Each fact's index terms for `insert_many`: the ones computed before the
+        transaction (so the write lock is held for less time) when they were made by this
+        store's analyzer, else made again (the store's language changed meanwhile); {} for
+        a tombstone."""
+        if terms is not None and made_by == self.analyzer:
+            return terms
+        counts = self.analyzer.term_counts
+        return [counts(f.text) if f.is_live else {} for f in facts]
+
     # ---- agent counts ------------------------------------------------------------------
     def _count(self, fact: Fact | None, sign: int) -> None:
         if fact is None:
@@ -208,6 +232,19 @@ class Transaction(ABC):
 
     def live_count(self, agent: str) -> int:
         return self.agent_counts(agent).live
+
+    def live_span(self, agent: str) -> tuple[int, int] | None:
+        """`created_at` (epoch ms) of the agent's first and last live facts in id order
+        (ids are minted from the creation time, so: its oldest and newest), for recall's
+        recency prior; None without live facts. Two key look-ups and two decodes."""
+        first = next(self.iter_ids(agent, "live", newest_first=False), None)
+        last = next(self.iter_ids(agent, "live", newest_first=True), None)
+        if first is None or last is None:
+            return None
+        oldest, newest = self.find(first), self.find(last)
+        if oldest is None or newest is None:
+            return None
+        return epoch_ms(oldest.created_at), epoch_ms(newest.created_at)
 
     def set_weight_sum(self, agent: str, weight_sum: float) -> None:
         counts = self.agent_counts(agent)
@@ -407,7 +444,14 @@ class Transaction(ABC):
         """Whether the fact under `key` (a fact key) has had its text extracted."""
 
     @abstractmethod
-    def put_extracted(self, key: bytes, signature: bytes) -> None: ...
+    def put_extracted(self, key: bytes, signature: bytes) -> None:
+        """Mark the fact under `key` extracted: `signature` is its text's SHA-256 (hex),
+        then the ids of the entities it mentions (`graph_ops.watermark`)."""
+
+    @abstractmethod
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        """(fact key `agent \\0 id`, what `put_extracted` stored) of every extracted fact
+        of `agent`, live or not, in key order."""
 
     def unextracted(self, agent: str) -> tuple[int, list[str]]:
         """(how many live facts `agent` has, the ids of those not yet extracted, oldest
@@ -479,6 +523,25 @@ class Transaction(ABC):
     def put_activity(self, entries: list[ActivityEntry]) -> None:
         """Activity entries under their own write numbers (a migration's copy of another
         store's feed); the caller sets `activity_seq`."""
+
+    # ---- when facts stopped being live (schema 6; `lifespan_ops`) --------------------------
+    @property
+    def keeps_lifespans(self) -> bool:
+        """Whether this store records when facts stop being live (an older store read as
+        it is does not: its endings are derived when asked)."""
+        return True
+
+    @abstractmethod
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        """The encoded endings of one fact (`lifespan_ops`), or None."""
+
+    @abstractmethod
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None: ...
+
+    @abstractmethod
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, fact id, encoded endings) of `agent`'s rows (every agent's when None),
+        by agent, then id."""
 
     # ---- whole tables, for a migration (ADR 0046) --------------------------------------
     @abstractmethod

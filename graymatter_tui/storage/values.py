@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+import msgspec
+
+from graymatter_tui.core.confidence import Confidence
 from graymatter_tui.core.errors import Conflict, InvalidInput
+from graymatter_tui.core.lifespan import Ending, Moment
 from graymatter_tui.core.model import ActivityEntry, CycleRecord, Fact, Probe, ReviewProposal
 from graymatter_tui.core.retirement import Retirement
 from graymatter_tui.core.textsafe import canonical_id, validate_agent, validate_query
@@ -61,6 +65,66 @@ def validate_probe_id(value: str) -> str:
     return canonical
 
 
+# ---- probe runs: probes scored on a schedule or on demand ---------------------------------
+# The shortest and longest interval `probe schedule --every` takes.
+MIN_PROBE_EVERY = 60
+MAX_PROBE_EVERY = 366 * 86_400
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+
+
+def parse_interval(raw: str) -> int:
+    """`90s`, `15m`, `6h`, `1d`, `2w` (or combined, `1h30m`) as seconds; InvalidInput for
+    anything else, or outside 1 minute … 366 days."""
+    text = raw.strip().lower()
+    total, number = 0, ""
+    for char in text:
+        if char.isdigit():
+            number += char
+        elif char in _UNITS and number:
+            total += int(number) * _UNITS[char]
+            number = ""
+        else:
+            number = "?"
+            break
+    if not text or number:
+        raise InvalidInput(
+            f"not an interval: {raw[:40]!r} (expected a number and a unit, like 30m, 6h or 1d)"
+        )
+    if not MIN_PROBE_EVERY <= total <= MAX_PROBE_EVERY:
+        raise InvalidInput(f"the interval must be between 1m and 366d, got {raw[:40]!r}")
+    return total
+
+
+def interval_text(seconds: int) -> str:
+    """Seconds as `parse_interval` reads them, largest units first (`6h`, `1h30m`)."""
+    out = ""
+    for unit, size in sorted(_UNITS.items(), key=lambda item: -item[1]):
+        if unit == "w":
+            continue  # days read better than weeks and days
+        if seconds >= size:
+            out += f"{seconds // size}{unit}"
+            seconds %= size
+    return out or "0s"
+
+
+@dataclass(frozen=True)
+class ProbeSchedule:
+    """How often every agent's probes are scored (`every` seconds; None: no schedule),
+    when they last were (RFC 3339, "" never), and when the next run is due."""
+
+    every: int | None
+    last_run_at: str = ""
+    next_due_at: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeScore:
+    """One probe's top k now, best first, as a probe run found it."""
+
+    probe: Probe
+    found: list[str]
+
+
 def decay_weight(weight: float, hours_stale: float, half_life_hours: float) -> float:
     """`min(weight, 2^(-hours/half_life))`: recomputed from staleness, so idempotent."""
     fresh = math.exp(-math.log(2) * max(hours_stale, 0.0) / half_life_hours)
@@ -80,6 +144,7 @@ class NewFact:
     weight: float = 1.0
     pinned: bool = False
     fact_id: str | None = None
+    confidence: Confidence | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +247,28 @@ class ExtractOutcome:
     skipped_unchanged: int
     nodes_touched: int
     edges_touched: int
+
+
+@dataclass(frozen=True)
+class EntityCount:
+    """An entity (`name:maria lopez`, `ident:sup-12`, `email:…`, `url:…`) and how many live
+    facts mention it (for a neighbour: mention it together with the entity asked about)."""
+
+    id: str
+    label: str
+    type: str
+    facts: int
+
+
+@dataclass(frozen=True)
+class EntityIndex:
+    """The entities an agent's live facts mention, most mentioned first (then by label).
+    `pending` live facts were neither extracted by a cycle nor by this read (a read
+    extracts at most `graph_ops.READ_EXTRACT_LIMIT` itself): they are not counted."""
+
+    entities: list[EntityCount]
+    live: int
+    pending: int = 0
 
 
 @dataclass(frozen=True)
@@ -300,6 +387,53 @@ MOVED_COUNTERS = (
 )
 
 
+# ---- memory as it was (`past_ops`) -----------------------------------------------------
+PastState = Literal["live", "tombstone"]
+NowState = Literal["live", "tombstone", "pruned"]
+
+
+class PastFact(msgspec.Struct, frozen=True):  # a Struct: 100k of them are made per read
+    """A fact as it stood at a past moment: `then` live or a tombstone (`ended` says
+    what made it one), `now` where it is today, `later` what happened to it since,
+    oldest first. `fact` is the store's row today (a pruned fact's copy in the journal),
+    or None when only the id was asked for (of a fact live now). `approximate`: a time
+    in `later` or `ended` was derived after the fact (a store written before schema 6)."""
+
+    fact_id: str
+    fact: Fact | None
+    then: PastState
+    now: NowState
+    later: list[Ending]
+    ended: Ending | None = None
+    approximate: bool = False
+
+    def without_fact(self) -> PastFact:
+        """The same, naming a fact that is live now by id only (the store's postings and
+        rows answer for it); one that is not keeps its row (recall as of then analyses
+        its text: one read here, not one round trip per fact later)."""
+        if self.now != "live" or self.fact is None:
+            return self
+        return PastFact(
+            self.fact_id, None, self.then, self.now, self.later, self.ended, self.approximate
+        )
+
+
+@dataclass(frozen=True)
+class PastFacts:
+    """The facts of one moment (`moment`), newest first. `derived`: the store keeps no
+    endings yet (a store from before schema 6 read as it is), so every one was derived
+    from its journal just now."""
+
+    moment: Moment
+    agent: str | None
+    facts: list[PastFact]
+    derived: bool = False
+
+    @property
+    def approximate(self) -> bool:
+        return any(p.approximate for p in self.facts)
+
+
 @dataclass(frozen=True)
 class VectorSnapshot:
     """A store's embedding vectors as a migration carries them (ADR 0058): its model and
@@ -346,6 +480,8 @@ class StoreSnapshot:
     # Derived data (a function of each text and the model): not content, so `empty` and a
     # re-run's "already holds this copy" leave it aside.
     vectors: VectorSnapshot = field(default_factory=VectorSnapshot)
+    # The probe schedule's meta rows (`probe_ops.SCHEDULE_KEY`, `LAST_RUN_KEY`), as set.
+    probe_schedule: dict[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, SEP, VectorTransaction
@@ -43,12 +44,15 @@ def model(tx: VectorTransaction) -> tuple[str | None, int | None]:
     return found[EMBED_MODEL], int(dimension) if dimension else None
 
 
-def state(tx: VectorTransaction) -> EmbedState:
+def state(tx: VectorTransaction, agent: str | None = None) -> EmbedState:
+    """The store's model and dimension, with the backlog and the facts holding a vector
+    of `agent` (or of every agent)."""
     name, dimension = model(tx)
     if not tx.has_vector_tables():
         return EmbedState(name, dimension, 0, 0)
-    slots = sum(tx.count_vector_rows(agent_prefix(agent, b"s")) for agent in tx.agent_names())
-    return EmbedState(name, dimension, tx.queue_size(), slots)
+    agents = tx.agent_names() if agent is None else [agent]
+    slots = sum(tx.count_vector_rows(agent_prefix(each, b"s")) for each in agents)
+    return EmbedState(name, dimension, tx.queue_size(agent), slots)
 
 
 def backlog(tx: VectorTransaction, agent: str | None = None) -> int:
@@ -271,6 +275,48 @@ def nearest(
         return ordered[block][row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00").decode()
 
     return best_per_fact(flat, id_at, limit) or None
+
+
+def similarities(
+    tx: VectorTransaction, agent: str, name: str, query: Vector, fact_ids: Sequence[str]
+) -> dict[str, float]:
+    """The cosine of `query` (a unit vector of model `name`) to each of `fact_ids` that
+    holds a vector of that model: its best row's, as `nearest` scores it. A fact without
+    one (not embedded yet, or another model) is left out. Reads each fact's slots, then
+    each block they name once (no matrix product over the agent's other rows)."""
+    import numpy as np
+
+    current, dimension = model(tx)
+    if not tx.has_vector_tables() or dimension is None or current != name:
+        return {}
+    if dimension != query.shape[0] or not fact_ids:
+        return {}
+    wanted: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for fact_id in fact_ids:
+        raw = tx.vector_row(slot_key(agent, fact_id))
+        for block, row in unpack_slots(bytes(raw) if raw else b""):
+            wanted[block].append((row, fact_id))
+    found: dict[str, float] = {}
+    vector = query.astype(np.float32)
+    for block, rows in wanted.items():
+        value = tx.vector_row(block_key(agent, b"b", block))
+        ids = tx.vector_row(block_key(agent, b"i", block)) or b""
+        if value is None:
+            continue
+        matrix = np.frombuffer(value, dtype=np.float32).reshape(-1, dimension)
+        kept = [(row, fact_id) for row, fact_id in rows if _holds(ids, row, fact_id)]
+        if not kept:
+            continue
+        scores = matrix[[row for row, _ in kept]] @ vector
+        for (_, fact_id), score in zip(kept, scores.tolist(), strict=True):
+            if score > found.get(fact_id, -np.inf):
+                found[fact_id] = float(score)
+    return found
+
+
+def _holds(ids: bytes, row: int, fact_id: str) -> bool:
+    """Whether row `row` of a block whose ids are `ids` is `fact_id`'s."""
+    return bytes(ids[row * ID_WIDTH : (row + 1) * ID_WIDTH]).rstrip(b"\x00") == fact_id.encode()
 
 
 def blocks_since(tx: VectorTransaction, agent: str, name: str, since: int) -> VectorBlocks | None:

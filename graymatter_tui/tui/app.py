@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
@@ -35,6 +35,7 @@ from graymatter_tui.core.model import AgentSummary, CycleRecord
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
+from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
 from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
@@ -58,9 +59,12 @@ from graymatter_tui.tui.screens.dialogs import (
     TextEntryScreen,
 )
 from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.graph import GraphPane
+from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.screens.review import ReviewPane
 from graymatter_tui.tui.screens.status import StatusPane
@@ -84,6 +88,7 @@ PANES: tuple[tuple[str, type[Pane]], ...] = (
     ("status", StatusPane),
     ("activity", ActivityPane),
     ("review", ReviewPane),
+    ("graph", GraphPane),
 )
 TABS = tuple(tab for tab, _pane in PANES)
 # The lists' movement keys, the same in every list: one help section, no palette commands.
@@ -93,7 +98,9 @@ LISTS: tuple[type[Widget], ...] = (VirtualList, JournalTable)
 SCREENS: tuple[tuple[str, tuple[type[Screen[Any]], ...]], ...] = (
     ("Recall preview", (RecallScreen,)),
     ("Fact detail", (FactDetailScreen,)),
+    ("Health", (HealthScreen,)),
     ("Cycle replay", (CycleDiffScreen,)),
+    ("Facts as they stood", (PastFactsScreen,)),
     ("Dialogs", (ConfirmScreen, TextEntryScreen, LineEntryScreen, ChooseScreen)),
     ("No store yet", (NoStoreScreen,)),
     ("This help", (HelpScreen,)),
@@ -174,6 +181,7 @@ class GraymatterApp(App[None]):
         poll_seconds: float = POLL_SECONDS,
         clock_seconds: float = CLOCK_SECONDS,
         create_store: Callable[[], MemoryStore] | None = None,
+        probe_check_seconds: float = CHECK_SECONDS,
     ) -> None:
         """`create_store`, given with the empty view of a place holding no store, makes
         the store there: the app asks the person first (launch.creator)."""
@@ -199,6 +207,10 @@ class GraymatterApp(App[None]):
         self.embedder: embedding.BackgroundEmbedder | None = None
         # The recall preview's vector signal.
         self.query_vectors: embedding_query.StoreQueryVectors | None = None
+        # Makes the scheduled probe runs that fall due while the app is open (a writable
+        # store only), on a thread of its own; the watch hears its writes.
+        self.probe_check_seconds = probe_check_seconds
+        self.due_probe_runs: DueProbeRuns | None = None
 
     @property
     def store(self) -> MemoryStore:
@@ -216,18 +228,31 @@ class GraymatterApp(App[None]):
         yield TopBar(id="topbar")
         with TabbedContent(initial=self.PANES[0][0], id="tabs"):
             for number, (tab, pane_class) in enumerate(self.PANES, 1):
-                with TabPane(f"{number} {pane_class.TITLE}", id=tab):
+                with TabPane(self._tab_label(number, pane_class), id=tab):
                     pane = pane_class(id=f"{tab}-pane")
                     # Hidden panes mount just after the first frame, so Facts paints sooner.
                     yield pane if number == 1 else Lazy(pane)
         yield Static("", id="errorbar", markup=False)
         yield KeyBar()
 
+    def _tab_label(self, number: int, pane_class: type[Pane], width: int | None = None) -> str:
+        columns = self.size.width if width is None else width
+        narrow = columns < NARROW_COLUMNS and pane_class.NARROW_TITLE
+        return f"{number} {pane_class.NARROW_TITLE if narrow else pane_class.TITLE}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Eight tabs fit in 80 columns only with the short labels (and the narrow padding).
+        tabs = self.query_one("#tabs", TabbedContent)
+        for number, (tab, pane_class) in enumerate(self.PANES, 1):
+            if pane_class.NARROW_TITLE:
+                tabs.get_tab(tab).label = self._tab_label(number, pane_class, event.size.width)
+
     def on_mount(self) -> None:
         self.query_one("#errorbar", Static).display = False
         self._show_counts()
         self._probe_summariser()
         self._start_embedder()
+        self._start_due_probe_runs()
         # Nothing reads until the watch has heard the store's generation (at once).
         self._watch_store()
         # No store read: the shown pane reads if it is stale (shown since the store moved,
@@ -297,6 +322,7 @@ class GraymatterApp(App[None]):
         self.store = created
         view.close()
         self._start_embedder()
+        self._start_due_probe_runs()
         self.notify(literal(f"Created a new store at {created.location}").plain, markup=False)
 
     def _start_embedder(self) -> None:
@@ -324,7 +350,17 @@ class GraymatterApp(App[None]):
             said = f"the last recall preview ranked without vectors: {said}"
         return (doing, said)
 
+    def _start_due_probe_runs(self) -> None:
+        """A store that fails here fails the panes' reads and the watch too, which say so
+        on the error bar: a failed scheduled run adds nothing of its own (the next check
+        tries again)."""
+        if self.read_only or self.store.absent or self.due_probe_runs is not None:
+            return
+        self.due_probe_runs = DueProbeRuns(self.store, check_every=self.probe_check_seconds)
+
     def on_unmount(self) -> None:
+        if self.due_probe_runs is not None:
+            self.due_probe_runs.close()
         if self._watch is not None:
             self._watch.stop()
         if self.embedder is not None:
@@ -611,6 +647,10 @@ class GraymatterApp(App[None]):
             then(result)
         self._store_moved(generation)
 
+    def embed_model(self) -> str | None:
+        vectors = self.query_vectors
+        return None if vectors is None else vectors.embedder.model
+
     def show_fact(self, fact_id: str) -> None:
         if not self.closing:
             self.push_screen(FactDetailScreen(self.store, fact_id))
@@ -641,7 +681,7 @@ class GraymatterApp(App[None]):
             if record is None:
                 self.notify(f"Cycle {cycle_id} is not in the journal.", severity="warning")
             else:
-                self.push_screen(CycleDiffScreen(record))
+                self.push_screen(CycleDiffScreen(record, store))
 
         self.read_in_thread(self, lambda: store.find_record(cycle_id), found, group="replay")
 

@@ -5,6 +5,7 @@ where they are shown."""
 from __future__ import annotations
 
 from graymatter_tui.core import provenance
+from graymatter_tui.core.confidence import shown
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.retirement import Retirement
 from graymatter_tui.core.words import counted
@@ -35,6 +36,8 @@ def fact_fields(fact: Fact, retirement: Retirement | None = None) -> list[tuple[
         ("pinned at", fact.pinned_at or "—"),
         ("cycle", fact.cycle_id or "—"),
         ("source", provenance.describe(fact.source)),
+        # Only for a fact that has one: an unlabelled fact's rows are as they were.
+        *([("confidence", shown(fact.confidence))] if fact.confidence is not None else []),
     ]
 
 

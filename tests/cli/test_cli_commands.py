@@ -317,7 +317,7 @@ def test_status_json(any_cli: RunCli, seeded: dict[str, str], cli_store: CliStor
     assert status["data_dir"] == cli_store.shown
     # Each backend numbers its own schema (ADR 0041).
     expected = SCHEMA_VERSION if cli_store.backend == "lmdb" else PG_SCHEMA_VERSION
-    assert status["schema_version"] == expected and SCHEMA_VERSION == 5
+    assert status["schema_version"] == expected and SCHEMA_VERSION == 6
     assert status["stem_language"] == "english"  # a new store's default
     assert (status["live_facts"], status["tombstones"], status["pinned"]) == (4, 2, 1)
     for key in ("consolidations", "facts_consumed", "reverts", "cycles"):

@@ -91,7 +91,7 @@ def test_unset_means_the_local_model_end_to_end(run_cli: RunCli, tmp_path: Path)
     )
     found = run_cli("recall", AGENT, QUERY, "-k", "1", "--explain", env=default)
     assert found.returncode == 0 and found.stderr == ""
-    assert FACTS[0] in found.stdout and "vector rank 1" in found.stdout
+    assert FACTS[0] in found.stdout and ", rank 1) + keyword" in found.stdout
     assert "keyword –" in found.stdout  # found by meaning alone
     text = run_cli("status", env=default).stdout
     assert "embedding  minilm-l6-v2-int8@win256 · 384 dims · 0 facts waiting" in text

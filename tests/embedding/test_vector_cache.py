@@ -188,3 +188,51 @@ def test_the_signal_of_a_long_running_process_follows_the_store(store: LmdbStore
         assert found is not None and found[0][0] == later.id
         assert ids["Payments go through Polar"] not in [i for i, _ in found]
         assert cached.cache.ready(AGENT)  # answered by the copy, not the blocks
+
+
+@pytest.mark.parametrize("chunk_blocks", [vector_cache.CHUNK_BLOCKS, 1])
+def test_similarities_are_the_cosines_nearest_gives_from_blocks_and_cache(
+    store: LmdbStore, chunk_blocks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What recall asks for a keyword match outside the nearest answer: its own cosine.
+    monkeypatch.setattr(vector_cache, "CHUNK_BLOCKS", chunk_blocks)
+    store.start_embedding("m")
+    vectors = _populate(store, AGENT, BLOCK_ROWS * 2 + 9, seed=5)
+    others = _populate(store, OTHER, 3, seed=6)
+    _embed(store, {**vectors, **others})
+    retired = list(vectors)[3]
+    store.retire(retired)
+    waiting = store.put(AGENT, "no vector yet").id  # stays queued: no vector
+    other = next(iter(others))  # another agent's fact
+    cache = _built(store)
+    query = _clustered(np.random.default_rng(8), 1)[0]
+    every = dict(store.nearest(AGENT, "m", query, len(vectors)) or [])
+    asked = [*list(vectors)[:40:3], retired, waiting, other, "01ZZZZZZZZZZZZZZZZZZZZZZZZ"]
+    from_blocks = store.similarities(AGENT, "m", query, asked)
+    assert set(from_blocks) == {i for i in asked if i in every}  # live, embedded, this agent
+    assert from_blocks == pytest.approx({i: every[i] for i in from_blocks}, abs=1e-6)
+    assert cache.nearest(AGENT, "m", query, 5) is not None  # the cache's last query
+    assert cache.similarities(AGENT, "m", query, asked) == pytest.approx(from_blocks, abs=1e-6)
+    another = _clustered(np.random.default_rng(9), 1)[0]  # not the last query: computed
+    assert cache.similarities(AGENT, "m", another, asked) == pytest.approx(
+        store.similarities(AGENT, "m", another, asked), abs=1e-6
+    )
+    assert store.similarities(AGENT, "other-model", query, asked) == {}
+    assert store.similarities(AGENT, "m", query[:5], asked) == {}  # another dimension
+
+
+def test_the_query_signal_gives_the_cosines_of_the_query_it_just_embedded(
+    store: LmdbStore,
+) -> None:
+    with EmbeddingOverSocket() as server:
+        facts = [store.put(AGENT, text) for text in TEXTS]
+        embedder = OllamaEmbedder(server.url, "nomic-embed-text", 10.0)
+        Worker(store, embedder).drain()
+        signal = StoreQueryVectors(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0), 5.0)
+        assert signal.similarities(AGENT, "billing vendor", [facts[0].id]) == {}  # not asked yet
+        nearest = dict(signal.nearest(AGENT, "billing vendor", 10) or [])
+        calls = len(server.embed_requests())
+        found = signal.similarities(AGENT, "billing vendor", [f.id for f in facts])
+        assert found == pytest.approx({f.id: nearest[f.id] for f in facts}, abs=1e-6)
+        assert len(server.embed_requests()) == calls  # the query is not embedded again
+        assert signal.similarities(AGENT, "another query", [facts[0].id]) == {}

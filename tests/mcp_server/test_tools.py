@@ -199,7 +199,17 @@ async def test_explain_says_why_each_fact_ranked(served: Served) -> None:
         "lineage",
         "lineage_capped",
         "lineage_cycle",
+        # Added with the weighted fusion: each signal's part of the score.
+        "keyword_normalised",
+        "recency",
+        "vector_part",
+        "keyword_part",
+        "recency_part",
+        "vector_stand_in",
     }
+    # Without vectors the best keyword match scores 1 and the parts sum to the score.
+    assert (why[0]["keyword_part"], why[0]["score"]) == (1.0, 1.0)
+    assert why[1]["keyword_part"] == why[1]["score"] == why[1]["keyword_normalised"] < 1.0
     assert why[0]["source"] == "mcp:test-client"
     assert why[0]["lineage"] == [] and not why[0]["lineage_capped"]
     # No embedder in this server: the vector signal is absent, the keyword one present.

@@ -12,8 +12,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 
 import numpy as np
 import psycopg
@@ -23,6 +22,7 @@ from graymatter_tui.backends.postgres import PgStore, schema
 from graymatter_tui.core.errors import StoreError
 from graymatter_tui.storage import NewFact
 from graymatter_tui.storage.vector_layout import block_key
+from tests.support.loopback_proxy import LoopbackProxy
 from tests.support.postgres import Cluster
 
 DIM = 8
@@ -52,12 +52,15 @@ def test_a_database_of_the_previous_schema_is_upgraded_by_the_first_writable_ope
         assert conn.execute("SELECT to_regclass('vectors')").fetchone() == (None,)
     with pytest.raises(StoreError) as refused:
         PgStore.open(pg_url, read_only=True)
-    assert "has schema version 3; open it once for writing to upgrade it to 4" in str(refused.value)
+    assert (
+        f"has schema version 3; open it once for writing to upgrade it to {schema.SCHEMA_VERSION}"
+        in str(refused.value)
+    )
     with psycopg.connect(pg_url) as conn:  # the refusal changed nothing
         assert conn.execute("SELECT to_regclass('vectors')").fetchone() == (None,)
 
     with PgStore.open(pg_url) as store:
-        assert store.info().schema_version == schema.SCHEMA_VERSION == 4
+        assert store.info().schema_version == schema.SCHEMA_VERSION
         assert [store.require(f.id) for f in facts] == facts
         assert store.embed_state().model is None  # upgraded, not embedding
         assert store.start_embedding("m") == 5
@@ -116,30 +119,20 @@ def test_a_write_that_waited_for_the_lock_sees_embedding_started_meanwhile(
 
 
 # ---- round trips, counted on the wire ---------------------------------------------------
-@dataclass
-class CountingProxy:
+class CountingProxy(LoopbackProxy):
     """A loopback proxy in front of the cluster that parses what clients send and counts
     round trips: every Sync (an extended-protocol statement, or several in a pipeline)
     and every simple Query waits for the server's answer. `statements` keeps each
     Parse's and Query's text (a prepared statement sends none), `trips` the texts of
     each round trip."""
 
-    upstream: tuple[str, int]
-    round_trips: int = 0
-    statements: list[str] = field(default_factory=list)
-    trips: list[list[str]] = field(default_factory=list)
-    _pending: list[str] = field(default_factory=list)
-    listener: socket.socket = field(init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _sockets: list[socket.socket] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self.listener.getsockname()[1])
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.round_trips = 0
+        self.statements: list[str] = []
+        self.trips: list[list[str]] = []
+        self._pending: list[str] = []
+        self._lock = threading.Lock()
+        super().__init__(upstream)
 
     @contextmanager
     def counting(self) -> Iterator[list[int]]:
@@ -151,23 +144,7 @@ class CountingProxy:
         with self._lock:
             counted.append(self.round_trips - start)
 
-    def close(self) -> None:
-        for sock in [self.listener, *self._sockets]:
-            with suppress(OSError):
-                sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self._sockets += [client, server]
-            threading.Thread(target=self._up, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._down, args=(server, client), daemon=True).start()
-
-    def _up(self, client: socket.socket, server: socket.socket) -> None:
+    def relay(self, client: socket.socket, server: socket.socket) -> None:
         buffer = b""
         started = False  # before the startup message, messages have no type byte
         while True:
@@ -219,16 +196,6 @@ class CountingProxy:
                 self.round_trips += 1
                 self.trips.append(self._pending)
                 self._pending = []
-
-    def _down(self, server: socket.socket, client: socket.socket) -> None:
-        while True:
-            try:
-                data = server.recv(65536)
-                if not data:
-                    return
-                client.sendall(data)
-            except OSError:
-                return
 
 
 @pytest.fixture

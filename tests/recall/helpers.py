@@ -1,11 +1,11 @@
 """Shared helpers of the recall tests: a fixed clock, a settable clock, and a plain-Python
-reference implementation of the ranking formula to compare `rank` against."""
+reference implementation of the ranking formula (without vectors) to compare `rank`
+against."""
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from graymatter_tui.backends.lmdb import LmdbStore
@@ -13,14 +13,13 @@ from graymatter_tui.backends.lmdb.tx import DF, POSTING, Tx
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.tokens import DEFAULT_LANGUAGE, Analyzer
 from graymatter_tui.recall.ranking import RecallWeights
-from graymatter_tui.storage.transaction import SEP
+from graymatter_tui.storage.transaction import SEP, epoch_ms
 from tests.support.clock import ManualClock
 
 FIXED = datetime(2026, 3, 1, 12, tzinfo=UTC)
 AGENT = "recall-agent"
 # Test stores are new stores: they stem in the default language.
 ANALYZER = Analyzer(DEFAULT_LANGUAGE)
-RRF_K = 60
 
 # (term -> document frequency, (term, fact id) -> (term count, fact length))
 Index = tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]
@@ -29,7 +28,7 @@ Index = tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]
 # weight.
 ALL_WEIGHTS = [
     RecallWeights(1.0, 0.0),
-    RecallWeights(),  # the default, (1.0, 0.1)
+    RecallWeights(),  # the default: keyword 0.3, recency 0 (and vector 0.7)
     RecallWeights(1.0, 0.5),
     RecallWeights(1.0, 1.0),
     RecallWeights(0.5, 1.0),
@@ -76,20 +75,6 @@ def keyword_scores(live: list[Fact], query: str) -> dict[str, float]:
     return {i: score * matched[i] / total for i, score in scores.items()}
 
 
-def _by_keyword_score(scores: dict[str, float]) -> Callable[[str, str], int]:
-    """Higher keyword score first; equal scores by id. Scores that are equal as numbers
-    (`(1 + ln 2) / (1 + ln 2)` is 1, so "deploy deploy" scores exactly as "deploy") may
-    come out an ulp apart here, where the formula is computed in another order than in
-    recall.py: such scores are a tie, not an order."""
-
-    def compare(a: str, b: str) -> int:
-        if not math.isclose(scores[a], scores[b], rel_tol=1e-12):
-            return -1 if scores[a] > scores[b] else 1
-        return -1 if a < b else (1 if a > b else 0)
-
-    return compare
-
-
 def reference_rank(
     facts: Iterable[Fact],
     query: str,
@@ -97,19 +82,31 @@ def reference_rank(
     k: int = 8,
     weights: RecallWeights | None = None,
 ) -> list[tuple[str, float]]:
-    """(id, fused score) of the top `k`, by the documented recall rules, in plain Python."""
+    """(id, fused score) of the top `k`, by the documented recall rules without a vector
+    signal, in plain Python: score = kw / kw_max (when the keyword weight is above 0) +
+    R * rec, rec the fact's position between the agent's first and last live fact by id
+    (their created_at; 0 when they were made at the same moment); ties by older
+    created_at, then the smaller id; a text once, its best copy."""
     weights = weights or RecallWeights()
-    live = [f for f in facts if f.is_live]
+    live = sorted((f for f in facts if f.is_live), key=lambda f: f.id)
     by_id = {f.id: f for f in live}
     scores = keyword_scores(live, query)
-    by_keyword = sorted(scores, key=functools.cmp_to_key(_by_keyword_score(scores)))
-    by_recency = sorted(scores, reverse=True)
-    kr = {i: r for r, i in enumerate(by_keyword, start=1)}
-    rr = {i: r for r, i in enumerate(by_recency, start=1)}
+    best = max(scores.values(), default=0.0)
+    oldest = epoch_ms(live[0].created_at) if live else 0
+    newest = epoch_ms(live[-1].created_at) if live else 0
+
+    def rec(fact: Fact) -> float:
+        if newest <= oldest:
+            return 0.0
+        return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
+
     fused = {
-        i: weights.keyword / (RRF_K + kr[i]) + weights.recency / (RRF_K + rr[i]) for i in scores
+        i: (s / best if weights.keyword > 0 else 0.0) + weights.recency * rec(by_id[i])
+        for i, s in scores.items()
     }
-    ordered = sorted(fused, key=lambda i: (-fused[i], by_id[i].created_at, i))
+    # Scores equal as numbers may come out an ulp apart here, where the formula is
+    # computed in another order than in recall: such scores are a tie, not an order.
+    ordered = sorted(fused, key=lambda i: (-round(fused[i], 12), by_id[i].created_at, i))
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     for fact_id in ordered:

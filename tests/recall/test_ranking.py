@@ -2,10 +2,11 @@
 from the formula, the inverted index checked against a brute-force recomputation, and the
 access write-back of `recall`.
 
-Orders are derived from RRF (k = 60) of a keyword rank and a recency rank:
-score = wk / (60 + keyword_rank) + wr / (60 + recency_rank). Where a keyword property is
-tested, the expected winner is inserted both first and last, so neither the id tie-break
-of the keyword rank nor recency can make the test pass by accident.
+Without a vector signal the fused score is the keyword score over the query's best one
+plus the recency prior: score = kw / kw_max + R * rec, rec the fact's position between
+the agent's oldest (0) and newest (1) live fact. Where a keyword property is tested, the
+expected winner is inserted both first and last, so neither the id tie-break nor recency
+can make the test pass by accident.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def put_all(store: LmdbStore, items: list[str], agent: str = AGENT) -> list[Fact
     return [store.put(agent, text) for text in items]
 
 
-def fused(weights: RecallWeights, keyword_rank: int, recency_rank: int) -> float:
-    return weights.keyword / (60 + keyword_rank) + weights.recency / (60 + recency_rank)
+def impact(count: int, length: int) -> float:
+    """The keyword weight of a term in a fact, before idf (`ranking._impact`)."""
+    return (1.0 + math.log(count)) / (1.0 + math.log(length))
 
 
 def assert_index_matches(store: LmdbStore, agent: str = AGENT) -> None:
@@ -78,10 +80,13 @@ def test_rarer_term_ranks_above_common_term(gm: LmdbStore, rare_first: bool) -> 
     hits = rank(gm, AGENT, "zebra lemon", weights=KEYWORD_ONLY)
     assert texts(hits)[0] == rare
     assert hits[0].keyword_rank == 1
-    assert hits[0].score == pytest.approx(1 / 61)
+    assert hits[0].score == 1.0  # the best keyword match scores its own maximum
     assert sorted(texts(hits)[1:]) == sorted(common)
-    # With the default weights (1.0, 0.1) and four candidates the keyword winner still
-    # leads: 1/61 + 0.1/64 > 1/62 + 0.1/63 even when it is the oldest.
+    # Each fact matches one term, of the same length: its score is that term's idf times
+    # its share of the query's idf, so a lemon fact scores (lemon / zebra)² of the best.
+    zebra, lemon = math.log(7 / 2) + 1, math.log(7 / 4) + 1
+    assert [h.score for h in hits[1:]] == pytest.approx([(lemon / zebra) ** 2] * 3)
+    # The default weights (no recency prior) give the same order, oldest or newest.
     assert texts(rank(gm, AGENT, "zebra lemon"))[0] == rare
 
 
@@ -145,22 +150,27 @@ def test_common_terms_skipped_unless_nothing_else_matches(gm: LmdbStore) -> None
 # ---- recency and weights ----------------------------------------------------------------
 
 
-def test_recency_breaks_near_tie_only_when_weighted(gm: LmdbStore) -> None:
-    # The older fact is a slightly better keyword match (length 2 vs 3): keyword rank
-    # 1 vs 2, recency rank 2 vs 1.
+def test_recency_breaks_near_tie_only_when_weighted(gm: LmdbStore, clock: Clock) -> None:
+    # The older fact is the better keyword match (length 2 vs 3: its normalised keyword
+    # score 1, the newer's (1 + ln 2) / (1 + ln 3) = 0.807); the older is the agent's
+    # oldest fact (rec 0), the newer and the fillers its newest (rec 1).
     older, newer = "backup nightly", "backup nightly rotation"
-    put_all(gm, [older, newer, *FILLER[:2]])
+    put_all(gm, [older])
+    clock.advance(hours=1)
+    put_all(gm, [newer, *FILLER[:2]])
     query = "backup nightly"
+    behind = impact(1, 3) / impact(1, 2)
     assert texts(rank(gm, AGENT, query, weights=KEYWORD_ONLY)) == [older, newer]
-    # Default weights (1.0, 0.1): 1/61 + 0.1/62 > 1/62 + 0.1/61
-    assert texts(rank(gm, AGENT, query)) == [older, newer]
-    # 1/61 + 2/62 < 1/62 + 2/61
+    assert texts(rank(gm, AGENT, query)) == [older, newer]  # the default: no prior
+    # A prior smaller than the keyword gap leaves the order; a larger one flips it.
+    gap = 1.0 - behind
+    assert texts(rank(gm, AGENT, query, weights=RecallWeights(1.0, gap * 0.9))) == [older, newer]
     favour_recency = RecallWeights(1.0, 2.0)
     hits = rank(gm, AGENT, query, weights=favour_recency)
     assert texts(hits) == [newer, older]
-    assert [h.score for h in hits] == pytest.approx(
-        [fused(favour_recency, 2, 1), fused(favour_recency, 1, 2)]
-    )
+    assert [h.score for h in hits] == pytest.approx([behind + 2.0, 1.0])
+    assert [h.recency for h in hits] == [1.0, 0.0]
+    assert [h.recency_part for h in hits] == [2.0, 0.0]
     assert texts(rank(gm, AGENT, query, weights=RECENCY_ONLY)) == [newer, older]
 
 
@@ -171,36 +181,44 @@ def test_recency_weight_zero_ignores_age_on_exact_keyword_tie(gm: LmdbStore) -> 
     put_all(gm, [older, newer, *FILLER[:2]])
     hits = rank(gm, AGENT, "alpha", weights=KEYWORD_ONLY)
     assert texts(hits) == [older, newer]
-    assert [h.score for h in hits] == pytest.approx([1 / 61, 1 / 62])
+    assert [h.score for h in hits] == [1.0, 1.0]
 
 
-def test_keyword_weight_zero_is_pure_recency_among_candidates(gm: LmdbStore) -> None:
-    facts = put_all(
-        gm,
-        [
-            "invoice overdue invoice",
-            "invoice paid",
-            "unrelated gardening tip",
-            "invoice draft with many other words attached here",
-            "weather sunny",
-            "coffee beans",
-            "newest unrelated note",
-        ],
-    )
+def test_keyword_weight_zero_is_pure_recency_among_candidates(gm: LmdbStore, clock: Clock) -> None:
+    facts = []
+    for text in [
+        "invoice overdue invoice",
+        "invoice paid",
+        "unrelated gardening tip",
+        "invoice draft with many other words attached here",
+        "weather sunny",
+        "coffee beans",
+        "newest unrelated note",
+    ]:
+        facts.append(gm.put(AGENT, text))
+        clock.advance(hours=1)  # fact i is made at hour i: rec = i / 6
     hits = rank(gm, AGENT, "invoice", weights=RECENCY_ONLY)
     assert ids(hits) == [f.id for f in reversed(facts) if "invoice" in f.text]
     assert [h.recency_rank for h in hits] == [1, 2, 3]
-    assert [h.score for h in hits] == pytest.approx([1 / 61, 1 / 62, 1 / 63])
+    assert [h.score for h in hits] == pytest.approx([3 / 6, 1 / 6, 0.0])
+    assert all(h.keyword_part == 0.0 for h in hits)
 
 
-def test_hit_fields_are_consistent(gm: LmdbStore) -> None:
-    put_all(gm, ["alpha one", "alpha alpha two", "alpha three three", *FILLER])
+def test_hit_fields_are_consistent(gm: LmdbStore, clock: Clock) -> None:
+    for text in ["alpha one", "alpha alpha two", "alpha three three", *FILLER]:
+        gm.put(AGENT, text)
+        clock.advance(hours=1)
     for weights in ALL_WEIGHTS:
         hits = rank(gm, AGENT, "alpha", weights=weights)
         assert sorted(h.keyword_rank for h in hits) == [1, 2, 3]
         assert sorted(h.recency_rank for h in hits) == [1, 2, 3]
+        best = max(h.keyword_score for h in hits)
         for hit in hits:
-            assert hit.score == pytest.approx(fused(weights, hit.keyword_rank, hit.recency_rank))
+            assert hit.keyword_normalised == pytest.approx(hit.keyword_score / best)
+            assert hit.keyword_part == (hit.keyword_normalised if weights.keyword > 0 else 0.0)
+            assert hit.recency_part == pytest.approx(weights.recency * hit.recency)
+            assert hit.vector_part == 0.0 and hit.vector_score is None
+            assert hit.score == pytest.approx(hit.keyword_part + hit.recency_part)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
@@ -208,9 +226,9 @@ def test_hit_fields_are_consistent(gm: LmdbStore) -> None:
 
 
 def test_identical_scores_order_by_created_at_then_id_same_clock(gm: LmdbStore) -> None:
-    # Equal weights and mirrored ranks: A = (kw 1, rec 2), B = (kw 2, rec 1) score exactly
-    # the same. Both were created at FIXED, so the id decides: A (older id) first.
-    a, b = put_all(gm, ["alpha alpha beta", "alpha beta", *FILLER[:2]])[:2]
+    # The same terms in another order: exactly equal keyword scores, and both made at
+    # FIXED (the same recency), so the id decides: A (older id) first.
+    a, b = put_all(gm, ["alpha beta gamma", "gamma alpha beta", *FILLER[:2]])[:2]
     equal = RecallWeights(1.0, 1.0)
     hits = rank(gm, AGENT, "alpha", weights=equal)
     assert ids(hits) == [a.id, b.id]
@@ -222,16 +240,15 @@ def test_identical_scores_order_by_created_at_then_id_same_clock(gm: LmdbStore) 
 
 def _tie_with_created_at_against_id_order(store: LmdbStore) -> tuple[Fact, Fact]:
     """A (smaller id, created now) and B (larger id, created a day earlier) with exactly
-    equal fused scores under weights (1, 1): A is the better keyword match, B the newer
-    by id."""
+    equal scores without a recency prior: the same terms in another order."""
     a, b = store.put_many(
         [
             NewFact(
-                AGENT, "alpha alpha beta", created_at=FIXED, fact_id="01KJMMA2G0AAAAAAAAAAAAAAAA"
+                AGENT, "alpha beta gamma", created_at=FIXED, fact_id="01KJMMA2G0AAAAAAAAAAAAAAAA"
             ),
             NewFact(
                 AGENT,
-                "alpha beta",
+                "gamma beta alpha",
                 created_at=FIXED - timedelta(days=1),
                 fact_id="01KJMMA2G0BBBBBBBBBBBBBBBB",
             ),
@@ -243,16 +260,15 @@ def _tie_with_created_at_against_id_order(store: LmdbStore) -> tuple[Fact, Fact]
 
 def test_identical_scores_order_by_created_at_before_id(gm: LmdbStore) -> None:
     a, b = _tie_with_created_at_against_id_order(gm)
-    hits = rank(gm, AGENT, "alpha", k=2, weights=RecallWeights(1.0, 1.0))
+    hits = rank(gm, AGENT, "alpha", k=2, weights=KEYWORD_ONLY)
     assert hits[0].score == hits[1].score
     assert ids(hits) == [b.id, a.id]  # older created_at first, although its id is larger
 
 
 def test_top_k_is_a_prefix_of_the_documented_order(gm: LmdbStore) -> None:
     _a, b = _tie_with_created_at_against_id_order(gm)
-    equal = RecallWeights(1.0, 1.0)
-    two = rank(gm, AGENT, "alpha", k=2, weights=equal)
-    one = rank(gm, AGENT, "alpha", k=1, weights=equal)
+    two = rank(gm, AGENT, "alpha", k=2, weights=KEYWORD_ONLY)
+    one = rank(gm, AGENT, "alpha", k=1, weights=KEYWORD_ONLY)
     assert ids(one) == ids(two)[:1] == [b.id]
 
 

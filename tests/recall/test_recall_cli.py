@@ -25,6 +25,7 @@ from graymatter_tui.recall.ranking import RecallWeights, rank
 from tests.recall.helpers import AGENT, FIXED
 from tests.support.backends import CliStore
 from tests.support.cli_process import run_in_process, wants_subprocess
+from tests.support.clock import ManualClock
 from tests.support.suite_env import TEST_DEFAULTS
 
 NOW_TEXT = "2026-03-01T13:00:00Z"  # one hour after the store was seeded
@@ -100,16 +101,21 @@ def digest(data_dir: Where) -> str:
 
 
 def _seed(where: CliStore) -> dict[str, str]:
-    """Five facts of AGENT (oldest first) and one of another agent; their ids by name."""
+    """Five facts of AGENT (oldest first, a minute apart: the first at recency 0, the
+    last at 1) and one of another agent; their ids by name."""
     names = ["both", "router", "firmware", "printer", "weather"]
-    with where.open(clock_fn=lambda: FIXED) as store:
-        facts = [
-            store.put(AGENT, "router firmware upgrade scheduled"),
-            store.put(AGENT, "router password rotated"),
-            store.put(AGENT, "firmware notes for the printer"),
-            store.put(AGENT, "printer toner low"),
-            store.put(AGENT, "weather sunny today"),
-        ]
+    clock = ManualClock(FIXED)
+    with where.open(clock_fn=clock) as store:
+        facts = []
+        for text in (
+            "router firmware upgrade scheduled",
+            "router password rotated",
+            "firmware notes for the printer",
+            "printer toner low",
+            "weather sunny today",
+        ):
+            facts.append(store.put(AGENT, text))
+            clock.advance(minutes=1)
         store.put("other-agent", "router firmware upgrade scheduled")
     return {name: f.id for name, f in zip(names, facts, strict=True)}
 
@@ -215,6 +221,9 @@ def test_weights_option_and_environment(seeded: tuple[Path, dict[str, str]]) -> 
     newest_first = [ids["firmware"], ids["router"], ids["both"]]
     by_recency = recall_json(data_dir, AGENT, "router firmware", "--weights", "0,1", "--preview")
     assert [h["id"] for h in by_recency] == newest_first
+    # Keyword weight 0: the score is the recency prior alone, each fact's place between
+    # the agent's oldest (minute 0) and newest (minute 4) fact.
+    assert [h["score"] for h in by_recency] == [0.5, 0.25, 0.0]
     from_env = recall_json(
         data_dir, AGENT, "router firmware", "--preview", env={"GRAYMATTER_RECALL_WEIGHTS": "0,1"}
     )
@@ -230,7 +239,10 @@ def test_weights_option_and_environment(seeded: tuple[Path, dict[str, str]]) -> 
         env={"GRAYMATTER_RECALL_WEIGHTS": "0,1"},
     )
     assert overridden[0]["id"] == ids["both"]
-    assert overridden[0]["score"] == round(1 / 61, 6)
+    assert overridden[0]["score"] == 1.0  # the best keyword match, no prior
+    # A strong prior lifts the newer one-word matches over the best keyword match.
+    lifted = recall_json(data_dir, AGENT, "router firmware", "--weights", "1,10", "--preview")
+    assert [h["id"] for h in lifted] == newest_first
 
 
 def test_three_weights_name_vector_keyword_recency(seeded: tuple[Path, dict[str, str]]) -> None:
@@ -255,8 +267,8 @@ def test_three_weights_name_vector_keyword_recency(seeded: tuple[Path, dict[str,
         ([AGENT, "router", "--weights", "1,2,3,4"], 2, "VECTOR,KEYWORD,RECENCY"),
         ([AGENT, "router", "--weights", "1"], 2, "KEYWORD,RECENCY"),
         ([AGENT, "router", "--weights", "-1,1"], 2, "non-negative"),
-        ([AGENT, "router", "--weights", "0,0"], 2, "not both zero"),
         ([AGENT, "router", "--weights", "0,0,0"], 2, "not all zero"),
+        ([AGENT, "router", "--weights", "1,2,nan"], 2, "finite"),
         ([AGENT, "router", "--weights", "1,-1,1"], 2, "non-negative"),
         ([AGENT, "x" * 5000], 1, "4096 bytes"),
         ([AGENT, "é" * 2500], 1, "4096 bytes"),  # 2500 characters, 5000 bytes
@@ -271,8 +283,8 @@ def test_three_weights_name_vector_keyword_recency(seeded: tuple[Path, dict[str,
         "weights-four",
         "weights-one",
         "weights-negative",
-        "weights-zero",
         "weights-three-zero",
+        "weights-three-nan",
         "weights-three-negative",
         "query-5000-bytes",
         "query-5000-utf8-bytes",

@@ -35,9 +35,11 @@ def test_text_shows_ranks_source_and_the_lineage_nearest_first(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].endswith(f"{third.id}  The build cache lives on disk three")
-    # No vector signal in the CLI without an embedder: "vector –".
-    assert lines[1].startswith("    vector – · keyword rank 1 (tf-idf ")
-    assert " · recency rank 1 (age " in lines[1]
+    # No vector signal in the CLI without an embedder: "vector –"; the best keyword
+    # match's part is 1 (its share of the best keyword score), no recency prior.
+    assert lines[1].startswith("    vector – + keyword 1.0000 (tf-idf ")
+    assert ", 1.00 of the best, rank 1) + recency 0.0000 (" in lines[1]
+    assert ", rank 1, age " in lines[1]
     assert lines[2].startswith("    weight 1.000 · written ")
     assert lines[2].endswith(" by api")  # written in-process by the test, not by the CLI
     assert lines[3] == "    lineage: replaced 2 facts (2 deep)"

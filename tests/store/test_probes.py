@@ -4,6 +4,7 @@ queries refused with nothing written; the same query twice is one probe."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.exchange.transfer import export_bytes, import_file
 from graymatter_tui.recall import ranking as recall
-from graymatter_tui.storage import MAX_PROBE_QUERY_BYTES
+from graymatter_tui.storage import MAX_PROBE_QUERY_BYTES, ProbeScore, interval_text, parse_interval
 from graymatter_tui.storage.probe_ops import MAX_PER_AGENT
 from tests.support.backends import AnyStore
 
@@ -124,3 +125,56 @@ def test_a_bad_probe_line_refuses_the_whole_import(any_store: AnyStore) -> None:
     with pytest.raises(InvalidInput, match="line 2: probe: query contains a control"):
         import_file(any_store, data)
     assert any_store.all_facts() == [] and any_store.probes() == []
+
+
+# ---- probe runs and their schedule ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [("90s", 90), ("15m", 900), ("6h", 21_600), ("1d", 86_400), ("2w", 1_209_600),
+     ("1h30m", 5_400), (" 6H ", 21_600), ("366d", 366 * 86_400)],
+)  # fmt: skip
+def test_intervals_read_as_people_write_them(raw: str, seconds: int) -> None:
+    assert parse_interval(raw) == seconds
+    assert parse_interval(interval_text(seconds)) == seconds
+
+
+@pytest.mark.parametrize("raw", ["", "6", "h", "6x", "-1h", "1.5h", "59s", "367d", "6h ago"])
+def test_bad_intervals_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_interval(raw)
+
+
+def test_of_many_asking_at_once_one_gets_the_due_run(any_store: AnyStore) -> None:
+    any_store.set_probe_schedule(3600)
+    barrier = threading.Barrier(4)
+    got: list[bool] = []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(any_store.claim_probe_run())
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(got) == [False, False, False, True]
+    assert any_store.claim_probe_run() is False  # not due again for an hour
+
+
+def test_a_run_is_a_journal_record_and_an_activity_entry_moving_no_counter(
+    any_store: AnyStore,
+) -> None:
+    any_store.put("ops", "The staging database restarts nightly.")
+    probe, _ = any_store.add_probe("ops", "staging database", 3)
+    counters = any_store.counters()
+    score = ProbeScore(probe=probe, found=["01JC0000000000000000000002"])
+    record = any_store.record_probe_run("ops", [score], "cli")
+    assert (record.kind, record.outcome, record.trigger) == ("probe_run", "scored", "cli")
+    assert (record.live_facts, record.tombstones, record.pinned) == (1, 0, 0)
+    assert record.probes[0].after == score.found and record.reason == "1 of 1 probe found something"
+    assert any_store.records() == [record]
+    assert any_store.counters() == counters
+    entry = any_store.activity()[0]
+    assert (entry.action, entry.cycle_id) == ("probe", record.cycle_id)
+    assert any_store.probe_schedule().last_run_at == ""  # one agent's run is not the schedule's

@@ -27,7 +27,10 @@ from graymatter_tui.core.errors import StoreError
 from graymatter_tui.storage import NewFact
 from tests.conftest import FIXED_NOW, clean_env, run_graymatter
 from tests.support.unprivileged import (
-    cli_as_nobody,
+    BATCH_AS_ROOT,
+    BatchRun,
+    batch_answers,
+    cli_batch_as_nobody,
     give_to_nobody,
     public_tmp,
     python_as_nobody,
@@ -67,7 +70,8 @@ def digest(path: Path) -> str:
 
 # ---- the kinds of store this user cannot write -----------------------------------------------
 
-Runner = Callable[..., subprocess.CompletedProcess[str]]
+# Runs a batch of CLI commands (arguments, stdin) as this user, each as its own command.
+Runner = Callable[[list[BatchRun]], list[subprocess.CompletedProcess[str]]]
 
 
 def _another_users_store(path: Path) -> None:
@@ -107,7 +111,7 @@ def on_read_only_mount(path: Path) -> Runner:
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.skip("needs root and unshare(1) for a private read-only mount")
 
-    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(runs: list[BatchRun]) -> list[subprocess.CompletedProcess[str]]:
         script = 'mount --bind -o ro "$1" "$1" || exit 97; shift; exec "$@"'
         done = subprocess.run(
             [
@@ -119,21 +123,22 @@ def on_read_only_mount(path: Path) -> Runner:
                 "sh",
                 str(path),
                 sys.executable,
-                "-m",
-                "graymatter_tui",
-                *args,
+                "-c",
+                BATCH_AS_ROOT,
+                json.dumps(runs),
             ],
             capture_output=True,
             text=True,
             encoding="utf-8",
             env=clean_env({"GRAYMATTER_NOW": FIXED_NOW}),
-            input=input or "",
-            timeout=120,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            timeout=300,
             check=False,
         )
         if done.returncode == 97 or done.stderr.startswith("unshare:"):
             pytest.skip(f"cannot make a private read-only mount here: {done.stderr.strip()}")
-        return done
+        return batch_answers(runs, done)
 
     return run
 
@@ -145,7 +150,7 @@ def unwritable(request: pytest.FixtureRequest) -> Iterator[tuple[Seeded, Runner,
         seeded = seed(base / "store")
         case.prepare(seeded.path)
         runner = on_read_only_mount(seeded.path) if request.param == "read-only mount" else None
-        yield seeded, runner or cli_as_nobody, case
+        yield seeded, runner or cli_batch_as_nobody, case
 
 
 def reads(s: Seeded) -> dict[tuple[str, ...], Callable[[str], None]]:
@@ -205,8 +210,9 @@ def test_every_read_command_reads_a_store_it_cannot_write(
 ) -> None:
     seeded, run, case = unwritable
     before = digest(seeded.path)
-    for args, check in reads(seeded).items():
-        done = run(*args)
+    checks = reads(seeded)
+    answers = run([(args, None) for args in checks])
+    for (args, check), done in zip(checks.items(), answers, strict=True):
         assert done.returncode == (1 if '"integrity","status":"fail"' in done.stdout else 0), (
             args,
             done.stderr,
@@ -248,8 +254,9 @@ def test_every_write_command_says_the_store_is_read_only(
         (("import", "-"), line + "\n"),
         (("demo",), None),
     ]
-    for args, stdin in writes:
-        done = run(*args, "--dir", str(seeded.path), input=stdin)
+    d = "--dir", str(seeded.path)
+    answers = run([((*args, *d), stdin) for args, stdin in writes])
+    for (args, _stdin), done in zip(writes, answers, strict=True):
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1, (args, done.stderr)

@@ -1,6 +1,7 @@
 """Schema 2 adds the checkpoint and alias tables, schema 3 the activity feed and the
 review queue, schema 4 re-indexes recall with stems (tests/store/test_stemming_migration.py),
-schema 5 the embedding vectors, their queue and the probe queries.
+schema 5 the embedding vectors, their queue and the probe queries, schema 6 when each fact
+stopped being live (tests/store/test_lifespan_migration.py).
 A store of an older schema (every committed release fixture: 0.1.0 and
 0.2.0 are schema 1, 0.3.0 is schema 2, 0.4.0 is schema 4) is upgraded in one write
 transaction the first time it is opened writable; a read-only open changes nothing and sees

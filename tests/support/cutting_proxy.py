@@ -13,51 +13,26 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+
+from tests.support.loopback_proxy import LoopbackProxy, shut
 
 
-@dataclass
-class CuttingProxy:
-    upstream: tuple[str, int]
-    listener: socket.socket = field(init=False)
-    _marker: bytes | None = None
-    _forward: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    cuts: int = 0
-    _sockets: list[socket.socket] = field(default_factory=list)
+class CuttingProxy(LoopbackProxy):
+    # A forwarded message's answer goes into the void: the server's side stays open
+    # (replies drained) so it acts on the message before seeing EOF.
+    drain_after_client_gone = True
 
-    def __post_init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self.listener.getsockname()[1])
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self._marker: bytes | None = None
+        self._forward = False
+        self._lock = threading.Lock()
+        self.cuts = 0
+        super().__init__(upstream)
 
     def cut_at(self, marker: bytes, *, forward: bool) -> None:
         with self._lock:
             self._marker, self._forward = marker, forward
-
-    def close(self) -> None:
-        for sock in [self.listener, *self._sockets]:
-            with suppress(OSError):
-                sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:
-                _shut(client)
-                continue
-            self._sockets += [client, server]
-            threading.Thread(target=self._pump_up, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._pump_down, args=(server, client), daemon=True).start()
 
     def _take_cut(self, data: bytes) -> bool | None:
         """None to pass `data` on; else whether to forward it before cutting."""
@@ -68,14 +43,14 @@ class CuttingProxy:
             self.cuts += 1
             return self._forward
 
-    def _pump_up(self, client: socket.socket, server: socket.socket) -> None:
+    def relay(self, client: socket.socket, server: socket.socket) -> None:
         while True:
             try:
                 data = client.recv(65536)
             except OSError:
                 data = b""
             if not data:
-                _shut(server)
+                shut(server)
                 return
             cut = self._take_cut(data)
             try:
@@ -83,36 +58,15 @@ class CuttingProxy:
                     server.sendall(data)
                     continue
                 if cut:
-                    # The server gets the message and answers into the void: its side stays
-                    # open (replies drained) so it acts on the message before seeing EOF.
-                    server.sendall(data)
-                    _shut(client)
+                    server.sendall(data)  # the server acts on it; the client never hears
+                    shut(client)
                     return
             except OSError:  # the server side went away first
-                _shut(client)
+                shut(client)
                 return
-            _shut(client)
-            _shut(server)
+            shut(client)
+            shut(server)
             return
-
-    def _pump_down(self, server: socket.socket, client: socket.socket) -> None:
-        while True:
-            try:
-                data = server.recv(65536)
-            except OSError:
-                return
-            if not data:
-                _shut(client)
-                return
-            with suppress(OSError):
-                client.sendall(data)
-
-
-def _shut(sock: socket.socket) -> None:
-    with suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    with suppress(OSError):
-        sock.close()
 
 
 @contextmanager

@@ -16,12 +16,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
+
+from tests.support.loopback_proxy import LoopbackProxy, shut
 
 _CLOSED = b""
 
 
-class DelayingProxy:
+class DelayingProxy(LoopbackProxy):
     def __init__(
         self,
         upstream: tuple[str, int],
@@ -31,51 +33,16 @@ class DelayingProxy:
     ) -> None:
         if rewrite is not None and len(rewrite[0]) != len(rewrite[1]):
             raise ValueError("a rewrite keeps the length of what it replaces")
-        self.upstream = upstream
         self.delay = delay
         self.rewrite = rewrite
-        self.connections = 0  # accepted so far
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        threading.Thread(target=self._accept, name="delaying-proxy", daemon=True).start()
+        super().__init__(upstream)
 
-    @property
-    def port(self) -> int:
-        return int(self.listener.getsockname()[1])
-
-    def url_for(self, url: str) -> str:
-        """`url` (a postgresql:// URL naming the upstream's port) through this proxy."""
-        host, port = self.upstream
-        return url.replace(f"@{host}:{port}/", f"@127.0.0.1:{self.port}/", 1)
-
-    def close(self) -> None:
-        with self._lock:
-            sockets = [self.listener, *self._sockets]
-        for sock in sockets:
-            _shut(sock)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:
-                _shut(client)
-                continue
-            with self._lock:
-                self.connections += 1
-                self._sockets += [client, server]
-            chunks: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
-            for target, args in (
-                (self._read_up, (client, chunks)),
-                (self._deliver_up, (chunks, server, client)),
-                (self._pump_down, (server, client)),
-            ):
-                threading.Thread(target=target, args=args, daemon=True).start()
+    def relay(self, client: socket.socket, server: socket.socket) -> None:
+        chunks: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._deliver_up, args=(chunks, server, client), daemon=True
+        ).start()
+        self._read_up(client, chunks)
 
     def _read_up(
         self, client: socket.socket, chunks: queue.SimpleQueue[tuple[float, bytes]]
@@ -104,35 +71,13 @@ class DelayingProxy:
             if wait > 0:
                 time.sleep(wait)
             if not data:
-                _shut(server)
+                shut(server)
                 return
             try:
                 server.sendall(data)
             except OSError:
-                _shut(client)
+                shut(client)
                 return
-
-    def _pump_down(self, server: socket.socket, client: socket.socket) -> None:
-        while True:
-            try:
-                data = server.recv(65536)
-            except OSError:
-                data = _CLOSED
-            if not data:
-                _shut(client)
-                return
-            try:
-                client.sendall(data)
-            except OSError:
-                _shut(server)
-                return
-
-
-def _shut(sock: socket.socket) -> None:
-    with suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    with suppress(OSError):
-        sock.close()
 
 
 @contextmanager

@@ -34,8 +34,10 @@ from graymatter_tui.tui.screens.dialogs import (
     TextEntryScreen,
 )
 from graymatter_tui.tui.screens.facts import FactsPane
+from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalTable
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.probe_panel import ProbePanel
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
@@ -169,7 +171,9 @@ async def test_the_palette_offers_every_action_where_it_can_run(
     screens: dict[type, Callable[[], Screen[Any]]] = {
         RecallScreen: lambda: RecallScreen(demo_store, OPS, lambda _query: None),
         FactDetailScreen: lambda: FactDetailScreen(demo_store, fact_id),
-        CycleDiffScreen: lambda: CycleDiffScreen(record),
+        HealthScreen: lambda: HealthScreen(demo_store, OPS, None, lambda _fact_id: None),
+        CycleDiffScreen: lambda: CycleDiffScreen(record, demo_store),
+        PastFactsScreen: lambda: PastFactsScreen(demo_store, record),
         ConfirmScreen: lambda: ConfirmScreen("Sure?"),
         TextEntryScreen: lambda: TextEntryScreen("Text"),
         LineEntryScreen: lambda: LineEntryScreen("Line"),

@@ -99,7 +99,7 @@ async def test_no_store_round_trip_runs_on_the_ui_thread(
         assert "Deploy freeze" in " ".join(held_texts(app))
         # Every tab once first: what a pane costs to lay out the first time it is shown
         # is the app's own drawing, not a wait, and no part of what is measured here.
-        for tab in "23456771":
+        for tab in "234567781":
             await pilot.press(tab)
             await pilot.pause(0.3)
         probe = LagProbe()
@@ -117,8 +117,12 @@ async def test_no_store_round_trip_runs_on_the_ui_thread(
         )  # fmt: skip
         _out, err = await process.communicate()
         assert process.returncode == 0, err.decode()
-        for tab in "2345671":
+        for tab in "23456781":
             await pilot.press(tab)
+            await pilot.pause(0.2)
+        # The Status tab's history, as charts and as a table: read off the loop too.
+        for key in ("5", "h", "t", "t", "h", "1"):
+            await pilot.press(key)
             await pilot.pause(0.2)
         await wait_until(
             pilot,

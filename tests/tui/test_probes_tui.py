@@ -150,12 +150,17 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
         await settle(pilot)
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]
-        assert labels == ["#", "fact", "kw", "new", "fused", "weight", "age", "source"]
+        # No embeddings and no recency weight: the keyword part is the whole score.
+        assert labels == ["#", "fact", "kw", "fused", "weight", "age", "source"]
         shown = [str(key.value) for key in table.rows]
         assert 1 <= len(shown) <= 8
         text = screen_text(app)
         assert "kw" in text and "fused" in text and "source" in text
-        assert "lineage: replaced nothing" in static_text(app, "#recall-lineage")
+        top = table.get_row_at(0)
+        assert str(top[2]) == "1.000" and str(top[3]) == "1.0000"  # the best keyword match
+        detail = static_text(app, "#recall-lineage")
+        assert "\n1.0000 = vector – + keyword 1.0000 (tf-idf " in detail
+        assert "lineage: replaced nothing" in detail
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: demo_store.probes(OPS) != [], what="the probe saved")
     (probe,) = demo_store.probes(OPS)
@@ -335,4 +340,7 @@ async def test_with_embeddings_the_preview_finds_a_paraphrase_and_shows_its_vect
             await wait_until(pilot, lambda: table.row_count > 0, what="the ranked paraphrase")
             assert [str(key.value) for key in table.rows] == [polar.id]
             row = table.get_row(polar.id)
-            assert (str(row[2]), str(row[3])) == ("1", "–")  # found by vector alone
+            # Found by meaning alone: 0.7 of its cosine 0.7071, no keyword part.
+            assert (str(row[2]), str(row[3])) == ("0.495", "–")
+            detail = static_text(app, "#recall-lineage")
+            assert "\n0.4950 = vector 0.4950 (cosine 0.7071, rank 1) + keyword –" in detail

@@ -23,7 +23,9 @@ from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.core import provenance
 from graymatter_tui.exchange.demo import create_demo
 from graymatter_tui.storage.ids import seed_ids
-from tests.tui.helpers import OPS, SIZE, make_app, open_store, settle
+from tests.support.clock import ManualClock
+from tests.tui.helpers import FIXED, OPS, SIZE, make_app, open_store, settle
+from tests.tui.test_status_history import build_history
 
 # The topbar and the Status pane show the store's path, so it must not vary.
 SNAPSHOT_DIR = Path(tempfile.gettempdir()) / "graymatter-snapshots"
@@ -42,6 +44,26 @@ def snapshot_store() -> Iterator[LmdbStore]:
         store = open_store(SNAPSHOT_DIR)
         try:
             create_demo(store)
+            yield store
+        finally:
+            store.close()
+            seed_ids(None)
+            shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def history_snapshot_store() -> Iterator[LmdbStore]:
+    """The demo store with six points of ops-agent's history, hours apart (a clock the
+    history moves, then stands still), at the snapshots' fixed path."""
+    with open(f"{SNAPSHOT_DIR}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+        seed_ids(2026)
+        clock = ManualClock(FIXED)
+        store = LmdbStore.open(SNAPSHOT_DIR, clock_fn=clock)
+        try:
+            create_demo(store)
+            build_history(store, clock)
             yield store
         finally:
             store.close()
@@ -70,6 +92,22 @@ def test_fact_detail(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
 
 def test_status(snap_compare: Compare, snapshot_store: LmdbStore) -> None:
     assert snap_compare(make_app(snapshot_store), terminal_size=SIZE, run_before=ready, press=["5"])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_status_history_charts(
+    snap_compare: Compare, history_snapshot_store: LmdbStore, size: tuple[int, int]
+) -> None:
+    app = make_app(history_snapshot_store)
+    assert snap_compare(app, terminal_size=size, run_before=ready, press=["5", "h"])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_status_history_table(
+    snap_compare: Compare, history_snapshot_store: LmdbStore, size: tuple[int, int]
+) -> None:
+    app = make_app(history_snapshot_store)
+    assert snap_compare(app, terminal_size=size, run_before=ready, press=["5", "h", "t"])
 
 
 def test_help(snap_compare: Compare, snapshot_store: LmdbStore) -> None:

@@ -16,10 +16,11 @@ from graymatter_tui.core import clock
 from graymatter_tui.core.errors import StoreError
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import DEFAULT_LANGUAGE
+from graymatter_tui.storage.lifespan_ops import fill
 from graymatter_tui.storage.reindex_ops import reindex
 from graymatter_tui.storage.transaction import STEM_LANGUAGE
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ENGINE = "lmdb-0.9"
 TABLES = tuple(Dbs.__dataclass_fields__)
 # Tables each schema version added. A store of an older schema gets them (and its new
@@ -28,6 +29,7 @@ ADDED_IN = {
     2: ("checkpoints", "aliases"),
     3: ("activity", "proposals"),
     5: ("vectors", "embed_queue", "probes"),
+    6: ("lifespans",),
 }
 
 
@@ -37,8 +39,14 @@ def _stem_index(tx: Tx, language: str, progress: Report | None) -> None:
     reindex(tx, progress)
 
 
+def _date_endings(tx: Tx, language: str, progress: Report | None) -> None:
+    """Schema 6: when each tombstone (and each pruned fact) stopped being live, derived
+    from the journal and the activity feed (`lifespan_ops.fill`)."""
+    fill(tx, progress)
+
+
 # Steps that rewrite rows, run after the tables are created, in the same transaction.
-STEPS: dict[int, Callable[[Tx, str, Report | None], None]] = {4: _stem_index}
+STEPS: dict[int, Callable[[Tx, str, Report | None], None]] = {4: _stem_index, 6: _date_endings}
 # A migration that fills the map grows it and runs again, up to this many times.
 _MIGRATION_ATTEMPTS = 12
 

@@ -7,7 +7,7 @@ row, its id index entry, its state index entry and its agent's counts change tog
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,7 +30,7 @@ from graymatter_tui.storage.codec import (
     decode_fact,
     decode_ids,
     decode_record,
-    decode_text,
+    decode_text_and_state,
     encode,
 )
 from graymatter_tui.storage.ids import new_id
@@ -103,6 +103,9 @@ class Dbs:
     vectors: Table | None = None
     embed_queue: Table | None = None
     probes: Table | None = None
+    # Schema 6: when each fact stopped being live (key `agent \0 id`; `lifespan_ops`).
+    # None as above: a schema-5 store read as it is derives them when asked.
+    lifespans: Table | None = None
 
 
 def scan_prefix(cursor: Any, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -207,9 +210,7 @@ class Tx(VectorTransaction):
         each live fact's `made_by.term_counts(text)`, may be computed before the
         transaction so the store's write lock is held for less time; terms made for
         another language than the store's (changed meanwhile) are made again."""
-        if terms is None or made_by != self.analyzer:
-            term_counts = self.analyzer.term_counts
-            terms = [term_counts(f.text) if f.is_live else {} for f in facts]
+        terms = self.bulk_terms(facts, terms, made_by)
         keys = [fact_key(f.agent_id, f.id) for f in facts]
         by_key = itemgetter(0)
         # Sorted keys fill each B-tree page in turn instead of jumping about the tree.
@@ -555,13 +556,21 @@ class Tx(VectorTransaction):
     def iter_texts(
         self, agent: str, state: FactState, *, before: str | None = None
     ) -> Iterator[tuple[str, str]]:
-        """(id, text) of one agent's facts in one state, newest first, lightly decoded."""
-        head = agent.encode() + SEP
-        get, facts_db = self.txn.get, self.dbs.facts
-        for fact_id in self.iter_ids(agent, state, before=before):
-            raw = get(head + fact_id.encode(), db=facts_db)
-            if raw is not None:
-                yield fact_id, decode_text(raw).text
+        """(id, text) of one agent's facts in one state, newest first, lightly decoded:
+        the fact rows are walked in key order, each decoded for its text and whether it
+        is a tombstone, rather than looked up one id at a time (twice as fast over 1M)."""
+        prefix = agent.encode() + SEP
+        start = len(prefix)
+        rows = self.txn.cursor(db=self.dbs.facts)
+        upper = prefix + (before.encode() if before else b"\xff")
+        found = rows.prev() if rows.set_range(upper) else rows.last()
+        tombstones = state == "tombstones"
+        for key, value in rows.iterprev() if found else ():
+            if not key.startswith(prefix):
+                break
+            row = decode_text_and_state(value)
+            if state == "all" or bool(row.superseded_by) == tombstones:
+                yield bytes(key[start:]).decode(), row.text
 
     def _vitals_rows(self, agent: str, cursor: Any = None) -> Iterator[tuple[bytes, bytes]]:
         """(key, packed vitals) of every fact of `agent` in key order, stepped in C (a
@@ -703,6 +712,23 @@ class Tx(VectorTransaction):
     def put_extracted(self, key: bytes, signature: bytes) -> None:
         self.txn.put(key, signature, db=self.dbs.extracted)
 
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        """Read in C a slice as long as the agent has facts (each has at most one row),
+        more while the agent's rows go on (counts behind), then cut at the next agent."""
+        head = agent.encode() + SEP
+        cursor = self.txn.cursor(db=self.dbs.extracted)
+        if not cursor.set_range(head):
+            return []
+        rows_of = cursor.iternext()
+        counts = self.agent_counts(agent)
+        rows: list[tuple[bytes, bytes]] = list(islice(rows_of, counts.live + counts.tombstones + 1))
+        while rows and rows[-1][0].startswith(head):
+            more = list(islice(rows_of, 1024))
+            if not more:
+                break
+            rows.extend(more)
+        return rows[: bisect_left(rows, (agent.encode() + b"\x01",))]
+
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
         raw = self.txn.get(key, db=getattr(self.dbs, table))
         return None if raw is None else bytes(raw)
@@ -783,7 +809,8 @@ class Tx(VectorTransaction):
             yield bytes(key)[len(prefix) :].decode(), bytes(value)
 
     def _table(
-        self, name: Literal["checkpoints", "aliases", "proposals", "probes", "activity"]
+        self,
+        name: Literal["checkpoints", "aliases", "proposals", "probes", "activity", "lifespans"],
     ) -> Table:
         table = getattr(self.dbs, name)
         if table is None:  # only a read-only open of an older store lacks them
@@ -839,6 +866,33 @@ class Tx(VectorTransaction):
         rows = cursor.iterprev(keys=False) if newest_first else cursor.iternext(keys=False)
         for raw in rows:
             yield bytes(raw)
+
+    # ---- lifespans (schema 6; rows `agent \0 fact id`, see lifespan_ops) --------------------
+    @property
+    def keeps_lifespans(self) -> bool:
+        return self.dbs.lifespans is not None
+
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        table = self.dbs.lifespans
+        if table is None:
+            return None
+        raw = self.txn.get(fact_key(agent, fact_id), db=table)
+        return None if raw is None else bytes(raw)
+
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None:
+        self.txn.put(fact_key(agent, fact_id), value, db=self._table("lifespans"))
+
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        """(agent, fact id, endings) of `agent`'s rows (every agent's when None), in key
+        order."""
+        table = self.dbs.lifespans
+        if table is None:
+            return
+        cursor = self.txn.cursor(db=table)
+        rows = scan_prefix(cursor, agent.encode() + SEP) if agent is not None else cursor.iternext()
+        for key, value in rows:
+            owner, _sep, fact_id = bytes(key).partition(SEP)
+            yield owner.decode(), fact_id.decode(), bytes(value)
 
     # ---- probes (schema 5; rows `agent \0 probe id`, see probe_ops) ------------------------
     def put_probe(self, agent: str, probe_id: str, record: bytes) -> None:

@@ -10,9 +10,13 @@ of LMDB's keys, so both backends list and page in the same order (ADR 0041).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from graymatter_tui.backends.postgres.tx import PgTx
+from graymatter_tui.core import clock
 from graymatter_tui.core.errors import StoreError
+from graymatter_tui.storage.lifespan_ops import fill
 
 APPLICATION = "graymatter-tui"
 # pg_advisory_xact_lock key: "graymatter" folded into a bigint, held by schema changes.
@@ -160,9 +164,32 @@ CREATE TABLE embed_queue (
 );
 """
 
+
+# When each fact stopped being live (the LMDB store's schema 6): one row per fact that
+# ever did, its endings as JSON (`lifespan_ops`). Filled from the journal by
+# `_date_endings` when an existing database is upgraded.
+_STEP_5 = """
+CREATE TABLE lifespans (
+    agent_id text COLLATE "C" NOT NULL,
+    fact_id  text COLLATE "C" NOT NULL,
+    record   json NOT NULL,
+    PRIMARY KEY (agent_id, fact_id)
+);
+"""
+
+
+def _date_endings(conn: Any, created_at: str) -> None:
+    """Step 5's rows for the facts that stopped being live before it, derived from the
+    journal and the activity feed, in the step's transaction."""
+    fill(PgTx(conn, clock.parse_time(created_at), write=True))
+
+
 # Step n makes schema version n. Append only; never edit a released step.
-STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3, _STEP_4)
+STEPS: tuple[str, ...] = (_STEP_1, _STEP_2, _STEP_3, _STEP_4, _STEP_5)
 SCHEMA_VERSION = len(STEPS)
+# Steps that also rewrite rows, after their SQL, in the same transaction (a new database
+# has nothing to rewrite: they run only on an upgrade).
+FILLS: dict[int, Callable[[Any, str], None]] = {5: _date_endings}
 
 
 def _version(conn: Any) -> int:
@@ -226,6 +253,8 @@ def prepare(conn: Any, *, created_at: str, language: str) -> int:
             if version == SCHEMA_VERSION:
                 return found
             conn.execute(STEPS[version].encode())
+            if found > 0 and version + 1 in FILLS:
+                FILLS[version + 1](conn, created_at)
             if version == 0:
                 conn.execute(
                     "INSERT INTO graymatter_meta (key, value) VALUES ('application', %s), "

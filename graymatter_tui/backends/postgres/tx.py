@@ -151,9 +151,7 @@ class PgTx(VectorTransaction):
         made_by: Analyzer | None = None,
     ) -> None:
         """Insert new facts in bulk with COPY; `terms` as `Tx.insert_many` takes them."""
-        if terms is None or made_by != self.analyzer:
-            counts = self.analyzer.term_counts
-            terms = [counts(f.text) if f.is_live else {} for f in facts]
+        terms = self.bulk_terms(facts, terms, made_by)
         split = [to_row_and_weight(fact) for fact in facts]
         with self.conn.cursor().copy(f"COPY facts ({ROW_COLUMNS}) FROM STDIN") as copy:
             for row, _weight in split:
@@ -454,6 +452,14 @@ class PgTx(VectorTransaction):
             "ON CONFLICT (key) DO UPDATE SET signature = EXCLUDED.signature",
             (key, signature),
         )
+
+    def extracted_rows(self, agent: str) -> list[tuple[bytes, bytes]]:
+        # Keys are `agent \0 id`: the agent's rows are the keys from `agent \0` to `agent \1`.
+        rows = self.conn.execute(
+            "SELECT key, signature FROM extracted WHERE key >= %s AND key < %s ORDER BY key",
+            (agent.encode() + SEP, agent.encode() + b"\x01"),
+        )
+        return [(bytes(key), bytes(signature)) for key, signature in rows.fetchall()]
 
     def graph_row(self, table: GraphTable, key: bytes) -> bytes | None:
         found = self._one(f"SELECT value FROM {_graph(table)} WHERE key = %s", (key,))
@@ -768,6 +774,35 @@ class PgTx(VectorTransaction):
             int(generation or 0), name, int(dimension) if dimension else None, found
         )
 
+    # ---- lifespans (schema 5 here, LMDB's schema 6; see lifespan_ops) ---------------------
+    def lifespan(self, agent: str, fact_id: str) -> bytes | None:
+        found = self._one(
+            "SELECT record::text FROM lifespans WHERE agent_id = %s AND fact_id = %s",
+            (agent, fact_id),
+        )
+        return None if found is None else str(found).encode()
+
+    def put_lifespan(self, agent: str, fact_id: str, value: bytes) -> None:
+        self.conn.execute(
+            "INSERT INTO lifespans (agent_id, fact_id, record) VALUES (%s, %s, %s::json) "
+            "ON CONFLICT (agent_id, fact_id) DO UPDATE SET record = EXCLUDED.record",
+            (agent, fact_id, value.decode()),
+        )
+
+    def iter_lifespans(self, agent: str | None) -> Iterator[tuple[str, str, bytes]]:
+        if agent is None:
+            rows = self.conn.execute(
+                "SELECT agent_id, fact_id, record::text FROM lifespans ORDER BY agent_id, fact_id"
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT agent_id, fact_id, record::text FROM lifespans WHERE agent_id = %s "
+                "ORDER BY fact_id",
+                (agent,),
+            )
+        for owner, fact_id, raw in rows.fetchall():
+            yield owner, fact_id, raw.encode()
+
     # ---- whole tables, for a migration (ADR 0046) -----------------------------------------
     def iter_rows(self, table: CopyTable) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of every row of `table` in the LMDB backend's layout and key order
@@ -831,7 +866,11 @@ class PgTx(VectorTransaction):
 
 def _keyed(table: CopyTable) -> tuple[str, str]:
     """(table, key column) of a table keyed by agent and one more column."""
-    return {"checkpoints": ("checkpoints", "id"), "aliases": ("aliases", "term")}[table]
+    return {
+        "checkpoints": ("checkpoints", "id"),
+        "aliases": ("aliases", "term"),
+        "lifespans": ("lifespans", "fact_id"),
+    }[table]
 
 
 def _graph(table: GraphTable | CopyTable) -> str:

@@ -57,6 +57,10 @@ class Host(Protocol):
 
     def show_fact(self, fact_id: str) -> None: ...
 
+    def embed_model(self) -> str | None:
+        """The model of the embedder GRAYMATTER_EMBED configures, None when off."""
+        ...
+
     def show_cycle(self, cycle_id: str) -> None: ...
 
     def read_in_thread(
@@ -90,6 +94,9 @@ class Pane(Widget):
 
     # The help screen's section for this pane.
     TITLE: ClassVar[str] = ""
+    # The tab's label below NARROW_COLUMNS, where every tab must fit in 80 columns ("" for
+    # TITLE itself).
+    NARROW_TITLE: ClassVar[str] = ""
     # Keys that a child widget handles (enter on a list), described for the help screen.
     HELP_KEYS: ClassVar[tuple[Binding, ...]] = ()
     # Child widgets with keys of their own (the probe list's `d`): their keys are in this

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from itertools import takewhile
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from graymatter_tui.core.confidence import CONFIDENCES, UNKNOWN, known
 from graymatter_tui.core.model import Fact
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Read
@@ -38,6 +40,44 @@ T = TypeVar("T")
 
 def no_match_text(query: str) -> str:
     return literal(f"No live fact matches “{query}”.").plain
+
+
+CONFIDENCE_TERM = "confidence:"
+FILTER_LEVELS = (*reversed(CONFIDENCES), UNKNOWN)  # verified, inferred, unverified, unknown
+
+
+@dataclass(frozen=True)
+class FactFilter:
+    """What the filter asks for: text to find (the words typed, as typed) and, from
+    `confidence:LEVEL[,LEVEL…]` words, the confidences to keep (None: any), or the
+    problem with a level that is not one."""
+
+    text: str
+    levels: frozenset[str] | None = None
+    problem: str = ""
+
+    @classmethod
+    def parse(cls, query: str) -> FactFilter:
+        words = query.split(" ")
+        asked = [w for w in words if w.casefold().startswith(CONFIDENCE_TERM)]
+        if not asked:
+            return cls(query)
+        text = " ".join(w for w in words if w not in asked).strip()
+        levels: set[str] = set()
+        for word in asked:
+            for level in word[len(CONFIDENCE_TERM) :].casefold().split(","):
+                if level not in FILTER_LEVELS:
+                    shown_level = literal(level or "(nothing)").plain
+                    return cls(
+                        text,
+                        frozenset(),
+                        f"confidence: {shown_level} is not one of {', '.join(FILTER_LEVELS)}",
+                    )
+                levels.add(level)
+        return cls(text, frozenset(levels))
+
+    def admits(self, label: str | None) -> bool:
+        return self.levels is None or (known(label) or UNKNOWN) in self.levels
 
 
 class FactsPane(Vertical, Pane):
@@ -102,6 +142,9 @@ class FactsPane(Vertical, Pane):
         self._texts: TextIndex | None = None
         self._indexing = False  # a worker is building `_texts`
         self._weights: dict[str, float] | None = None
+        # id -> label of the labelled live facts, read when the filter asks for a
+        # confidence (None: not read since the last reload).
+        self._confidences: dict[str, str] | None = None
         # The last complete search (casefolded needle, positions) of `_texts`, reused
         # when the list is redrawn for another reason (ids loaded, sort changed).
         self._last_match: tuple[str, array[int]] | None = None
@@ -164,6 +207,7 @@ class FactsPane(Vertical, Pane):
         self._from_top = False
         self._texts = None
         self._weights = weights
+        self._confidences = None
         self._last_match = None
         self._held = held
         # The newest page paints at once; a very long list is read in full in a worker.
@@ -172,10 +216,28 @@ class FactsPane(Vertical, Pane):
         if not self._complete:
             # After the first frames: reading 1M keys holds the GIL for about a second.
             self.set_timer(FULL_LIST_DELAY, self._load_all_ids)
-        if self.query_text:
+        if self._filter.text:
             self._index_texts()
+        if self._filter.levels:
+            self._read_confidences()
         self._show(keep_id)
         self._placed = self.fact_list.cursor
+
+    @property
+    def _filter(self) -> FactFilter:
+        return FactFilter.parse(self.query_text)
+
+    def _read_confidences(self) -> None:
+        store, agent = self.host.store, self.host.agent
+
+        def job() -> dict[str, str]:
+            return store.confidences(agent, "live")
+
+        self.host.read_in_thread(self, job, self._confidences_ready, group="facts-confidence")
+
+    def _confidences_ready(self, found: dict[str, str]) -> None:
+        self._confidences = found
+        self._show(self._cursor_fact_id() or self._keep_id)
 
     def _load_all_ids(self) -> None:
         store, agent = self.host.store, self.host.agent
@@ -223,10 +285,16 @@ class FactsPane(Vertical, Pane):
 
     def _visible_ids(self, matched: array[int] | None = None) -> Sequence[str]:
         ids = self._all_ids
-        if self.query_text and self._texts is not None:
-            needle = self.query_text.casefold()
+        wanted = self._filter
+        if wanted.text and self._texts is not None:
+            needle = wanted.text.casefold()
             positions = matched if matched is not None else self._matches(needle)
             ids = Picked(self._texts.ids, positions)
+        if wanted.levels is not None:
+            labels = self._confidences
+            if labels is None or wanted.problem:
+                return []  # not read yet, or a level that is none
+            ids = [i for i in ids if wanted.admits(labels.get(i))]
         if self.sort == "weight":
             ids = _ordered(ids, self._weights)
         return ids
@@ -238,8 +306,9 @@ class FactsPane(Vertical, Pane):
         *,
         partial: bool = False,
     ) -> None:
+        wanted = self._filter
         if matched is not None and not partial:
-            self._last_match = (self.query_text.casefold(), matched)
+            self._last_match = (wanted.text.casefold(), matched)
         ids = self._visible_ids(matched)
         store = self.host.store
         rows = FactRows(
@@ -251,13 +320,20 @@ class FactsPane(Vertical, Pane):
             held=self._held,
         )
         cursor = rows.index_of(keep_id) if keep_id else None
-        self.fact_list.empty_text = no_match_text(self.query_text) if self.query_text else NO_FACTS
+        empty = no_match_text(self.query_text) if self.query_text else NO_FACTS
+        if wanted.problem:
+            empty = literal(wanted.problem).plain
+        elif wanted.levels is not None and self._confidences is None:
+            empty = READING
+        self.fact_list.empty_text = empty
         self.fact_list.set_source(rows, cursor=cursor if cursor is not None else 0)
         total = len(self._all_ids) if self._complete else f"{len(self._all_ids)}+"
         found = f"{len(ids)}+" if partial else str(len(ids))
         info = f"{found} of {total}" if self.query_text else f"{total} live"
-        if self.query_text and self._texts is None:
+        if wanted.text and self._texts is None:
             info = "indexing text…"
+        elif wanted.levels is not None and self._confidences is None and not wanted.problem:
+            info = "reading confidence…"
         self.query_one("#facts-info", Static).update(f"{info} · sorted by {self.sort}")
 
     @work(thread=True, exclusive=True, group="facts-filter", exit_on_error=False)
@@ -273,7 +349,7 @@ class FactsPane(Vertical, Pane):
         def cancelled() -> bool:
             return worker.is_cancelled
 
-        needle = query.casefold()
+        needle = FactFilter.parse(query).text.casefold()
         first = index.search(needle, limit=FIRST_MATCHES, cancelled=cancelled)
         complete = len(first) < FIRST_MATCHES
         if not cancelled():
@@ -313,13 +389,13 @@ class FactsPane(Vertical, Pane):
 
     def _index_ready(self, texts: TextIndex) -> None:
         self._indexing = False
-        if not self.query_text:
+        if not self._filter.text:
             return  # cleared while it was built: nothing is kept without a filter
         if isinstance(self._all_ids, IdList) and texts.ids == self._all_ids:
             texts.ids = self._all_ids  # the same ids (the usual case): held once
         self._texts = texts
         self._last_match = None
-        if self.query_text and len(texts) > BACKGROUND_FILTER:
+        if len(texts) > BACKGROUND_FILTER:
             self._search(self.query_text)
             return
         self._show(self._cursor_fact_id() or self._keep_id)
@@ -340,11 +416,14 @@ class FactsPane(Vertical, Pane):
     # ---- events ----------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
-        if not self.query_text:
+        wanted = self._filter
+        if not wanted.text:
             self._forget_index()
-        if self.query_text and self._texts is None and not self._indexing:
+        if wanted.levels and self._confidences is None:
+            self._read_confidences()  # once a reload: then filtered here, as typed
+        if wanted.text and self._texts is None and not self._indexing:
             self._index_texts()  # once: the keys typed meanwhile wait for that index
-        if self.query_text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
+        if wanted.text and self._texts is not None and len(self._texts) > BACKGROUND_FILTER:
             self._search(self.query_text)
             return
         self._show()

@@ -20,9 +20,11 @@ from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import CycleRecord
 from graymatter_tui.core.summariser_names import NETWORKED
 from graymatter_tui.core.words import counted
+from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen
+from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.widgets import stages
 from graymatter_tui.tui.widgets.diff_view import DiffView
 from graymatter_tui.tui.widgets.literal import literal
@@ -62,11 +64,22 @@ class CycleDiffScreen(ModalScreen[None]):
 
     COMPONENT_CLASSES = COMPONENT_CLASSES | stages.COMPONENT_CLASSES
     HELP_KEYS = (Binding("tab", "", "Switch between the stages and the diff"),)
-    BINDINGS = [Binding("escape,q", "close", "Back", id="cycle-diff-back")]
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="cycle-diff-back"),
+        Action(
+            "b",
+            "facts_before",
+            "Facts before this cycle",
+            id="cycle-diff-before",
+            title="Show facts before this cycle",
+            tooltip="The Facts list as it stood just before this cycle, and what happened since",
+        ),
+    ]
 
-    def __init__(self, record: CycleRecord) -> None:
+    def __init__(self, record: CycleRecord, store: MemoryStore | None = None) -> None:
         super().__init__()
         self.record = record
+        self.store = store  # for `b`, the facts as they stood before the cycle
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog detail"):
@@ -75,7 +88,8 @@ class CycleDiffScreen(ModalScreen[None]):
                 yield Static("", id="replay-stage-list", markup=False)
             yield DiffView(id="replay")
             yield Static(
-                "esc back · tab switches between the stages and the diff",
+                "esc back · tab switches between the stages and the diff · "
+                "b facts as they stood before it",
                 classes="dialog-hint",
                 markup=False,
             )
@@ -85,8 +99,12 @@ class CycleDiffScreen(ModalScreen[None]):
         r = self.record
         styles = outcome_styles(self)
         head = Text()
-        head.append(f"Cycle {r.cycle_id}", style="bold")
-        head.append_text(literal(f"  {r.agent_id} · {r.summariser}"))
+        if r.kind == "probe_run":
+            head.append(f"Probe run {r.cycle_id}", style="bold")
+            head.append_text(literal(f"  {r.agent_id} · asked by {r.trigger or 'unknown'}"))
+        else:
+            head.append(f"Cycle {r.cycle_id}", style="bold")
+            head.append_text(literal(f"  {r.agent_id} · {r.summariser}"))
         head.append(f" · {r.outcome}", style=_style(styles, r.outcome))
         if r.reason:
             head.append("\n")
@@ -114,6 +132,15 @@ class CycleDiffScreen(ModalScreen[None]):
                 f"{counted(len(self.record.restored), 'fact')} live again, summary "
                 f"{self.record.retired_summary_id} retired."
             )
+        elif self.record.kind == "probe_run":
+            r = self.record
+            hits = sum(1 for p in r.probes if p.after)
+            view.show_text(
+                f"Probes scored ({r.trigger or 'by hand'}): {hits} of "
+                f"{counted(len(r.probes), 'probe')} found something. The agent had "
+                f"{counted(r.live_facts, 'live fact')}, {counted(r.tombstones, 'tombstone')} "
+                f"and {r.pinned} pinned. Nothing was changed; Status › h shows the history."
+            )
         elif self.record.kind == "review":
             r = self.record
             wrote = f"; wrote {r.summary_id}" if r.summary_id else ""
@@ -130,9 +157,25 @@ class CycleDiffScreen(ModalScreen[None]):
     def action_close(self) -> None:
         self.dismiss(None)
 
+    def action_facts_before(self) -> None:
+        """The Facts list as it stood just before this record's first write."""
+        if self.store is None:
+            self.notify("The facts of that moment cannot be read from here.", severity="warning")
+            return
+        self.app.push_screen(PastFactsScreen(self.store, self.record))
+
 
 def probe_lines(r: CycleRecord, styles: OutcomeStyles) -> Text:
     """What each probe would find after apply, as checked at review (ADR 0039)."""
+    if r.kind == "probe_run":
+        out = Text("\n  Probes, scored", style="bold")
+        for probe in r.probes:
+            out.append("\n  ")
+            found = f"{len(probe.after)} found" if probe.after else "finds nothing"
+            out.append(f"{found:<14}", style="dim")
+            out.append(f"top {probe.k:<3} ", style="dim")
+            out.append_text(literal(probe.query))
+        return out
     out = Text("\n  Probes, checked before apply", style="bold")
     for probe in r.probes:
         flagged = "discarded" if probe.lost else ""
@@ -151,6 +194,8 @@ def _outcome(r: CycleRecord, styles: OutcomeStyles) -> Text:
     # A person's decision on an agent's change must not read as a consolidation's outcome.
     # A cycle with no outcome yet is still running, or its process ended before it did.
     said = f"review {r.outcome}" if r.kind == "review" else (r.outcome or "unfinished")
+    if r.kind == "probe_run":
+        said = "probes scored"
     return Text(said + (" ↺" if r.reverted_by else ""), style=_style(styles, r.outcome))
 
 
@@ -158,6 +203,12 @@ def _when(r: CycleRecord) -> str:
     """When the record's work was done: a review's, when the person decided (the agent
     asked earlier, at `started_at`); the list's order is by this time."""
     return r.finished_at or r.started_at if r.kind == "review" else r.started_at
+
+
+def _consumed(r: CycleRecord) -> str:
+    if r.kind == "probe_run":
+        return ""  # a run consumes nothing
+    return str(len(r.restored) if r.kind == "revert" else len(r.consumed))
 
 
 def _latency(r: CycleRecord, styles: OutcomeStyles | None = None) -> Text:
@@ -172,8 +223,12 @@ CELLS: dict[str, Callable[[CycleRecord, OutcomeStyles], Text]] = {
     "time ": lambda r, _s: Text(_when(r)[5:16].replace("T", " ")),  # short: 11-30 12:00
     "agent": lambda r, _s: literal(r.agent_id)[:20],
     "outcome": _outcome,
-    "consumed": lambda r, _s: Text(str(len(r.restored) if r.kind == "revert" else len(r.consumed))),
-    "pruned": lambda r, _s: Text("" if r.kind == "revert" else str(len(r.pruned))),
+    "consumed": lambda r, _s: Text(
+        ""
+        if r.kind == "probe_run"
+        else str(len(r.restored) if r.kind == "revert" else len(r.consumed))
+    ),
+    "pruned": lambda r, _s: Text("" if r.kind in ("revert", "probe_run") else str(len(r.pruned))),
     "summariser": lambda r, _s: Text(r.summariser or "—"),
     "latency": _latency,
     "cycle": lambda r, _s: Text(r.cycle_id),
@@ -255,6 +310,14 @@ class JournalPane(Vertical, Pane):
             id="journal-copy",
             tooltip="Copy the selected cycle's id (for graymatter-tui revert)",
         ),
+        Action(
+            "b",
+            "facts_before",
+            "Facts before",
+            id="journal-before",
+            title="Show facts before the cycle",
+            tooltip="The Facts list as it stood just before the selected cycle",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -291,7 +354,7 @@ class JournalPane(Vertical, Pane):
         count = len(self.records)
         self.query_one("#journal-info", Static).update(
             f" {counted(count, 'record')}, newest first · enter replays the diff"
-            " · u reverts · c copies the id"
+            " · u reverts · c copies the id · b facts before it"
         )
 
     def _fill(self, keep_id: str | None) -> None:
@@ -355,7 +418,12 @@ class JournalPane(Vertical, Pane):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         record = self.selected()
         if record is not None:
-            self.app.push_screen(CycleDiffScreen(record))
+            self.app.push_screen(CycleDiffScreen(record, self.host.store))
+
+    def action_facts_before(self) -> None:
+        record = self.selected()
+        if record is not None:
+            self.app.push_screen(PastFactsScreen(self.host.store, record))
 
     def action_copy_id(self) -> None:
         record = self.selected()

@@ -1,7 +1,9 @@
 """Recall preview: how a query would rank the agent's live facts, without recording any
-access (the same ranking `recall` uses, minus the write-back), as an explain table: each
-signal's rank, the fused score, weight, age and source, and below it the highlighted
-fact's whole text and its lineage, in every line the table leaves free. `ctrl+s` saves
+access (the same ranking `recall` uses, minus the write-back), as an explain table: what
+each signal added to the fused score (vector, keyword, and the recency prior when it is
+weighted), the score, weight, age and source, and below it the highlighted fact's whole
+text, its signals in full (cosine, TF-IDF, ranks) and its lineage, in every line the table
+leaves free. `ctrl+s` saves
 the query as a probe of the agent (ADR 0039)."""
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from graymatter_tui.core.provenance import UNRECORDED
 from graymatter_tui.core.receipts import lineage_fields, lineage_summary
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding.query import use_of
-from graymatter_tui.recall.ranking import Hit, lineages, rank
-from graymatter_tui.recall.vector_signal import QueryVectors
+from graymatter_tui.recall.explain_fields import signal_fields, signal_summary
+from graymatter_tui.recall.ranking import Hit, RecallWeights, lineages, rank
+from graymatter_tui.recall.vector_signal import NO_VECTORS, QueryVectors
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.widgets.literal import literal
@@ -76,16 +79,21 @@ class Column:
     cell: Callable[[int, Hit, datetime], str | Text]
 
 
-def _rank(value: int | None) -> str:
-    return "–" if value is None else str(value)  # not found by that signal
+def _vector(hit: Hit) -> str:
+    """The vector part; "~" when the fact has no vector yet (the farthest neighbour's)."""
+    return f"~{hit.vector_part:.3f}" if hit.vector_stand_in else f"{hit.vector_part:.3f}"
+
+
+def _keyword(hit: Hit) -> str:
+    return "–" if hit.keyword_rank is None else f"{hit.keyword_part:.3f}"  # no shared word
 
 
 COLUMNS = [
     Column("#", lambda position, _hit, _now: str(position)),
     Column("fact", lambda _position, hit, _now: literal(hit.fact.text)),
-    Column("vec", lambda _position, hit, _now: _rank(hit.vector_rank)),
-    Column("kw", lambda _position, hit, _now: _rank(hit.keyword_rank)),
-    Column("new", lambda _position, hit, _now: str(hit.recency_rank)),
+    Column("vec", lambda _position, hit, _now: _vector(hit)),
+    Column("kw", lambda _position, hit, _now: _keyword(hit)),
+    Column("new", lambda _position, hit, _now: f"{hit.recency_part:.3f}"),
     Column("fused", lambda _position, hit, _now: f"{hit.score:.4f}"),
     Column("weight", lambda _position, hit, _now: f"{hit.fact.weight:.2f}"),
     Column("age", lambda _position, hit, now: clock.short_age(now, hit.fact.created_at)),
@@ -119,11 +127,13 @@ class RecallScreen(ModalScreen[str | None]):
         agent: str,
         save_probe: Callable[[str], None] | None = None,
         vectors: QueryVectors | None = None,
+        weights: RecallWeights | None = None,
     ) -> None:
         super().__init__()
         self.store = store
         self.agent = agent
         self.save_probe = save_probe
+        self.weights = weights or RecallWeights()
         # With embeddings on, ranking asks a server for the query's vector (up to its
         # query timeout): it runs on a worker thread so the screen never freezes.
         self.vectors = vectors
@@ -172,7 +182,8 @@ class RecallScreen(ModalScreen[str | None]):
 
     def _ranked(self, query: str) -> list[Hit] | GraymatterError:
         try:
-            hits = rank(self.store, self.agent, query, k=K, vectors=self.vectors)
+            signal = self.vectors if self.vectors is not None else NO_VECTORS
+            hits = rank(self.store, self.agent, query, k=K, weights=self.weights, vectors=signal)
         except GraymatterError as exc:
             return exc
         # Read in the thread that ranked: whether the vector signal took part, and why not.
@@ -189,12 +200,16 @@ class RecallScreen(ModalScreen[str | None]):
             self.query_one("#recall-info", Static).update(literal(ranked))
             return
         self.hits = ranked
+        legend = [
+            *(["vec vector"] if self.vectors is not None else []),
+            "kw keyword",
+            *(["new recency"] if self.weights.recency > 0 else []),
+        ]
         info = Text(
-            f"{counted(len(self.hits), 'result')} · "
-            + ("vec vector rank · " if self.vectors is not None else "")
-            + "kw keyword rank · new recency rank · fused score"
+            f"{counted(len(self.hits), 'result')} · {' · '.join(legend)}: each one's part of "
+            "the fused score"
             if self.hits
-            else "No live fact shares a keyword with the query."
+            else "No live fact matches the query."
         )
         use = self.vector_use
         if self.vectors is not None and not use.used:
@@ -219,8 +234,14 @@ class RecallScreen(ModalScreen[str | None]):
         table.clear(columns=True)
         if not self.hits:
             return
-        # Without embeddings the vector column would be dashes only: it is left out.
-        columns = [c for c in COLUMNS if self.vectors is not None or c.label != "vec"]
+        # Without embeddings the vector column would be zeros only, and without a recency
+        # weight the recency column: they are left out.
+        columns = [
+            c
+            for c in COLUMNS
+            if (self.vectors is not None or c.label != "vec")
+            and (self.weights.recency > 0 or c.label != "new")
+        ]
         now = self.store.now()
         rows = [
             [_cell(c.cell(position, hit, now)) for c in columns]
@@ -270,6 +291,9 @@ class RecallScreen(ModalScreen[str | None]):
         hit = next((h for h in self.hits if h.fact.id == fact_id), None)
         if hit is not None:
             out.append_text(literal(hit.fact.text, one_line=False))
+            out.append("\n")
+            out.append(f"{hit.score:.4f} = ", style="bold")
+            out.append(signal_summary(signal_fields(hit, self.store.now())), style="dim")
             out.append("\n")
         out.append("lineage: ", style="bold")
         out.append(lineage_summary(fields), style="dim")

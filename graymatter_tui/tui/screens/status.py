@@ -1,19 +1,27 @@
-"""Status: counters, totals per agent, a weight histogram, store size, summariser."""
+"""Status: counters, totals per agent, a weight histogram, store size, summariser; and,
+one key away (`h`), the agent's history as charts, or (`t`) as a table."""
 
 from __future__ import annotations
 
 from functools import partial
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from graymatter_tui.core.words import counted
+from graymatter_tui.recall.probes import run_probes
+from graymatter_tui.storage import ProbeSchedule, interval_text
+from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
+from graymatter_tui.tui.screens.health import HealthScreen
+from graymatter_tui.tui.widgets.history_charts import HistoryCharts, build_charts
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.views.history import COLUMNS, LEGEND, HistoryPoint, cells, history
 from graymatter_tui.views.overview import (
     StatusPayload,
     size_text,
@@ -43,22 +51,161 @@ class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
     DEPENDS_ON = ("reach", "embedding")  # the summariser and embedder lines
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
+    BINDINGS = [
+        Action(
+            "h",
+            "history",
+            "History",
+            id="status-history",
+            title="Status history",
+            tooltip="The agent's probe hit rate, facts and totals over time (again: back)",
+        ),
+        Action(
+            "p",
+            "score_probes",
+            "Score probes",
+            id="status-score-probes",
+            title="Score the agent's probes now",
+            tooltip="Rank every probe of the agent now and keep the result in the journal",
+        ),
+        Action(
+            "t",
+            "table",
+            "Charts/table",
+            id="status-table",
+            title="History as a table",
+            tooltip="Show the history's numbers as a table, or as charts again",
+        ),
+        Action(
+            "d",
+            "health",
+            "Health",
+            id="status-health",
+            title="Memory health",
+            tooltip="The health rules of the agent's memory (as doctor --health)",
+        ),
+    ]
+
+    # What the pane shows: the overview, or the agent's history as charts or a table.
+    showing_history = False
+    history_as_table = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-body", markup=False)
+        with Vertical(id="status-history"):
+            yield Static("", id="history-head", markup=False)
+            yield HistoryCharts(id="history-charts")
+            yield Static("", id="history-table", markup=False)
+
+    def on_resize(self) -> None:
+        if self.showing_history and not self.history_as_table:
+            self.invalidate()  # the charts are drawn for a size
+
+    def on_history_charts_resized(self, message: HistoryCharts.Resized) -> None:
+        if self.showing_history and not self.history_as_table:
+            self.invalidate()
+
+    def action_history(self) -> None:
+        self.showing_history = not self.showing_history
+        self._show_view()
+        self.invalidate()
+
+    def action_table(self) -> None:
+        if not self.showing_history:
+            self.showing_history = True
+        else:
+            self.history_as_table = not self.history_as_table
+        self._show_view()
+        self.invalidate()
+
+    def action_score_probes(self) -> None:
+        if not self.host.may_mutate():
+            return
+        store, agent = self.host.store, self.host.agent
+        self.host.run_write(
+            f"Probes of {agent} scored (Status › h shows the history)",
+            lambda: run_probes(store, agent, "tui"),
+        )
+
+    def _show_view(self) -> None:
+        self.query_one("#status-body").display = not self.showing_history
+        self.query_one("#status-history").display = self.showing_history
+        self.query_one("#history-charts").display = not self.history_as_table
+        self.query_one("#history-table").display = self.history_as_table
+        self.set_class(self.history_as_table, "-history-table")
+        self.scroll_home(animate=False)
 
     def on_mount(self) -> None:
         # The histogram carries the old theme's colours: draw it again (when shown).
         redraw_on_theme_change(self, self.invalidate)
+        self._show_view()
+
+    def action_health(self) -> None:
+        """The health rules of the current agent's memory, in a dialog (`doctor --health`)."""
+        host = self.host
+        screen = HealthScreen(host.store, host.agent, host.embed_model(), host.show_fact)
+        self.app.push_screen(screen)
 
     def read(self, *, keep: bool = True) -> Read:
         store, agent = self.host.store, self.host.agent
+        if self.showing_history:
+            charts = self.query_one("#history-charts", HistoryCharts)
+            width, rows, theme = charts.layout_for(self)
+            drawing = not self.history_as_table
+
+            def history_job() -> Draw:
+                # The agent's journal records only: no scan of the facts. The charts are
+                # drawn here too: plotext's drawing takes long enough to stall the UI.
+                points = history(store, agent) if agent else []
+                texts = build_charts(points, width, rows, theme) if drawing else []
+                schedule = store.probe_schedule()
+                return partial(self._draw_history, agent, points, schedule, (texts, rows, width))
+
+            return history_job
 
         def job() -> Draw:
             weights = list(store.weights(agent, "live").values())
             return partial(self._draw, status_payload(store), weights)
 
         return job
+
+    def _draw_history(
+        self,
+        agent: str,
+        points: list[HistoryPoint],
+        schedule: ProbeSchedule,
+        drawn: tuple[list[str], int, int],
+    ) -> None:
+        head = Text()
+        head.append("History of ", style="bold")
+        head.append_text(literal(agent or "no agent"))
+        if not points:
+            head.append(
+                " · nothing yet: it grows with each cycle and probe run "
+                "(graymatter-tui probe run, or probe schedule --every 6h)"
+            )
+        else:
+            runs = sum(1 for p in points if p["event"] == "probe_run")
+            head.append(f" · {counted(len(points), 'point')}, {counted(runs, 'probe run')}")
+            head.append(" · t " + ("charts" if self.history_as_table else "table"), style="dim")
+            head.append(" · h back", style="dim")
+        if schedule.every is None:
+            head.append("\nno probe schedule: p scores the probes now", style="dim")
+        else:
+            due = schedule.next_due_at[5:16].replace("T", " ")
+            head.append(
+                f"\nprobes scored every {interval_text(schedule.every)}, next due {due} UTC"
+                " · p scores them now",
+                style="dim",
+            )
+        self.query_one("#history-head", Static).update(head)
+        texts, rows, width = drawn
+        charts = self.query_one("#history-charts", HistoryCharts)
+        if texts:
+            charts.show_built(texts, rows, width)
+        self.query_one("#history-table", Static).update(history_table(points))
+        if texts and charts.size.width and charts.size.width != width:
+            self.invalidate()  # drawn before the charts' width was known: once more
 
     def _draw(self, p: StatusPayload, weights: list[float]) -> None:
         out = Table.grid(padding=(0, 2))
@@ -100,6 +247,7 @@ class StatusPane(VerticalScroll, Pane):
             f"half-life {s.half_life_hours:.0f} h · threshold {s.threshold} · max batch "
             f"{s.max_batch} · guard {s.guard}",
         )
+        out.add_row("health", literal(f"h: the health rules of {self.host.agent}'s memory"))
         agents = Table(title="Agents", title_justify="left", expand=False)
         for column in ("agent", "live", "tombstones", "pinned", "avg weight"):
             agents.add_column(column, justify="left" if column == "agent" else "right")
@@ -124,9 +272,20 @@ class StatusPane(VerticalScroll, Pane):
             histogram.append(f"  {low:.1f}–{low + 0.1:.1f} ")
             histogram.append(f"{bar:<30}", style=bars[WEIGHT if low >= 0.1 else WEIGHT_LOW])
             histogram.append(f" {count}\n", style="dim")
-        from rich.console import Group
-
         self.query_one("#status-body", Static).update(Group(out, Text(""), agents, histogram))
+
+
+def history_table(points: list[HistoryPoint]) -> RenderableType:
+    """The history's numbers, a row a point, oldest first (the CLI's columns)."""
+    table = Table(expand=False, box=None, padding=(0, 1, 0, 0), header_style="bold")
+    for index, (title, _width) in enumerate(COLUMNS):
+        table.add_column(title, justify="left" if index < 2 else "right", no_wrap=True)
+    for p in points:
+        row = cells(p)
+        row[0] = row[0][5:]  # month, day and time: the pane is narrower than the CLI's 80
+        table.add_row(*row)
+    legend = Text("\n" + LEGEND, style="dim")
+    return Group(table, legend)
 
 
 def embedding_text(model: str | None, dimension: int | None, backlog: int) -> Text:

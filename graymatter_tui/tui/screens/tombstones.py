@@ -28,6 +28,7 @@ NO_TOMBSTONES = "No tombstones: nothing has been superseded."
 
 class TombstonesPane(Vertical, Pane):
     TITLE = "Tombstones"
+    NARROW_TITLE = "Tombs"
     FOCUS = "#tomb-list"
     HELP_KEYS = (Binding("enter", "", "Open the summary that replaced it"),)
 

@@ -21,6 +21,7 @@ from rich.style import Style
 from textual.cache import LRUCache
 
 from graymatter_tui.core import clock
+from graymatter_tui.core.confidence import shown
 from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.model import CycleRecord, Fact
 from graymatter_tui.core.retirement import Retirement, retirement_of
@@ -137,6 +138,13 @@ def days_until_prune(fact: Fact, now: datetime, half_life_hours: float) -> float
         return 0.0
     hours = (now - clock.parse_time(fact.accessed_at)).total_seconds() / 3600
     return max(half_life_hours * math.log2(100) - hours, 0.0) / 24
+
+
+def confidence_tag(fact: Fact) -> list[Segment]:
+    """`[verified] ` before the text of a fact with a confidence; nothing without one."""
+    if fact.confidence is None:
+        return []
+    return [Segment(f"[{shown(fact.confidence)}] ", DIM)]
 
 
 class Background(Protocol):
@@ -295,6 +303,7 @@ class FactRows:
                 + GAP,
                 DIM,
             ),
+            *confidence_tag(fact),
             Segment(neutralise(fact.text, one_line=True), PLAIN),
         ]
         return fit(row, width)
