@@ -4,6 +4,7 @@ and `--demo` keeps its store in a place of its own, whatever GRAYMATTER_DIR says
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.cli.launch import demo_dir, open_for_tui
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.core.config import default_data_dir
+from graymatter_tui.exchange import demo
 from graymatter_tui.exchange.demo import AGENTS
 from graymatter_tui.storage import NewFact
 from tests.conftest import run_graymatter
@@ -186,6 +188,15 @@ def test_the_demo_holds_its_duplicates_and_possible_updates_for_review(
     ) in pairs
     listed = run_cli("review", "list", "--dir", str(path)).stdout
     assert "possible_update" in listed and "Disk alerts fire at" in listed
+    # every pair is about one subject: the same tickets, runs, customers and services
+    # (another customer's ticket is another fact, not an update of it)
+    named = re.compile(
+        r"\b[A-Z]{2,}-\d+\b|" + "|".join(re.escape(n) for n in [*demo._CUSTOMERS, *demo._SERVICES])
+    )
+    for item in items:
+        held, new = (m["text"] for m in item["matches"])
+        assert set(named.findall(held)) == set(named.findall(new)), (held, new)
+    assert len(items) < 100  # of 300 facts; they were 268 when names counted as values
     with LmdbStore.open(path, read_only=True) as store:
         assert store.pending_count() == len(items)
         held = [e for e in store.activity(limit=50) if e.action == "review"]
