@@ -115,8 +115,12 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     sim = len(shared) / len(a | b) if a and b else 0.0
     # A detail the other side says too, there not as a detail ("Postgres" opening one
     # sentence, inside the other), differs in wording only.
-    only_new = [v for k, v in new.details.items() if k not in old.details and not _said(k, old)]
-    only_old = [v for k, v in old.details.items() if k not in new.details and not _said(k, new)]
+    only_new = [
+        v for k, v in new.details.items() if k not in old.details and not _said(k, new, old)
+    ]
+    only_old = [
+        v for k, v in old.details.items() if k not in new.details and not _said(k, old, new)
+    ]
     # A duplicate shares a key detail or two subject words: "while following" says
     # nothing that "before following 2" does not, yet it is not the same fact.
     grounded = len(shared) >= 2 or bool(new.details.keys() & old.details.keys())
@@ -188,8 +192,11 @@ def _last_at(text: str, stem: str) -> int:
     return found[-1] if found else -1
 
 
-def _said(key: str, other: TextProfile) -> bool:
-    """Whether every word of the detail `key` is a word of the other text too."""
+def _said(key: str, side: TextProfile, other: TextProfile) -> bool:
+    """Whether the name `key` of `side` is in the other text too, every word of it, there
+    not a key detail ("Postgres" opening a sentence); a value is compared whole."""
+    if side.kinds.get(key) == "value":
+        return False
     return {w[:6] for w in WORD.findall(key)} <= {t[:6] for t in other.words}
 
 
@@ -197,7 +204,9 @@ def _named_only(side: TextProfile, other: TextProfile) -> set[str]:
     return {
         key
         for key in side.details
-        if key not in other.details and side.kinds.get(key) != "value" and not _said(key, other)
+        if key not in other.details
+        and side.kinds.get(key) != "value"
+        and not _said(key, side, other)
     }
 
 

@@ -138,6 +138,11 @@ def test_the_same_named_subject_with_another_value_is_an_update() -> None:
     assert verdict.kind == "possible_update"
     assert sorted(verdict.only_new) == ["18", "March"]
     assert sorted(verdict.only_old) == ["17", "July"]
+    # dates sharing their year and month still differ as a whole
+    assert compare(
+        "Deploy freeze for billing-api starts on 2026-03-10.",
+        "Deploy freeze for billing-api starts on 2026-03-03.",
+    ).kind == ("possible_update")
     assert compare(
         "auth-service runs 5 replicas in production behind the gateway.",
         "auth-service runs 7 replicas in production behind the gateway.",
