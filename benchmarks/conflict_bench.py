@@ -9,7 +9,7 @@ import argparse
 import csv
 from pathlib import Path
 
-from graymatter_tui.consolidation.conflicts import compare
+from graymatter_tui.core.conflicts import compare
 
 KINDS = ("possible_update", "duplicate", "related", "unrelated")
 

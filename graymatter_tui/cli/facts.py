@@ -92,14 +92,22 @@ def remember(
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
-    """Store a fact for AGENT and print its id. TEXT '-' reads standard input."""
+    """Store a fact for AGENT and print its id. TEXT '-' reads standard input.
+
+    A fact that duplicates or may update a live fact of AGENT is stored, and the pair is
+    held for review (a note on stderr names it; `review show ID` draws it)."""
     validate_agent(agent)
-    store = open_store(data_dir)
-    fact = store.put(agent, _read_text(text), pinned=pin, confidence=confidence)
+    written = open_store(data_dir).remember(
+        agent, _read_text(text), pinned=pin, confidence=confidence
+    )
+    fact = written.fact
     if as_json:
-        emit_json(fact_to_dict(fact))
+        emit_json(fact_to_dict(fact))  # the fact as `show` prints it; the items: `review list`
     else:
         say(fact.id)
+    for item in written.held:
+        kind = item.action.replace("_", " ")
+        note(f"{kind} of {item.held_id} held for review as {item.id} ({item.why})")
 
 
 @click.command(name="list")

@@ -1,4 +1,5 @@
-"""`review`: the queue of agents' changes held by `mcp --review` (ADR 0027). A person
+"""`review`: the queue of agents' changes held by `mcp --review` (ADR 0027), and of the
+duplicates and possible updates found when facts are written. A person
 lists them, reads one as a diff, and approves (applied in one transaction, or discarded
 as stale: exit 3, as for a consolidation whose proposal was not applied) or rejects."""
 
@@ -41,11 +42,17 @@ def print_proposal(proposal: ReviewProposal) -> None:
             f"proposal {proposal.id}  {proposal.agent_id}  {proposal.action}  {proposal.status}"
         )
     )
-    say(one_line(f"  asked by {proposal.source or 'unknown'} at {proposal.created_at}"))
+    if proposal.is_pair:
+        who = proposal.source or "unknown"
+        say(one_line(f"  found when {who} wrote {proposal.fact_id} at {proposal.created_at}"))
+    else:
+        say(one_line(f"  asked by {proposal.source or 'unknown'} at {proposal.created_at}"))
     if proposal.confidence is not None:
         say(one_line(f"  confidence {shown(proposal.confidence)} (of the fact it writes)"))
     if not proposal.pending:
         say(one_line(f"  {proposal.status} by {proposal.decided_by} at {proposal.decided_at}"))
+    if proposal.why:
+        say(f"  {proposal.action.replace('_', ' ')}: {one_line(proposal.why)}")
     if proposal.reason:
         say(f"  reason: {one_line(proposal.reason)}")
     if proposal.record_id:
@@ -61,7 +68,9 @@ def print_proposal(proposal: ReviewProposal) -> None:
 
 @click.group(name="review")
 def review() -> None:
-    """Agents' changes held for review (`mcp --review`): list, show, approve, reject."""
+    """Held for review: agents' changes (`mcp --review`), duplicates and possible updates.
+
+    List, show, approve, reject."""
 
 
 @review.command(name="list")
@@ -87,7 +96,9 @@ def list_proposals(agent: str | None, status: str, data_dir: Path | None, as_jso
     now = store.now()
     for p in proposals:
         what = p.text if p.action == "add" else p.target
-        arrow = f" → {p.text}" if p.action == "update" else ""
+        arrow = f" → {p.text}" if p.action in ("update", "possible_update") else ""
+        if p.action == "duplicate":
+            what, arrow = p.text, f" ≈ {p.target}"
         age = clock.short_age(now, p.created_at)
         say(
             one_line(

@@ -146,6 +146,8 @@ _HELD_EFFECT = {
 def build_review_diff(proposal: ReviewProposal) -> Diff:
     """A held change drawn like a consolidation's proposal: the facts it would make
     tombstones (−), the text it would write (+), the facts whose pin it would change."""
+    if proposal.is_pair:
+        return _pair_diff(proposal)
     rows: list[DiffRow] = []
     gone = proposal.action in ("update", "forget")
     for match in proposal.matches:
@@ -169,6 +171,38 @@ def build_review_diff(proposal: ReviewProposal) -> Diff:
         rows=rows,
         consumed=n if gone else 0,
         kept=0 if gone else n,
+        guarded=0,
+        ignored=0,
+        outcome=proposal.status,
+        summary_line=f"{line} · {proposal.status}",
+    )
+
+
+def _pair_diff(proposal: ReviewProposal) -> Diff:
+    """A pair item: the fact an approval would make a tombstone (−), pointing at the one
+    it keeps ( ), each named by id, with the reason the pair was raised."""
+    texts = {m.id: m.text for m in proposal.matches}
+    update = proposal.action == "possible_update"
+    dropped, kept = proposal.dropped_id, proposal.kept_id
+    rows = [
+        DiffRow(
+            "consumed",
+            dropped,
+            texts.get(dropped, ""),
+            f"superseded by {kept}, the {'newer' if update else 'held'} fact",
+        ),
+        DiffRow("kept", kept, texts.get(kept, ""), "kept" + ("" if update else "; says it all")),
+    ]
+    verb = {"pending": "would be", "approved": "was"}.get(proposal.status, "would have been")
+    line = (
+        f"the held fact {verb} superseded by the newer one"
+        if update
+        else f"the newer copy {verb} superseded by the held fact"
+    )
+    return Diff(
+        rows=rows,
+        consumed=1,
+        kept=1,
         guarded=0,
         ignored=0,
         outcome=proposal.status,

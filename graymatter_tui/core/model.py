@@ -290,8 +290,12 @@ def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
 
 
 # ---- the review queue: an agent's change held until a person decides (ADR 0027) -----------
-HeldAction = Literal["add", "update", "forget", "pin", "unpin"]
+# An agent's change held (`mcp --review`), or a pair of live facts the write path found:
+# `duplicate` (the newer says nothing the older does not) and `possible_update` (same
+# subject, key details differ). Approving a pair item supersedes one fact with the other.
+HeldAction = Literal["add", "update", "forget", "pin", "unpin", "duplicate", "possible_update"]
 HELD_ACTIONS: tuple[HeldAction, ...] = get_args(HeldAction)
+PAIR_ACTIONS: tuple[HeldAction, ...] = ("duplicate", "possible_update")
 ReviewStatus = Literal["pending", "approved", "rejected", "discarded"]
 REVIEW_STATUSES: tuple[ReviewStatus, ...] = get_args(ReviewStatus)
 
@@ -307,7 +311,9 @@ class HeldMatch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
-    """An agent's update/forget/pin/unpin (or add) held for a person to approve or reject."""
+    """An agent's update/forget/pin/unpin (or add) held for a person to approve or reject,
+    or a pair of facts (`PAIR_ACTIONS`) found when the newer was written: `matches` holds
+    both, the held one first; `target` is the held fact's text, `text` the newer's."""
 
     id: str
     agent_id: str
@@ -322,12 +328,31 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
     decided_at: str = ""
     decided_by: str = ""
     record_id: str = ""  # the journal record of the decision
+    # Pair items only (absent from proposals held before): the fact just written, the
+    # live fact it was compared with, and why the pair was raised.
+    fact_id: str = ""
+    held_id: str = ""
+    why: str = ""
     # The writer's confidence for the fact an add or update writes (None: not given).
     confidence: str | None = None
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    @property
+    def is_pair(self) -> bool:
+        return self.action in PAIR_ACTIONS
+
+    @property
+    def kept_id(self) -> str:
+        """A pair item: the fact an approval keeps (the newer of a possible update, the
+        held one of a duplicate); the other becomes its tombstone."""
+        return self.fact_id if self.action == "possible_update" else self.held_id
+
+    @property
+    def dropped_id(self) -> str:
+        return self.held_id if self.action == "possible_update" else self.fact_id
 
 
 def proposal_to_dict(proposal: ReviewProposal) -> dict[str, Any]:

@@ -171,4 +171,4 @@ def create_demo(store: MemoryStore, *, into_existing: bool = False) -> int:
     if not into_existing and not store.is_demo():
         store.claim_for_demo()  # refuses a store holding anything else
     with provenance.writing_as(provenance.DEMO):
-        return len(store.put_many(demo_facts(store.now())))
+        return len(store.put_many(demo_facts(store.now()), check_pairs=True))

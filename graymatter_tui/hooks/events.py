@@ -239,12 +239,20 @@ def _remember(
                 messages.append(f"graymatter: held for review as {held.id}: {clip(shown, 120)}")
                 run.notes.append(f"held {held.id} for review ({where})")
                 continue
-            fact = store.put(agent, item.text)
+            written = store.remember(agent, item.text)
+            fact = written.fact
             stored_texts.add(item.text)
             state.remembered.append(fact.id)
             lines.append(f"Stored in memory as {fact.id} ({where}): {shown}")
             messages.append(f"graymatter: remembered ({where}): {clip(shown, 120)}")
             run.notes.append(f"stored {fact.id} ({where})")
+            for pair in written.held:
+                kind = pair.action.replace("_", " ")
+                lines.append(
+                    f"It is a {kind} of fact {pair.held_id}, held for a person's review as "
+                    f"{pair.id} ({pair.why})."
+                )
+                run.notes.append(f"held {pair.id} for review: {kind} of {pair.held_id}")
     finally:
         if store is not None:
             store.close()

@@ -207,8 +207,8 @@ def memory_add(session: Session, args: Arguments) -> Reply:
     if session.holds("add"):
         held = session.store.hold_change(agent, "add", "", text, confidence=confidence)
         return held_add_reply(agent, held.id)
-    session.store.put(agent, text, confidence=confidence)
-    return add_reply(agent)
+    written = session.store.remember(agent, text, confidence=confidence)
+    return add_reply(agent, written.held)
 
 
 def memory_alias(session: Session, args: Arguments) -> Reply:
@@ -265,8 +265,8 @@ def memory_reflect(session: Session, args: Arguments) -> Reply:
             if session.holds(action):
                 held = store.hold_change(agent, action, "", text, confidence=confidence)
                 return held_reflect_reply(action, agent, held.id)
-            store.put(agent, text, confidence=confidence)
-            return reflect_reply(action, agent, "1 fact added")
+            raised = store.remember(agent, text, confidence=confidence).held
+            return reflect_reply(action, agent, "1 fact added", raised)
         target = args.text("target")
         assert target is not None
         _writable(session, "memory_reflect")

@@ -5,9 +5,11 @@ with `tools.py`'s output schemas and the contract tests."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graymatter_tui.core.model import ReviewProposal
 from graymatter_tui.core.provenance import describe
 from graymatter_tui.core.receipts import lineage_summary
 from graymatter_tui.recall.explain_fields import signal_summary
@@ -52,15 +54,29 @@ def batch_reply(agent: str, per_query: list[tuple[str, list[str]]]) -> Reply:
     return Reply("\n\n".join(blocks), structured)
 
 
-def add_reply(agent: str) -> Reply:
-    return Reply(f'Memory stored for agent "{agent}".', {"agent_id": agent, "stored": True})
+def add_reply(agent: str, held: Sequence[ReviewProposal] = ()) -> Reply:
+    """Upstream's answer; the structured part also names the review items the fact
+    raised (a duplicate or possible update of a live fact), when it raised any."""
+    structured: dict[str, Any] = {"agent_id": agent, "stored": True}
+    return Reply(f'Memory stored for agent "{agent}".', _with_items(structured, held))
 
 
-def reflect_reply(action: str, agent: str, detail: str) -> Reply:
+def reflect_reply(
+    action: str, agent: str, detail: str, held: Sequence[ReviewProposal] = ()
+) -> Reply:
+    structured: dict[str, Any] = {"action": action, "agent": agent, "ok": True}
     return Reply(
-        f'Reflected "{action}" for agent "{agent}": {detail}.',
-        {"action": action, "agent": agent, "ok": True},
+        f'Reflected "{action}" for agent "{agent}": {detail}.', _with_items(structured, held)
     )
+
+
+def _with_items(structured: dict[str, Any], held: Sequence[ReviewProposal]) -> dict[str, Any]:
+    if held:
+        structured["review"] = [
+            {"proposal_id": p.id, "kind": p.action, "held_fact_id": p.held_id, "why": p.why}
+            for p in held
+        ]
+    return structured
 
 
 def held_reflect_reply(action: str, agent: str, proposal_id: str) -> Reply:

@@ -69,6 +69,17 @@ _CONFIDENCE_WEIGHT = {
 _SEARCH_CONFIDENCE = {"min_confidence": _MIN_CONFIDENCE, "confidence_weight": _CONFIDENCE_WEIGHT}
 # Present when a server run with --review held the write for a person (ADR 0027).
 _HELD = {"held": {"type": "boolean"}, "proposal_id": _STR}
+# The review items a fact just written raised: a duplicate or possible update of a live
+# fact of the agent, waiting for a person (`graymatter-tui review`).
+_RAISED = {
+    "review": {
+        "type": "array",
+        "items": _obj(
+            {"proposal_id": _STR, "kind": _STR, "held_fact_id": _STR, "why": _STR},
+            ["proposal_id", "kind", "held_fact_id", "why"],
+        ),
+    }
+}
 
 MEMORY_SEARCH = ToolSpec(
     "memory_search",
@@ -145,7 +156,7 @@ MEMORY_ADD = ToolSpec(
     "or holds control or bidi characters.",
     _obj({"agent_id": _AGENT, "text": _STR, "confidence": _CONFIDENCE}, ["agent_id", "text"]),
     _obj(
-        {"agent_id": _STR, "stored": {"type": "boolean"}, **_HELD},
+        {"agent_id": _STR, "stored": {"type": "boolean"}, **_HELD, **_RAISED},
         ["agent_id", "stored"],
     ),
 )
@@ -230,7 +241,7 @@ MEMORY_REFLECT = ToolSpec(
         "anyOf": [{"required": ["agent_id"]}, {"required": ["agent"]}],
     },
     _obj(
-        {"action": _STR, "agent": _STR, "ok": {"type": "boolean"}, **_HELD},
+        {"action": _STR, "agent": _STR, "ok": {"type": "boolean"}, **_HELD, **_RAISED},
         ["action", "agent", "ok"],
     ),
 )

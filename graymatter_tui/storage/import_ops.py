@@ -27,7 +27,7 @@ from graymatter_tui.core.progress import Report
 from graymatter_tui.core.receipts import ChainProblem, chain_problems
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import lifespan_ops, probe_ops
+from graymatter_tui.storage import conflict_ops, lifespan_ops, probe_ops
 from graymatter_tui.storage.fact_ops import log_added
 from graymatter_tui.storage.transaction import Transaction
 from graymatter_tui.storage.values import (
@@ -131,6 +131,7 @@ def import_all(
         lifespan_ops.fill(tx, agents=touched)
     log_added(tx, "import", [facts[i] for i in added])
     probes_added = probe_ops.import_probes(tx, batch.probes)
+    held = conflict_ops.check_written(tx, [facts[i] for i in added])
     return ImportResult(
         facts_added=len(added),
         facts_skipped=len(facts) - len(added),
@@ -139,6 +140,7 @@ def import_all(
         conflicts=plan.conflicts,
         kept_store_state=plan.kept,
         probes_added=probes_added,
+        review_held=len(held),
     )
 
 

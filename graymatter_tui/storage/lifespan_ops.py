@@ -22,7 +22,7 @@ import msgspec
 
 from graymatter_tui.core import clock
 from graymatter_tui.core.lifespan import EndHow, Ending, Moment, canonical_time
-from graymatter_tui.core.model import RETIRED, CycleRecord, Fact, RecordKind
+from graymatter_tui.core.model import PAIR_ACTIONS, RETIRED, CycleRecord, Fact, RecordKind
 from graymatter_tui.core.progress import Report
 from graymatter_tui.storage.transaction import Transaction, fact_key
 
@@ -138,9 +138,12 @@ def _events(record: CycleRecord, feed: _Feed) -> list[_Event]:
                 )
                 out.append(_Event(ending.at, fact.id, agent, ending))
     elif record.kind == "review" and record.outcome == "applied":
-        how: EndHow = "revised" if record.action == "update" else "retired"
+        pair = record.action in PAIR_ACTIONS  # the dropped fact points at the kept one
+        how: EndHow = "revised" if record.action == "update" or pair else "retired"
         by = record.summary_id if how == "revised" else RETIRED
         for fact_id in record.consumed:  # the decision's time is exact: its own write
+            if pair:
+                by = next((i for i in record.batch if i != fact_id), "")
             ending = Ending(
                 at=finished,
                 how=how,

@@ -22,7 +22,7 @@ from graymatter_tui.core.model import Fact
 from graymatter_tui.core.progress import Report
 from graymatter_tui.core.tokens import Analyzer
 from graymatter_tui.core.words import counted
-from graymatter_tui.storage import lifespan_ops, probe_ops, queries, vector_ops
+from graymatter_tui.storage import conflict_ops, lifespan_ops, probe_ops, queries, vector_ops
 from graymatter_tui.storage.fact_ops import DEMO_KEY
 from graymatter_tui.storage.transaction import (
     COPY_TABLES,
@@ -157,6 +157,7 @@ def load(
         tx.put_record(record)
     for table in COPY_TABLES:
         tx.put_rows(table, snap.rows[table])
+    conflict_ops.remember_pairs(tx)  # the pairs raised there are not asked again here
     for probe in snap.probes:
         probe_ops.put(tx, probe)
     for name in MOVED_COUNTERS:

@@ -246,7 +246,20 @@ class MemoryStore(Protocol):
         pinned: bool = False,
         confidence: Confidence | None = None,
     ) -> Fact: ...
-    def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]: ...
+    def remember(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> values.Remembered:
+        """`put`, and the duplicate or possible-update items the fact raised for review."""
+        ...
+
+    def put_many(
+        self, items: Iterable[values.NewFact], *, check_pairs: bool = False
+    ) -> list[Fact]: ...
     def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
         """Re-index every live fact in `language`; the store's stemming language after."""
         ...

@@ -19,6 +19,7 @@ from graymatter_tui.core.confidence import Confidence, known
 from graymatter_tui.core.errors import Conflict, InvalidInput, NotFound
 from graymatter_tui.core.model import (
     HELD_ACTIONS,
+    PAIR_ACTIONS,
     RETIRED,
     CycleRecord,
     Fact,
@@ -74,8 +75,9 @@ def hold(
     """Hold `action` for review, refused now (as the direct path would refuse it) when it
     could never apply: no live fact has the target text, an update changes nothing, or a
     forget names a pinned fact."""
-    if action not in HELD_ACTIONS:
-        raise InvalidInput(f"{action!r} cannot be held; one of {', '.join(HELD_ACTIONS)}")
+    if action not in HELD_ACTIONS or action in PAIR_ACTIONS:
+        asked = [a for a in HELD_ACTIONS if a not in PAIR_ACTIONS]
+        raise InvalidInput(f"{action!r} cannot be held; one of {', '.join(asked)}")
     matches: list[Fact] = []
     if action != "add":
         matches = fact_ops.require_matches(tx, agent, target)
@@ -104,6 +106,41 @@ def hold(
         text=f"held {action} for review as {proposal.id}: {proposal.text or proposal.target}",
         count=max(len(matches), 1),
     )
+    return proposal
+
+
+def hold_pair(
+    tx: Transaction, kind: str, new: Fact, held: Fact, why: str, *, log: bool = True
+) -> ReviewProposal:
+    """Hold the pair (`new`, just written; `held`, a live fact of the same agent) as a
+    `duplicate` or `possible_update` item for a person. Nothing changes until approved.
+    `log` False: the caller writes one activity entry for many (a bulk write)."""
+    if kind not in PAIR_ACTIONS:
+        raise InvalidInput(f"{kind!r} is not a pair; one of {', '.join(PAIR_ACTIONS)}")
+    proposal = ReviewProposal(
+        id=_new_proposal_id(tx),
+        agent_id=new.agent_id,
+        action=kind,  # narrowed by the check against PAIR_ACTIONS above
+        target=held.text,
+        text=new.text,
+        source=new.source or tx.source,
+        created_at=clock.format_time(tx.now),
+        matches=[_fingerprint(held), _fingerprint(new)],
+        fact_id=new.id,
+        held_id=held.id,
+        why=why,
+    )
+    tx.put_proposal(proposal.id, encode(proposal))
+    tx.bump(PENDING_KEY)
+    if log:
+        shown = kind.replace("_", " ")
+        tx.log(
+            "review",
+            new.agent_id,
+            text=f"held {shown} of {held.id} for review as {proposal.id}: {new.text}",
+            fact_id=new.id,
+            count=2,
+        )
     return proposal
 
 
@@ -174,6 +211,8 @@ def staleness(tx: Transaction, proposal: ReviewProposal) -> str | None:
             return f"stale: fact {held.id} was {how} meanwhile"
         if fact.pinned != held.pinned:
             return f"stale: fact {held.id} was {'pinned' if fact.pinned else 'unpinned'} meanwhile"
+    if proposal.is_pair:  # the pair is named by ids: another fact of the same text is not
+        return None  # a reason to hold back
     held_ids = {m.id for m in proposal.matches}
     added = [f.id for f in fact_ops.live_matches(tx, proposal.agent_id, proposal.target)]
     fresh = [i for i in added if i not in held_ids]
@@ -226,6 +265,8 @@ def reject(tx: Transaction, proposal_id: str, reason: str) -> ReviewDecision:
 def _apply(tx: Transaction, proposal: ReviewProposal, record_id: str) -> tuple[list[str], str]:
     """(ids made tombstones, id of the fact written or "")."""
     agent, target = proposal.agent_id, proposal.target
+    if proposal.is_pair:
+        return [_merge_pair(tx, proposal, record_id)], ""
     confidence = known(proposal.confidence)
     if proposal.action == "add":
         written = fact_ops.put(
@@ -241,6 +282,22 @@ def _apply(tx: Transaction, proposal: ReviewProposal, record_id: str) -> tuple[l
         return [t.id for t in fact_ops.retire_text(tx, agent, target, cycle_id=record_id)], ""
     fact_ops.pin_text(tx, agent, target, proposal.action == "pin")
     return [], ""
+
+
+def _merge_pair(tx: Transaction, proposal: ReviewProposal, record_id: str) -> str:
+    """The dropped fact of an approved pair becomes a tombstone whose receipt names the
+    kept one (a pin moves to the kept fact); returns the dropped fact's id."""
+    kept, dropped = tx.require(proposal.kept_id), tx.require(proposal.dropped_id)
+    if dropped.pinned and not kept.pinned:
+        moved = msgspec.structs.replace(kept, pinned=True, pinned_at=clock.format_time(tx.now))
+        tx.write_fact(moved, kept)
+    tomb = msgspec.structs.replace(
+        dropped, superseded_by=kept.id, pinned=False, pinned_at=None, cycle_id=record_id
+    )
+    tx.write_fact(tomb, dropped)
+    lifespan_ops.stopped(tx, dropped, "revised", by=kept.id, record=record_id, kind="review")
+    tx.log("update", proposal.agent_id, text=kept.text, fact_id=kept.id)
+    return dropped.id
 
 
 def _record(proposal: ReviewProposal, record_id: str, approver: str, stamp: str) -> CycleRecord:
@@ -332,9 +389,15 @@ def revert_steps(tx: Transaction, record: CycleRecord) -> list[tuple[Fact, Fact]
             written, superseded_by=RETIRED, pinned=False, pinned_at=None
         )
         steps.append((written, retired))
+    kept = proposal.kept_id if proposal is not None and proposal.is_pair else ""
+    if kept:  # an approved pair: a pin it moved to the kept fact goes back
+        keeper = live_fact(kept, "the fact it kept,")
+        moved = held.get(kept) is not None and not held[kept].pinned and keeper.pinned
+        if moved and any(held.get(i) and held[i].pinned for i in record.consumed):
+            steps.append((keeper, msgspec.structs.replace(keeper, pinned=False, pinned_at=None)))
     for fact_id in record.consumed:  # update or forget: the tombstones live again
         fact = tx.find(fact_id)
-        points_at = record.summary_id or RETIRED
+        points_at = kept or record.summary_id or RETIRED
         if fact is None:
             raise Conflict(f"review {cycle} cannot be reverted: fact {fact_id} is gone (pruned)")
         if fact.superseded_by != points_at or fact.cycle_id != cycle:

@@ -38,6 +38,7 @@ from graymatter_tui.core.textsafe import validate_agent, validate_text
 from graymatter_tui.core.tokens import check_language
 from graymatter_tui.storage import (
     checkpoint_ops,
+    conflict_ops,
     cycle_ops,
     fact_ops,
     graph_ops,
@@ -294,13 +295,31 @@ class BaseStore(ABC):
         confidence: Confidence | None = None,
     ) -> Fact:
         """Store a new fact and return it as committed; `confidence` is its writer's
-        label (None: unknown)."""
+        label (None: unknown). `remember`, without the items."""
+        return self.remember(agent, text, pinned=pinned, confidence=confidence).fact
+
+    def remember(
+        self,
+        agent: str,
+        text: str,
+        *,
+        pinned: bool = False,
+        confidence: Confidence | None = None,
+    ) -> values.Remembered:
+        """Store a new fact and, in the same transaction, hold for review a duplicate or
+        possible update it makes of a live fact of its agent (`conflict_ops`)."""
         validate_agent(agent)
         validate_text(text)
-        return self._write(lambda tx: fact_ops.put(tx, agent, text, pinned, confidence=confidence))
 
-    def put_many(self, items: Iterable[values.NewFact]) -> list[Fact]:
-        """Insert many facts in one transaction (demo data, benchmarks)."""
+        def run(tx: Transaction) -> values.Remembered:
+            fact = fact_ops.put(tx, agent, text, pinned, confidence=confidence)
+            return values.Remembered(fact, conflict_ops.check_written(tx, [fact]))
+
+        return self._write(run)
+
+    def put_many(self, items: Iterable[values.NewFact], *, check_pairs: bool = False) -> list[Fact]:
+        """Insert many facts in one transaction (demo data, benchmarks); with
+        `check_pairs`, the pairs they make are held for review as `remember` holds them."""
         pending = list(items)
         for item in pending:
             validate_agent(item.agent_id)
@@ -311,7 +330,14 @@ class BaseStore(ABC):
         analyzer = self._read(lambda tx: tx.analyzer)
         terms = [analyzer.term_counts(item.text) for item in pending]
         self._make_room_for_facts(pending, terms)
-        return self._write(lambda tx: fact_ops.put_many(tx, pending, terms, analyzer))
+
+        def run(tx: Transaction) -> list[Fact]:
+            written = fact_ops.put_many(tx, pending, terms, analyzer)
+            if check_pairs:
+                conflict_ops.check_written(tx, written)
+            return written
+
+        return self._write(run)
 
     def set_stem_language(self, language: str, *, progress: Report | None = None) -> int:
         """Re-index every live fact with stems in `language` (`none`: no stemming), in one
@@ -407,7 +433,18 @@ class BaseStore(ABC):
         """Apply a pending proposal in one transaction, or discard it as stale (the
         decision's `applied` is False and its reason says what changed)."""
         proposal_id = review_ops.validate_proposal_id(proposal_id)
-        return self._write(lambda tx: review_ops.approve(tx, proposal_id))
+
+        def run(tx: Transaction) -> values.ReviewDecision:
+            decision = review_ops.approve(tx, proposal_id)
+            if (
+                decision.applied
+                and decision.record.summary_id
+                and decision.proposal.action == "add"
+            ):
+                conflict_ops.check_written(tx, [tx.require(decision.record.summary_id)])
+            return decision
+
+        return self._write(run)
 
     def reject_proposal(self, proposal_id: str, reason: str = "") -> values.ReviewDecision:
         proposal_id = review_ops.validate_proposal_id(proposal_id)

@@ -307,6 +307,7 @@ class ImportResult:
     conflicts: list[ImportIssue] = field(default_factory=list)
     kept_store_state: list[ImportIssue] = field(default_factory=list)
     probes_added: int = 0
+    review_held: int = 0  # duplicates and possible updates the imported facts made
 
 
 class ImportConflicts(Conflict):
@@ -331,6 +332,14 @@ class Checkpoint:
 
 
 # ---- the review queue ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Remembered:
+    """A fact as written, and the review items (duplicate, possible update) it raised."""
+
+    fact: Fact
+    held: list[ReviewProposal]
+
+
 @dataclass(frozen=True)
 class ReviewDecision:
     """A held change as decided, and the journal record of the decision. `applied` is

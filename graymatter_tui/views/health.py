@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graymatter_tui.consolidation.guard import detail_key, key_details
+from graymatter_tui.core.details import detail_key, key_details
 from graymatter_tui.core.errors import NotFound
 from graymatter_tui.core.model import CycleRecord, ReviewProposal
 from graymatter_tui.core.words import counted

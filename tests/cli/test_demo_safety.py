@@ -4,6 +4,7 @@ and `--demo` keeps its store in a place of its own, whatever GRAYMATTER_DIR says
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.cli.launch import demo_dir, open_for_tui
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.core.config import default_data_dir
+from graymatter_tui.exchange import demo
 from graymatter_tui.exchange.demo import AGENTS
 from graymatter_tui.storage import NewFact
 from tests.conftest import run_graymatter
@@ -159,3 +161,45 @@ def test_demo_opens_its_own_marked_store(
     finally:
         store.close()
     assert not Path("/graymatter-tui-demo").exists()
+
+
+def test_the_demo_holds_its_duplicates_and_possible_updates_for_review(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    path = tmp_path / "demo"
+    assert run_cli("demo", "--dir", str(path)).returncode == 0
+    items = json.loads(run_cli("review", "list", "--dir", str(path), "--json").stdout)
+    pairs = {(p["action"], p["target"], p["text"]) for p in items}
+    assert {p["action"] for p in items} == {"duplicate", "possible_update"}
+    # the demo's disk-alert thresholds, one service's deploy freezes, its replica counts
+    assert any(
+        kind == "possible_update" and old.startswith("Disk alerts fire at 67%")
+        for kind, old, _new in pairs
+    )
+    assert (
+        "possible_update",
+        "Deploy freeze for search-indexer starts on July 2.",
+        "Deploy freeze for search-indexer starts on January 13.",
+    ) in pairs
+    assert (
+        "possible_update",
+        "auth-service runs 7 replicas in production behind the gateway.",
+        "auth-service runs 5 replicas in production behind the gateway.",
+    ) in pairs
+    listed = run_cli("review", "list", "--dir", str(path)).stdout
+    assert "possible_update" in listed and "Disk alerts fire at" in listed
+    # every pair is about one subject: the same tickets, runs, customers and services
+    # (another customer's ticket is another fact, not an update of it)
+    named = re.compile(
+        r"\b[A-Z]{2,}-\d+\b|" + "|".join(re.escape(n) for n in [*demo._CUSTOMERS, *demo._SERVICES])
+    )
+    for item in items:
+        held, new = (m["text"] for m in item["matches"])
+        assert set(named.findall(held)) == set(named.findall(new)), (held, new)
+    assert len(items) < 100  # of 300 facts; they were 268 when names counted as values
+    with LmdbStore.open(path, read_only=True) as store:
+        assert store.pending_count() == len(items)
+        held = [e for e in store.activity(limit=50) if e.action == "review"]
+    # a bulk write: one activity entry per agent, not one per item
+    assert sorted(e.agent_id for e in held) == sorted(AGENTS)
+    assert sum(e.count for e in held) == len(items)

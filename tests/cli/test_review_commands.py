@@ -208,3 +208,67 @@ def test_an_imported_review_record_with_a_bad_action_is_refused(
     done = run_cli("import", str(tampered), env={"GRAYMATTER_DIR": str(tmp_path / "copy")})
     assert done.returncode == 1
     assert "review record has no valid 'action' and 'proposal_id'" in done.stderr
+
+
+def test_remember_holds_a_possible_update_that_review_shows_and_approves(
+    any_cli: Run,
+) -> None:
+    first = any_cli("remember", AGENT, OLD, "--json")
+    old = json.loads(first.stdout)
+    assert first.stderr == ""  # nothing to review yet
+    done = any_cli("remember", AGENT, NEW)
+    assert done.returncode == 0, done.stderr
+    new_id = done.stdout.strip()  # stdout is still the id alone
+    [item] = json.loads(any_cli("review", "list", "--json").stdout)
+    assert (item["action"], item["held_id"], item["fact_id"]) == (
+        "possible_update",
+        old["id"],
+        new_id,
+    )
+    assert done.stderr == (
+        f"graymatter-tui: note: possible update of {old['id']} held for review as "
+        f"{item['id']} (details differ: new 5433; held 5432)\n"
+    )
+    listed = any_cli("review", "list").stdout
+    assert "possible_update" in listed and f"{OLD} → {NEW}" in listed
+    shown = any_cli("review", "show", item["id"]).stdout
+    assert "possible update: details differ: new 5433; held 5432" in shown
+    assert f"found when cli wrote {new_id}" in shown
+    assert f"− {old['id']} {OLD}" in shown and f"superseded by {new_id}, the newer fact" in shown
+    assert f"  {new_id} {NEW}" in shown
+    assert "the held fact would be superseded by the newer one · pending" in shown
+    approved = any_cli("review", "approve", item["id"], "--json")
+    assert approved.returncode == 0, approved.stderr
+    record = json.loads(approved.stdout)["record"]
+    assert record["action"] == "possible_update" and record["consumed"] == [old["id"]]
+    receipt = json.loads(any_cli("show", old["id"], "--json").stdout)
+    assert receipt["fact"]["superseded_by"] == new_id
+    assert receipt["replaced_by"]["text"] == NEW
+    assert any_cli("review", "list").stdout.strip() == "nothing held for review"
+    reverted = any_cli("revert", record["cycle_id"])
+    assert reverted.returncode == 0, reverted.stderr
+    live = json.loads(any_cli("list", AGENT, "--json").stdout)
+    assert sorted(f["text"] for f in live) == sorted([OLD, NEW])
+
+
+def test_a_stale_pair_approval_exits_3_and_a_rejected_pair_is_not_asked_again(
+    any_cli: Run,
+) -> None:
+    old_id = any_cli("remember", AGENT, OLD).stdout.strip()
+    any_cli("remember", AGENT, NEW)
+    [item] = json.loads(any_cli("review", "list", "--json").stdout)
+    assert any_cli("retire", old_id).returncode == 0
+    stale = any_cli("review", "approve", item["id"])
+    assert stale.returncode == 3
+    assert f"stale: fact {old_id} was forgotten meanwhile" in stale.stdout
+    newer = any_cli("remember", AGENT, "Staging database listens on port 5434.").stdout.strip()
+    [again] = json.loads(any_cli("review", "list", "--json").stdout)
+    assert again["fact_id"] == newer
+    rejected = any_cli("review", "reject", again["id"], "--reason", "both ports are real")
+    assert rejected.returncode == 0, rejected.stderr
+    copy = any_cli("remember", AGENT, "Staging database listens on port 5434.")
+    assert copy.returncode == 0, copy.stderr
+    [pending] = json.loads(any_cli("review", "list", "--json").stdout)
+    # A duplicate of the copy held; the rejected pair is not asked again.
+    assert (pending["action"], pending["held_id"]) == ("duplicate", newer)
+    assert pending["fact_id"] == copy.stdout.strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from graymatter_tui.consolidation.conflicts import compare
+from graymatter_tui.core.conflicts import compare
 
 PAIRS = Path(__file__).parents[2] / "benchmarks" / "conflict_pairs.tsv"
 
@@ -55,3 +55,111 @@ def test_the_labelled_set_meets_the_precision_and_recall_goal() -> None:
         recall = real.count(kind) / len(real)
         assert precision >= 0.9, (kind, precision)
         assert recall >= 0.7, (kind, recall)
+
+
+def test_a_duplicate_needs_a_shared_detail_or_two_subject_words() -> None:
+    # One shared word and nothing else in common is not the same fact.
+    assert compare("while following", "before following 2").kind == "related"
+    assert compare("Globex support hours are 9:00.", "Globex support hours are 9:00.").kind == (
+        "duplicate"
+    )
+
+
+def test_a_possible_update_needs_a_shared_detail_or_two_subject_words() -> None:
+    assert compare("note 1", "note 0").kind == "related"
+    assert compare("Disk alerts fire at 90% usage.", "Disk alerts fire at 80% usage.").kind == (
+        "possible_update"
+    )
+
+
+def test_another_customers_ticket_is_another_subject_not_an_update() -> None:
+    verdict = compare(
+        "Password reset emails to Initech were delayed by the spam filter on ticket SUP-6344.",
+        "Password reset emails to Umbrella Health were delayed by the spam filter on ticket "
+        "SUP-2775.",
+    )
+    assert verdict.kind == "related"
+    # one customer's two tickets are two tickets too
+    assert compare(
+        "Wayne Foods reported ticket SUP-8564 about duplicate invoices in March.",
+        "Wayne Foods reported ticket SUP-8504 about duplicate invoices in May.",
+    ).kind == ("related")
+    assert compare(
+        "Experiment EXP-525 used learning rate 3e-4 and batch size 20.",
+        "Experiment EXP-630 used learning rate 3e-4 and batch size 29.",
+    ).kind == ("related")
+
+
+def test_the_same_sentence_about_another_service_is_not_a_duplicate() -> None:
+    for new, old in (
+        (
+            "gateway depends on Postgres 16 on port 5432 in staging.",
+            "ledger depends on Postgres 16 on port 5432 in staging.",
+        ),
+        (
+            "search-indexer runs 4 replicas in production behind the gateway.",
+            "ledger runs 4 replicas in production behind the gateway.",
+        ),
+        (
+            "On-call for notifications this week is Chen Wei (chen@example.com).",
+            "On-call for ledger this week is Chen Wei (chen@example.com).",
+        ),
+        (
+            "Initech is on the Enterprise plan with a renewal date of 2027-03-13.",
+            "Globex is on the Enterprise plan with a renewal date of 2027-03-13.",
+        ),
+    ):
+        assert compare(new, old).kind not in ("duplicate", "possible_update"), (new, old)
+
+
+def test_another_service_with_another_value_is_not_an_update() -> None:
+    for new, old in (
+        (
+            "gateway runs 9 replicas in production behind the gateway.",
+            "notifications runs 1 replicas in production behind the gateway.",
+        ),
+        (
+            "Deploy freeze for gateway starts on May 27.",
+            "Deploy freeze for billing-api starts on January 5.",
+        ),
+        (
+            "Paper by Maria Lopez (2024) reports a 36% gain on retrieval benchmarks.",
+            "Paper by Lars Nilsson (2024) reports a 72% gain on retrieval benchmarks.",
+        ),
+    ):
+        assert compare(new, old).kind == "related", (new, old)
+
+
+def test_the_same_named_subject_with_another_value_is_an_update() -> None:
+    verdict = compare(
+        "Deploy freeze for gateway starts on March 18.",
+        "Deploy freeze for gateway starts on July 17.",
+    )
+    assert verdict.kind == "possible_update"
+    assert sorted(verdict.only_new) == ["18", "March"]
+    assert sorted(verdict.only_old) == ["17", "July"]
+    # dates sharing their year and month still differ as a whole
+    assert compare(
+        "Deploy freeze for billing-api starts on 2026-03-10.",
+        "Deploy freeze for billing-api starts on 2026-03-03.",
+    ).kind == ("possible_update")
+    assert compare(
+        "auth-service runs 5 replicas in production behind the gateway.",
+        "auth-service runs 7 replicas in production behind the gateway.",
+    ).kind == ("possible_update")
+
+
+def test_a_role_held_by_another_person_is_an_update_a_person_doing_it_is_not() -> None:
+    assert compare(
+        "On-call for billing-api this week is Chen Wei (chen@example.com).",
+        "On-call for billing-api this week is Yuki Tanaka (yuki@example.com).",
+    ).kind == ("possible_update")
+    # the name the fact opens with, or one before what it is about, is its subject
+    assert compare(
+        "Yuki Tanaka suggested comparing BM25 against dense retrieval on the support corpus.",
+        "Chen Wei suggested comparing BM25 against dense retrieval on the support corpus.",
+    ).kind == ("related")
+    assert compare(
+        "Maria Lopez at Acme Corp prefers email over phone; reach them at maria@example.com.",
+        "Maria Lopez at Wayne Foods prefers email over phone; reach them at maria@example.com.",
+    ).kind == ("related")

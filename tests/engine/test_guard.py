@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from graymatter_tui.consolidation.guard import check, key_details
+from graymatter_tui.consolidation.guard import check
+from graymatter_tui.core.details import key_details
 
 
 def consumed(text: str, summary: str, mode: str = "keys") -> bool:

@@ -284,3 +284,20 @@ def test_session_end_leaves_consolidation_to_a_person_when_changes_are_reviewed(
     time.sleep(1)
     assert _journal(hook) == []
     assert any("consolidation left to a person" in line for line in hook.log_lines())
+
+
+def test_a_remember_line_that_may_update_a_fact_is_stored_and_the_pair_held(hook: Hook) -> None:
+    ids = seed(hook, (AGENT, "The staging database listens on port 5432.", False))
+    result = hook.prompt("remember: The staging database listens on port 5433.")
+    old_id = ids["The staging database listens on port 5432."]
+    with LmdbStore.open(hook.store, read_only=True) as store:
+        [item] = store.proposals(status="pending")
+        new = store.require(item.fact_id)
+    assert (item.action, item.held_id) == ("possible_update", old_id)
+    assert new.text == "The staging database listens on port 5433."
+    assert new.source == item.source == "hook:claude-code"
+    assert (
+        f"It is a possible update of fact {old_id}, held for a person's review as {item.id} "
+        "(details differ: new 5433; held 5432)."
+    ) in result.context.splitlines()
+    assert f"held {item.id} for review: possible update of {old_id}" in "\n".join(hook.log_lines())

@@ -146,7 +146,11 @@ async def test_three_servers_the_cli_and_the_tui_write_at_once(tmp_path: Path) -
             texts = Counter(f.text for f in facts)
             assert texts == Counter(mcp_text(n, call) for call in range(CALLS))  # once each
             assert {f.source for f in facts} == {f"mcp:writer-{n}"}
-            logged = [e for e in feed if e.agent_id == mcp_agent(n)]
+            # (a write that makes a possible update of the one before also logs the
+            # pair it held for review, from the same writer)
+            held = [e for e in feed if e.agent_id == mcp_agent(n) and e.action == "review"]
+            assert {e.source for e in held} <= {f"mcp:writer-{n}"}
+            logged = [e for e in feed if e.agent_id == mcp_agent(n) and e.action != "review"]
             assert sorted(e.fact_id for e in logged) == sorted(f.id for f in facts)
             assert {(e.action, e.source) for e in logged} == {("add", f"mcp:writer-{n}")}
         cli_facts = reader.list_facts(CLI_AGENT)

@@ -108,7 +108,7 @@ async def test_approve_then_revert(tmp_path: Path) -> None:
 
 async def test_curation_mode_holds_curation_and_applies_adds(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    _seed(path)
+    old_id = _seed(path)
     async with connected(path, "--review", "curation") as agent:
         for action in ("pin", "unpin", "forget"):
             _, structured = await agent.ok(
@@ -116,13 +116,43 @@ async def test_curation_mode_holds_curation_and_applies_adds(tmp_path: Path) -> 
             )
             assert structured["held"] is True
         _, structured = await agent.ok("memory_reflect", action="add", agent_id="a", text=NEW)
+        jsonschema.validate(structured, MEMORY_REFLECT.output_schema)
+        [item] = structured.pop("review")  # the add is applied; the pair it makes is held
         assert structured == {"action": "add", "agent": "a", "ok": True}
+        assert (item["kind"], item["held_fact_id"]) == ("possible_update", old_id)
         _, stored = await agent.ok("memory_add", agent_id="a", text="Another plain fact")
         assert stored == {"agent_id": "a", "stored": True}
     with LmdbStore.open(path, read_only=True) as store:
         assert {f.text for f in store.list_facts("a")} == {OLD, NEW, "Another plain fact"}
         assert not any(f.pinned for f in store.list_facts("a"))
-        assert [p.action for p in store.proposals("a")] == ["forget", "unpin", "pin"]
+        assert [p.action for p in store.proposals("a")] == [
+            "possible_update",
+            "forget",
+            "unpin",
+            "pin",
+        ]
+
+
+async def test_memory_add_names_the_possible_update_it_raised_and_keeps_the_text(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store"
+    old_id = _seed(path)
+    async with connected(path) as agent:  # no --review: the fact is stored at once
+        text, structured = await agent.ok("memory_add", agent_id="a", text=NEW)
+        assert text == 'Memory stored for agent "a".'  # upstream's text, unchanged
+        jsonschema.validate(structured, MEMORY_ADD.output_schema)
+        [item] = structured["review"]
+        assert structured["stored"] is True and "held" not in structured
+        assert item["kind"] == "possible_update" and item["held_fact_id"] == old_id
+        assert item["why"] == "details differ: new 5433; held 5432"
+        _, plain = await agent.ok("memory_add", agent_id="a", text="Lunch is on Thursdays")
+        assert plain == {"agent_id": "a", "stored": True}
+    with LmdbStore.open(path, read_only=True) as store:
+        held = store.require_proposal(item["proposal_id"])
+        assert held.pending and held.held_id == old_id and held.text == NEW
+        assert held.source.startswith("mcp:") and held.source == store.require(held.fact_id).source
+        assert {f.text for f in store.list_facts("a")} == {OLD, NEW, "Lunch is on Thursdays"}
 
 
 async def test_all_mode_holds_adds_too(tmp_path: Path) -> None:

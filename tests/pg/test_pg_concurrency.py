@@ -80,9 +80,12 @@ def test_concurrent_writers_lose_nothing_and_number_every_write_once(
             assert sum(f.access_count for f in facts) == touches
         writes = WRITERS * (PER_WRITER + pins + touches)
         assert store.generation() - start_generation == writes
-        # touch writes no activity entry; put and pin write one each
+        # touch writes no activity entry; put and pin write one each, and a put that
+        # makes a possible update ("fact number 3" of "… 2") one more, in its transaction
         entries = store.activity()
-        assert [e.seq for e in entries] == list(range(WRITERS * (PER_WRITER + pins), 0, -1))
+        assert [e.seq for e in entries] == list(range(len(entries), 0, -1))
+        assert sum(e.action in ("add", "pin") for e in entries) == WRITERS * (PER_WRITER + pins)
+        assert {e.action for e in entries} <= {"add", "pin", "review"}
         assert store.last_activity() == len(entries)
 
 

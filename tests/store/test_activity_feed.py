@@ -32,10 +32,16 @@ def _feed(store: LmdbStore, count: int) -> None:
 
 
 def _writes(store: AnyStore, count: int) -> None:
-    """`_feed`'s entries, one write each, through the operations both backends share."""
+    """`_feed`'s entries, one write each, through the operations both backends share.
+    Each text its own word, with no number: no write holds a pair for review."""
     for n in range(count):
         with provenance.writing_as("mcp:claude" if n % 3 == 0 else "cli"):
-            store.put("ops" if n % 3 == 0 else "dev", f"entry {n}")
+            store.put("ops" if n % 3 == 0 else "dev", f"entry {_word(n)}")
+
+
+def _word(n: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(letters[(n // 26**i) % 26] for i in range(4))
 
 
 def _all_pages(store: AnyStore, wanted: FeedFilter, want: int, scan: int | None) -> list[int]:

@@ -79,13 +79,14 @@ def test_a_consolidation_summary_is_written_by_the_consolidation(any_store: AnyS
 
 def test_reading_the_feed_after_a_write_number_gives_only_newer_writes(any_store: AnyStore) -> None:
     store = any_store
-    for n in range(5):
-        store.put("ops", f"fact number {n}")
+    # Facts sharing no word, so no write holds a pair for review (an entry of its own).
+    for word in ("apples", "pears", "plums", "grapes", "melons"):
+        store.put("ops", f"{word} ripen")
     mark = store.last_activity()
-    store.put("ops", "fact number 5")
+    store.put("ops", "cherries")
     newer = store.activity(after=mark)
     page = store.activity(before=3)
-    assert [e.text for e in newer] == ["fact number 5"]
+    assert [e.text for e in newer] == ["cherries"]
     assert [e.seq for e in page] == [2, 1]
 
 
@@ -109,10 +110,14 @@ def test_writes_from_several_processes_share_one_ordered_feed(tmp_path: Path) ->
     ]
     assert all(w.wait(timeout=120) == 0 for w in writers)
     with LmdbStore.open(path, read_only=True) as store:
-        feed = store.activity()
+        feed = store.activity(limit=1000)
         facts = store.list_facts("shared")
-    assert len(feed) == len(facts) == 150
-    assert sorted(e.seq for e in feed) == list(range(1, 151))
+    # Beside each add, the pairs the writes made ("mcp:one fact 7" may update "… fact 6")
+    # are held for review, each an entry of its own, in the same order.
+    adds = [e for e in feed if e.action == "add"]
+    assert len(adds) == len(facts) == 150
+    assert {e.action for e in feed} <= {"add", "review"}
+    assert sorted(e.seq for e in feed) == list(range(1, len(feed) + 1))
     by_source = {e.source for e in feed}
     assert by_source == {"mcp:one", "mcp:two", "cli"}
     assert {f.source for f in facts} == by_source

@@ -102,7 +102,8 @@ from graymatter_tui.backends.lmdb import LmdbStore
 provenance.name_process("mcp:burst")
 with LmdbStore.open(Path(sys.argv[1])) as store:
     for n in range(int(sys.argv[2])):
-        store.put("ops-agent", f"burst write {n}")
+        # a word of its own per write, no number: no write holds a pair for review
+        store.put("ops-agent", "burst " + "".join("abcdefghij"[int(d)] for d in f"{n:04d}"))
         time.sleep(0.02)  # about 50 writes a second
 """
 
@@ -152,7 +153,10 @@ async def test_a_burst_of_writes_is_drawn_in_few_redraws_and_every_write_shows(
         # One redraw per poll tick at most, however many writes the tick found.
         assert 1 <= redraws <= polls
         assert redraws < writes / 3
-        assert [e.text for e in shown(app)] == [f"burst write {n}" for n in reversed(range(writes))]
+        assert [e.text for e in shown(app)] == [
+            "burst " + "".join("abcdefghij"[int(d)] for d in f"{n:04d}")
+            for n in reversed(range(writes))
+        ]
         assert {e.source for e in shown(app)} == {"mcp:burst"}
 
 
@@ -179,8 +183,9 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
         await settle(pilot)
         reading = cursor_entry(app)
         assert reading.text == "note 75"
-        empty_store.put(OPS, "arrived while reading 1")
-        empty_store.put(OPS, "arrived while reading 2")
+        # (texts that make no duplicate or possible update, which would add entries)
+        empty_store.put(OPS, "arrived while reading")
+        empty_store.put(OPS, "came in meanwhile")
         await wait_until(pilot, lambda: len(shown(app)) == 83, what="two new rows")
         await settle(pilot)
         assert cursor_entry(app) == reading
@@ -192,8 +197,8 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
         reading = cursor_entry(app)
         row_on_screen = pane(app).feed_list.cursor - pane(app).feed_list.scroll_offset.y
         assert pane(app).feed_list.scroll_offset.y > 0
-        for n in range(3):
-            empty_store.put(OPS, f"arrived below the fold {n}")
+        for text in ("kiwis ripen slowly", "trains leave hourly", "arrived below the fold"):
+            empty_store.put(OPS, text)
         await wait_until(pilot, lambda: len(shown(app)) == 86, what="three new rows")
         await settle(pilot)
         assert cursor_entry(app) == reading
@@ -203,7 +208,7 @@ async def test_cursor_stays_on_its_entry_when_rows_arrive_and_new_ones_are_count
         await pilot.press("home")
         await settle(pilot)
         assert "new" not in static_text(app, "#activity-info")
-        assert cursor_entry(app).text == "arrived below the fold 2"
+        assert cursor_entry(app).text == "arrived below the fold"
 
 
 async def test_filters_by_source_and_by_the_current_agent(empty_store: LmdbStore) -> None:
@@ -301,7 +306,10 @@ async def test_enter_on_a_bulk_write_says_it_names_no_single_fact(demo_store: Lm
     app = make_app(demo_store)
     async with running(app) as pilot:
         await show_activity(pilot)
-        assert cursor_entry(app).text == "100 facts" and not cursor_entry(app).fact_id
+        # the demo's last bulk entry: the pairs it held for review, one entry per agent
+        entry = cursor_entry(app)
+        assert entry.text == f"held {entry.count} duplicates or possible updates for review"
+        assert entry.count > 1 and not entry.fact_id
         await pilot.press("enter")
         await settle(pilot)
         assert len(app.screen_stack) == 1
@@ -356,8 +364,8 @@ async def test_a_long_feed_is_held_in_a_bounded_window_read_a_page_at_a_time(
         assert len(shown(app)) <= HELD_MAX
         assert consecutive(shown(app))
         # New writes while down there are counted, not drawn.
-        for n in range(3):
-            empty_store.put(OPS, f"while at the bottom {n}")
+        for word in ("pears", "plums", "figs"):  # no pair among them: no review entries
+            empty_store.put(OPS, f"{word} at the bottom")
         await wait_until(
             pilot, lambda: "3 new" in static_text(app, "#activity-info"), what="the count"
         )
@@ -372,7 +380,7 @@ async def test_a_long_feed_is_held_in_a_bounded_window_read_a_page_at_a_time(
         # home: the newest writes again.
         await pilot.press("home")
         await settle(pilot)
-        assert shown(app)[0].text == "while at the bottom 2"
+        assert shown(app)[0].text == "figs at the bottom"
         assert consecutive(shown(app))
         assert "new" not in static_text(app, "#activity-info")
 

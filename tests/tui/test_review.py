@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core import provenance
@@ -25,7 +26,7 @@ from tests.tui.helpers import (
     static_text,
     wait_until,
 )
-from tests.tui.test_journal import table_rows
+from tests.tui.test_journal import plain, table_rows
 
 AGENT = "ops"
 OLD = "Staging database listens on port 5432."
@@ -174,3 +175,35 @@ async def test_the_journal_replays_and_reverts_an_approval(review_store: LmdbSto
         await settle(pilot)
         await wait_until(pilot, lambda: review_store.require(old.id).is_live)
         assert review_store.require(record.summary_id).is_retired
+
+
+async def test_a_possible_update_shows_both_facts_and_approving_supersedes_the_older(
+    review_store: LmdbStore,
+) -> None:
+    old = review_store.put(AGENT, OLD)
+    with provenance.writing_as("mcp:claude-code"):
+        written = review_store.remember(AGENT, NEW)
+    [item] = written.held
+    app = make_app(review_store, agent=AGENT)
+    async with running(app) as pilot:
+        assert "[1 TO REVIEW]" in static_text(app, "#topbar")
+        await pilot.press(REVIEW_KEY)
+        await settle(pilot)
+        table = app.query_one("#review-table", DataTable)
+        assert table.row_count == 1
+        row = [plain(cell) for cell in table.get_row_at(0)]
+        assert row[2] == "possible_update" and row[4] == f"{OLD} → {NEW}"[:80]
+        said = static_text(app, "#review-row")
+        assert item.id in said and "possible update: details differ: new 5433; held 5432" in said
+        assert f"found when mcp:claude-code wrote {written.fact.id}" in said
+        diff = static_text(app, "#review-diff #diff-body")
+        assert f" − {OLD}\n   {NEW}" in diff  # the held fact goes, the newer one stays
+        assert "the held fact would be superseded by the newer one · pending" in diff
+        await pilot.press("a")
+        await wait_until(pilot, lambda: review_store.require_proposal(item.id).status != "pending")
+        assert review_store.require(old.id).superseded_by == written.fact.id
+        assert review_store.require(written.fact.id).is_live
+        await wait_until(
+            pilot, lambda: "Nothing held for review" in static_text(app, "#review-info")
+        )
+        assert any("Approved possible_update" in m for _s, m in notifications(app))

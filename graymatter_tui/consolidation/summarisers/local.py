@@ -9,9 +9,9 @@ import re
 
 import msgspec
 
-from graymatter_tui.consolidation.guard import detail_key, key_details
 from graymatter_tui.consolidation.prompt import prompt_hash, structured_prompt
 from graymatter_tui.consolidation.summarisers.base import Reachability, Reply
+from graymatter_tui.core.details import detail_key, key_details
 from graymatter_tui.core.lexicon import STOPWORDS
 from graymatter_tui.core.model import BatchItem
 from graymatter_tui.core.summariser_names import SummariserName

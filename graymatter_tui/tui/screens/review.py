@@ -45,11 +45,21 @@ def empty_help() -> str:
         says = ("also holds " if also else "holds ") + ", ".join(named)
         lines.append(f"  graymatter-tui mcp --review {mode:<{width}}  {says}")
         before = held
-    lines += ["", "Each held change is drawn here as a diff: a approves it, x rejects it."]
+    lines += [
+        "",
+        "A fact written that duplicates or may update a live fact of its agent waits here",
+        "too, as a duplicate or possible_update naming both facts.",
+        "",
+        "Each held change is drawn here as a diff: a approves it, x rejects it.",
+    ]
     return "\n".join(lines)
 
 
 def _what(proposal: ReviewProposal) -> str:
+    if proposal.action == "duplicate":
+        return f"{proposal.text} ≈ {proposal.target}"
+    if proposal.action == "possible_update":
+        return f"{proposal.target} → {proposal.text}"
     return proposal.text if proposal.action == "add" else proposal.target
 
 
@@ -138,7 +148,12 @@ class ReviewPane(Vertical, Pane):
         else:
             line.append(" proposal ", style="dim")
             line.append(proposal.id, style="bold")
-            line.append_text(literal(f" · {proposal.agent_id} · asked by {proposal.source}", "dim"))
+            if proposal.is_pair:
+                said = f" · {proposal.agent_id} · {proposal.action.replace('_', ' ')}: "
+                said += f"{proposal.why} · found when {proposal.source} wrote {proposal.fact_id}"
+            else:
+                said = f" · {proposal.agent_id} · asked by {proposal.source}"
+            line.append_text(literal(said, "dim"))
             view.show_review(proposal)
         self.query_one("#review-row", Static).update(line)
 

@@ -1,0 +1,221 @@
+"""Semantic near-duplicates and possible updates between two facts, by text similarity.
+
+Two facts are on the same subject when their content words (the key details taken out)
+overlap enough and each names the same things: a key detail that names something (a
+person or company, a ticket or run id, a URL, a hyphenated service or host name) found
+on one side only means another subject ("ticket SUP-6344" is not "ticket SUP-2775"),
+and so does a content word swapped for another ("gateway runs 3 replicas" against
+"ledger runs 3 replicas"). A fact on the same subject whose key details are all already
+held is a duplicate; one whose values differ (numbers, dates, times, versions) is a
+possible update, and so is one where only the person or company named after the subject
+differs ("the on-call lead for checkout is Maria Lopez" against "… is Daniel Kim"). The
+verdict names the details that differ on each side.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal
+
+from graymatter_tui.core.details import content_words, detail_key, fold, key_details
+from graymatter_tui.core.lexicon import EMAIL, URL, WORD
+
+SAME_SUBJECT = 0.34
+DUPLICATE_SUBJECT = 0.5
+# Of the shorter fact's subject words, the share the other must hold too.
+SHARED_SUBJECT = 0.6
+
+DetailKind = Literal["value", "name", "id"]
+# "SUP-6344", "EXP-785", "INC2291": a ticket, run or incident, not a value of one.
+_TICKET = re.compile(r"[A-Z]{2,}[-_]?\d{2,}")
+# "billing-api", "search-indexer": a service or host named in lower case.
+_COMPOUND = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+\b")
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november "
+    "december monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    kind: str  # "duplicate", "possible_update", "related" or "unrelated"
+    similarity: float
+    only_new: list[str] = field(default_factory=list)
+    only_old: list[str] = field(default_factory=list)
+
+    def reason(self) -> str:
+        if self.kind == "duplicate":
+            return "same meaning; every key detail is already held"
+        if self.kind == "possible_update":
+            new = ", ".join(self.only_new) or "none"
+            old = ", ".join(self.only_old) or "none"
+            return f"details differ: new {new}; held {old}"
+        return self.kind
+
+
+@dataclass(frozen=True)
+class TextProfile:
+    """What the verdict reads of one text: its subject words and its key details."""
+
+    subject: frozenset[str]
+    details: dict[str, str]  # detail key -> the detail as written
+    kinds: dict[str, DetailKind] = field(default_factory=dict)  # detail key -> its kind
+    opening: frozenset[str] = frozenset()  # keys of the names the text opens with
+    words: frozenset[str] = frozenset()  # every word of the text, folded
+    folded: str = ""  # the text, folded
+    head: str = ""  # the first subject word: what the sentence is about, most often
+
+
+def detail_kind(detail: str) -> DetailKind:
+    """ "id" for what names one thing among many of its kind (ticket and run ids, URLs,
+    hyphenated service names), "name" for a person, company or product named in
+    capitals or an email address, "value" for the rest (numbers, dates, times,
+    versions, month and day names)."""
+    if URL.fullmatch(detail) or _TICKET.fullmatch(detail) or _COMPOUND.fullmatch(detail):
+        return "id"
+    if EMAIL.fullmatch(detail):
+        return "name"
+    words = WORD.findall(detail)
+    if words and not any(c.isdigit() for c in detail) and detail[:1].isupper():
+        return "value" if all(fold(w) in _CALENDAR for w in words) else "name"
+    return "value"
+
+
+@lru_cache(maxsize=4096)
+def profile(text: str) -> TextProfile:
+    """The text's profile, computed once per text (the write path compares one new fact
+    with many held ones, and a long-lived server sees the same held ones again)."""
+    found = key_details(text)
+    found += _COMPOUND.findall(EMAIL.sub(" ", URL.sub(" ", text)))
+    details = {detail_key(d): d for d in found}
+    detail_words = {w for key in details for w in key.split()}
+    subject = frozenset(w[:6] for w in content_words(text) if w not in detail_words)
+    kinds = {key: detail_kind(d) for key, d in details.items()}
+    head = fold(text.lstrip())
+    opening = frozenset(
+        key
+        for key, kind in kinds.items()
+        if kind != "value" and head.startswith(fold(details[key]))
+    )
+    words = frozenset(WORD.findall(head))
+    first = next((w[:6] for w in content_words(text) if w[:6] in subject), "")
+    return TextProfile(subject, details, kinds, opening, words, head, first)
+
+
+def compare(new: str, old: str) -> PairVerdict:
+    """How the fact `new` stands to the held fact `old`."""
+    return compare_profiles(profile(new), profile(old))
+
+
+def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
+    a, b = new.subject, old.subject
+    shared = a & b
+    sim = len(shared) / len(a | b) if a and b else 0.0
+    # A detail the other side says too, there not as a detail ("Postgres" opening one
+    # sentence, inside the other), differs in wording only.
+    only_new = [
+        v for k, v in new.details.items() if k not in old.details and not _said(k, new, old)
+    ]
+    only_old = [
+        v for k, v in old.details.items() if k not in new.details and not _said(k, old, new)
+    ]
+    # A duplicate shares a key detail or two subject words: "while following" says
+    # nothing that "before following 2" does not, yet it is not the same fact.
+    grounded = len(shared) >= 2 or bool(new.details.keys() & old.details.keys())
+    # Real overlap: most of the shorter fact's subject words are the other's too.
+    overlap = len(shared) / min(len(a), len(b)) if a and b else 0.0
+    # What is named on one side only: another customer, ticket, service, person ("API"
+    # a name in one and the sentence's first word in the other is named in both).
+    named_new = _named_only(new, old)
+    named_old = _named_only(old, new)
+    gone, came = _unalike(a - b, b - a, old.words), _unalike(b - a, a - b, new.words)
+    swapped = bool(gone) and bool(came)  # a subject word exchanged for another
+    if (
+        sim >= DUPLICATE_SUBJECT
+        and not only_new
+        and grounded
+        and not named_old
+        and not (swapped and len(gone) == len(came) and len(shared) >= 2 * len(gone))
+    ):
+        return PairVerdict("duplicate", sim)
+    if (
+        sim >= SAME_SUBJECT
+        and overlap >= SHARED_SUBJECT
+        and only_new
+        and only_old
+        and grounded
+        and not swapped
+        and new.head in b | {""}
+        and old.head in a | {""}
+        and _same_named_subject(new, old, named_new, named_old)
+    ):
+        return PairVerdict("possible_update", sim, only_new, only_old)
+    if sim >= SAME_SUBJECT / 2:
+        return PairVerdict("related", sim)
+    return PairVerdict("unrelated", sim)
+
+
+def _same_named_subject(
+    new: TextProfile, old: TextProfile, named_new: set[str], named_old: set[str]
+) -> bool:
+    """Whether what the two facts name leaves them one subject: nothing named on one side
+    only, or (no value differing) only a person or company named after the subject, as
+    the holder of a role is ("the on-call lead is …"). An id on one side only, a name the
+    fact opens with, or a name differing beside a value means two subjects."""
+    if not named_new and not named_old:
+        return True
+    if not named_new or not named_old:
+        return False  # a name added or dropped, beside the values that differ
+    values_differ = any(new.kinds.get(k) == "value" for k in new.details if k not in old.details)
+    values_differ = values_differ or any(
+        old.kinds.get(k) == "value" for k in old.details if k not in new.details
+    )
+    if values_differ:
+        return False
+    shared = new.subject & old.subject
+    for keys, side in ((named_new, new), (named_old, old)):
+        if any(side.kinds.get(k) == "id" or k in side.opening for k in keys):
+            return False
+        # The holder of a role is named after what the fact is about; a name before
+        # it ("Maria Lopez at Acme Corp prefers …") is part of the subject.
+        last = max((_last_at(side.folded, w) for w in shared), default=-1)
+        if any(side.folded.find(fold(side.details[k])) < last for k in keys):
+            return False
+    return True
+
+
+def _last_at(text: str, stem: str) -> int:
+    """Where the last word beginning with `stem` starts in `text`, or -1."""
+    found = [m.start() for m in re.finditer(rf"\b{re.escape(stem)}", text)]
+    return found[-1] if found else -1
+
+
+def _said(key: str, side: TextProfile, other: TextProfile) -> bool:
+    """Whether the name `key` of `side` is in the other text too, every word of it, there
+    not a key detail ("Postgres" opening a sentence); a value is compared whole."""
+    if side.kinds.get(key) == "value":
+        return False
+    return {w[:6] for w in WORD.findall(key)} <= {t[:6] for t in other.words}
+
+
+def _named_only(side: TextProfile, other: TextProfile) -> set[str]:
+    return {
+        key
+        for key in side.details
+        if key not in other.details
+        and side.kinds.get(key) != "value"
+        and not _said(key, side, other)
+    }
+
+
+def _unalike(words: frozenset[str], others: frozenset[str], text: frozenset[str]) -> set[str]:
+    """`words` with no counterpart among `others` sharing its first three letters
+    ("kept" and "keeps", "owner" and "owns" are alike: a paraphrase, not a swap) and
+    not in the other `text` at all (there a key detail, not a subject word)."""
+    return {
+        w
+        for w in words
+        if not any(o[:3] == w[:3] for o in others) and not any(t.startswith(w) for t in text)
+    }
