@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar, get_args
 
 from graymatter_tui.core import clock, provenance
 from graymatter_tui.core.errors import NotFound, StoreError
@@ -62,16 +62,7 @@ CopyTable = Literal[
     "extracted",
     "lifespans",
 ]
-COPY_TABLES: tuple[CopyTable, ...] = (
-    "receipts",
-    "checkpoints",
-    "aliases",
-    "proposals",
-    "graph_nodes",
-    "graph_edges",
-    "extracted",
-    "lifespans",
-)
+COPY_TABLES: tuple[CopyTable, ...] = get_args(CopyTable)
 
 _ANALYZERS: dict[str, Analyzer] = {}
 

@@ -3,6 +3,7 @@ shows, and waiting (with a deadline, never a fixed sleep) for the app to catch u
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import subprocess
@@ -242,6 +243,21 @@ async def wait_until(
 # ---- the real CLI in a subprocess --------------------------------------------------------
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return clean_env({"GRAYMATTER_NOW": FIXED_TEXT, **(extra or {})})
+
+
+async def remember_elsewhere(
+    agent: str, text: str, *args: str, env: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """`graymatter-tui remember AGENT TEXT ARGS` in another process while the app keeps
+    running (its event loop is not blocked meanwhile): the new fact's id and the stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "graymatter_tui", "remember", agent, text, *args,
+        env=cli_env(env),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode().strip(), err.decode()
 
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:

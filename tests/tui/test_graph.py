@@ -4,8 +4,6 @@ another process, empty states, and stored text shown literally."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import time
 from collections import Counter
 
@@ -31,10 +29,10 @@ from graymatter_tui.tui.widgets.entity_rows import EntityRows
 from graymatter_tui.tui.widgets.fact_rows import FactRows
 from tests.tui.helpers import (
     OPS,
-    cli_env,
     make_app,
     modal_text,
     press_each,
+    remember_elsewhere,
     running,
     screen_text,
     settle,
@@ -204,22 +202,9 @@ async def test_a_write_from_another_process_shows_up(demo_store: LmdbStore) -> N
         await filter_for(pilot, "chen wei")
         await press_each(pilot, "enter")
         before = shown_fact_ids(app)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "graymatter_tui",
-            "remember",
-            OPS,
-            "Chen Wei hands INC-9911 to Zora Quist tomorrow.",
-            "--dir",
-            str(demo_store.path),
-            env=cli_env(),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        new_id, _err = await remember_elsewhere(
+            OPS, "Chen Wei hands INC-9911 to Zora Quist tomorrow.", "--dir", str(demo_store.path)
         )
-        out, err = await process.communicate()  # the app keeps running meanwhile
-        assert process.returncode == 0, err.decode()
-        new_id = out.decode().strip()
         await wait_until(
             pilot,
             lambda: shown_fact_ids(app)[:1] == [new_id],

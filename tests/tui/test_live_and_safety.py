@@ -3,10 +3,8 @@ store errors the app must survive."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from graymatter_tui.storage import NewFact
 from graymatter_tui.tui.screens.detail import FactDetailScreen
 from tests.tui.helpers import (
     OPS,
-    cli_env,
     cursor_fact_id,
     export_to,
     export_via_palette,
@@ -30,6 +27,7 @@ from tests.tui.helpers import (
     make_app,
     notifications,
     open_store,
+    remember_elsewhere,
     running,
     screen_lines,
     screen_text,
@@ -75,22 +73,9 @@ async def test_write_from_another_process_appears_without_a_key(demo_store: Lmdb
         await pilot.press("down", "down", "down")
         focused_id = cursor_fact_id(app)
         assert fact_rows(app).ids.index(focused_id) == 3
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "graymatter_tui",
-            "remember",
-            OPS,
-            "written elsewhere",
-            "--dir",
-            str(demo_store.path),
-            env=cli_env(),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        new_id, _err = await remember_elsewhere(
+            OPS, "written elsewhere", "--dir", str(demo_store.path)
         )
-        out, err = await process.communicate()  # the app keeps running meanwhile
-        assert process.returncode == 0, err.decode()
-        new_id = out.decode().strip()
         await wait_until(
             pilot,
             lambda: "written elsewhere" in visible_texts(app),
