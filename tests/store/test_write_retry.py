@@ -175,6 +175,25 @@ def _probed(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
     return (store.add_probe(AGENT, "staging database")[0].id,)
 
 
+def _alert_held(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
+    """A fact the next one is a possible update of: `remember` also holds a review item."""
+    store.put(AGENT, "Disk alerts on the staging database fire at 74% usage.")
+    return ()
+
+
+def _scheduled(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
+    store.set_probe_schedule(3600)  # never run yet: due now
+    return ()
+
+
+def _scored(store: LmdbStore, _clock: ManualClock) -> tuple[Any, ...]:
+    from graymatter_tui.recall.probes import score
+
+    _facts(store, 3)
+    probe = store.add_probe(AGENT, "staging database")[0]
+    return AGENT, score(store, [probe]), "cli"
+
+
 def _snapshot_of_another(_store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     """Everything a migration carries, from a second store with a cycle, a probe, a
     checkpoint, an alias, a held change and a graph."""
@@ -199,7 +218,10 @@ def _trial_args(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
 
 
 CASES: dict[str, Case] = {
-    "put": Case(_nothing, lambda s: s.put(AGENT, "a brand new fact", pinned=True)),
+    "remember": Case(
+        _alert_held,
+        lambda s: s.remember(AGENT, "Disk alerts on the staging database fire at 80% usage."),
+    ),
     "put_many": Case(_nothing, lambda s: s.put_many(NewFact(AGENT, f"bulk {i}") for i in range(5))),
     "set_stem_language": Case(
         lambda s, c: (_facts(s, 3) and "german",), lambda s, lang: s.set_stem_language(lang)
@@ -239,6 +261,9 @@ CASES: dict[str, Case] = {
     "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
     "save_probe": Case(_nothing, lambda s: s.save_probe(AGENT, "staging database", 5)),
     "remove_probe": Case(_probed, lambda s, i: s.remove_probe(i)),
+    "set_probe_schedule": Case(_nothing, lambda s: s.set_probe_schedule(6 * 3600)),
+    "claim_probe_run": Case(_scheduled, lambda s: s.claim_probe_run()),
+    "record_probe_run": Case(_scored, lambda s, a, scores, t: s.record_probe_run(a, scores, t)),
     "trial_apply": Case(_trial_args, lambda s, q, look: s.trial_apply(q, look)),
     "load_snapshot": Case(_snapshot_of_another, lambda s, snap: s.load_snapshot(snap)),
 }
