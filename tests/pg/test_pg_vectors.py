@@ -253,13 +253,15 @@ def test_a_store_that_never_embeds_sends_nothing_about_vectors_when_written(
         assert any("embed_model" in statement for statement in lock)
         for i in range(6):  # past the driver's threshold: every statement is prepared
             curate(f"warming up {i}")
+        # The two measured facts share no word with any other fact, so the check for
+        # duplicates and updates a write makes costs both the same.
         with proxy.counting() as plain:
-            curate("a fact nobody embeds")
+            curate("zephyr quartz lantern")
         store.start_embedding("m")
         for i in range(6):
             curate(f"warming up again {i}")
         with proxy.counting() as embedding:
-            curate("a fact to embed")
+            curate("marble violin harbour")
     # A store that embeds pays only for its queue: put, one insert; revise, the old
     # vector's lookup, its queue row's delete, the revision's insert.
     assert plain[0] > 0

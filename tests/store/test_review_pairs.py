@@ -187,6 +187,19 @@ def test_bulk_writes_and_imports_hold_their_pairs(any_store: AnyStore) -> None:
     result = transfer.import_file(any_store, line)
     assert result.facts_added == 1 and result.review_held == 1
     assert {p.fact_id for p in _pending(any_store)} == {written[0].id, "01KJ0000000000000000000001"}
+    # A fact our export carries was written (and checked) where it came from: no pair.
+    exported = msgspec.json.encode(
+        Fact(
+            id="01KJ0000000000000000000002",
+            agent_id=AGENT,
+            text="Deploy freeze for billing-api starts on 2026-03-24.",
+            created_at="2026-11-30T12:00:00Z",
+            accessed_at="2026-11-30T12:00:00Z",
+            source="cli",
+        )
+    )
+    copied = transfer.import_file(any_store, exported + b"\n")
+    assert copied.facts_added == 1 and copied.review_held == 0
 
 
 def test_an_agent_cannot_hold_a_pair_itself(any_store: AnyStore) -> None:
