@@ -110,6 +110,7 @@ POLL_SECONDS = 0.5  # how often the store's watch reads the generation where it 
 CLOCK_SECONDS = 30.0  # relative ages ("5m") are redrawn this often, with no store read
 READING_MARK_SECONDS = 0.25  # a read of the shown pane that takes longer is marked
 T = TypeVar("T")
+W = TypeVar("W", bound=Widget)
 
 
 class GraymatterApp(App[None]):
@@ -464,9 +465,8 @@ class GraymatterApp(App[None]):
     def show_error(self, message: str) -> None:
         """The one place a failed read or write is said: the error bar, until the next
         successful read (the same failure again changes nothing on screen)."""
-        try:
-            bar = self.query_one("#errorbar", Static)
-        except NoMatches:  # closing
+        bar = self._widget_or_none("#errorbar", Static)
+        if bar is None:
             return
         if message == self.last_error and bar.display:
             return
@@ -480,10 +480,9 @@ class GraymatterApp(App[None]):
         if not self.last_error or self._watch_failing:
             return
         self.last_error = ""
-        try:
-            self.query_one("#errorbar", Static).display = False
-        except NoMatches:  # closing
-            return
+        bar = self._widget_or_none("#errorbar", Static)
+        if bar is not None:
+            bar.display = False
 
     def reading(self, pane: Pane, busy: bool) -> None:
         """A pane's read began or ended; the shown pane's, if slow, is marked."""
@@ -496,11 +495,10 @@ class GraymatterApp(App[None]):
             self._mark_reading()
 
     def _mark_reading(self) -> None:
-        try:
-            started = self._reading.get(f"{self._active_tab()}-pane")
-            topbar = self.query_one("#topbar", TopBar)
-        except NoMatches:  # closing
+        tab, topbar = self._active_tab_or_none(), self._widget_or_none("#topbar", TopBar)
+        if tab is None or topbar is None:
             return
+        started = self._reading.get(f"{tab}-pane")
         slow = started is not None and time.monotonic() - started >= READING_MARK_SECONDS * 0.9
         topbar.show_reading(slow)
 
@@ -532,9 +530,8 @@ class GraymatterApp(App[None]):
     def _show_counts(self) -> None:
         """The top bar from the counts last read (the badge first, so that a long path can
         never push it out of sight)."""
-        try:
-            topbar = self.query_one("#topbar", TopBar)
-        except NoMatches:  # closing
+        topbar = self._widget_or_none("#topbar", TopBar)
+        if topbar is None:
             return
         badges = self._badges
         if self.read_only and "[READ-ONLY]" not in badges:
@@ -547,12 +544,24 @@ class GraymatterApp(App[None]):
         topbar.set_class(self.read_only, "read-only")
 
     # ---- refreshing ------------------------------------------------------------------
-    def _pane_or_none(self, tab: str) -> Pane | None:
-        """Hidden panes mount just after the first frame; before that there is none."""
+    def _widget_or_none(self, selector: str, kind: type[W]) -> W | None:
+        """The one widget `selector` names, or None: the app is closing and its widgets
+        are gone, or a hidden pane has not mounted yet (just after the first frame)."""
         try:
-            return self.query_one(f"#{tab}-pane", Pane)
+            return self.query_one(selector, kind)
         except NoMatches:
             return None
+
+    def _pane_or_none(self, tab: str) -> Pane | None:
+        return self._widget_or_none(f"#{tab}-pane", Pane)
+
+    def _shown_pane(self) -> Pane | None:
+        tab = self._active_tab_or_none()
+        return None if tab is None else self._pane_or_none(tab)
+
+    def _active_tab_or_none(self) -> str | None:
+        tabs = self._widget_or_none("TabbedContent", TabbedContent)
+        return None if tabs is None else tabs.active or self.PANES[0][0]
 
     def _active_tab(self) -> str:
         return self.query_one(TabbedContent).active or self.PANES[0][0]
@@ -562,19 +571,13 @@ class GraymatterApp(App[None]):
         when the store moved). The embedder's state is in memory: it follows each tick,
         since a failing embedder writes nothing the watch could hear."""
         self.embedding = self._embedding_now()
-        try:
-            pane = self._pane_or_none(self._active_tab())
-        except NoMatches:  # closing: the tabs are gone
-            return
+        pane = self._shown_pane()
         if pane is not None:
             pane.catch_up()
 
     def _tick_clock(self) -> None:
         """Relative ages go stale while a screen stays open: redraw them against now."""
-        try:
-            pane = self._pane_or_none(self._active_tab())
-        except NoMatches:  # closing
-            return
+        pane = self._shown_pane()
         if pane is not None:
             pane.tick_clock()
 
