@@ -44,17 +44,24 @@ NO_FACTS = "No fact of this agent was live then."
 STRUCK = Style(strike=True)
 
 
+SINCE = 56  # `→ 12-20 12:00 consumed by cycle …NR8X (+1 later)`, a gap and the scrollbar
+
+
 def text_cells(width: int) -> int:
-    """The fact's text gets two fifths of what the fixed columns leave, 16 to 60 cells;
-    what happened to it since (`12-20 12:00 consumed by cycle …NR8X (+1 later)`, about 50
-    cells) gets the rest."""
-    return max(16, min(60, (width - LEAD) * 2 // 5))
+    """The fact's text gets what the fixed columns and a whole "since" cell leave, but at
+    least 34 cells or half the rest (a narrow terminal cuts "since", which the lines
+    under the list give whole), and at most 60."""
+    rest = width - LEAD
+    return max(16, min(60, max(rest - SINCE, min(rest // 2, 34))))
 
 
 def past_header(width: int) -> str:
     """Column titles over `PastRows.row` at the same width."""
     cells = text_cells(width)
-    return " now age " + "text, as it was live then"[:cells].ljust(cells) + " since"
+    title = "text, as it was live then"
+    if len(title) > cells:
+        title = "text then"
+    return " now age " + title.ljust(cells) + " since"
 
 
 class PastRows:
