@@ -37,6 +37,7 @@ from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
+from graymatter_tui.tui.heap import StartupHeap
 from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
     Action,
@@ -212,6 +213,7 @@ class GraymatterApp(App[None]):
         # store only), on a thread of its own; the watch hears its writes.
         self.probe_check_seconds = probe_check_seconds
         self.due_probe_runs: DueProbeRuns | None = None
+        self.startup_heap = StartupHeap()
 
     @property
     def store(self) -> MemoryStore:
@@ -261,6 +263,7 @@ class GraymatterApp(App[None]):
         self.set_interval(self.poll_seconds, self._catch_up)
         self.set_interval(self.clock_seconds, self._tick_clock)
         self._focus_tab(self._active_tab())
+        self.call_after_refresh(self._freeze_startup_heap)
         if self.create_store is not None:
             self.push_screen(NoStoreScreen(self.store.location), self._answered_no_store)
         elif self.store.absent:
@@ -359,7 +362,15 @@ class GraymatterApp(App[None]):
             return
         self.due_probe_runs = DueProbeRuns(self.store, check_every=self.probe_check_seconds)
 
+    def _freeze_startup_heap(self) -> None:
+        """Once every pane has mounted (just after the first frame): tui/heap.py."""
+        if all(self._pane_or_none(tab) is not None for tab, _pane in self.PANES):
+            self.startup_heap.freeze()
+        elif self.is_running:
+            self.set_timer(0.05, self._freeze_startup_heap)
+
     def on_unmount(self) -> None:
+        self.startup_heap.thaw()
         if self.due_probe_runs is not None:
             self.due_probe_runs.close()
         if self._watch is not None:
