@@ -16,6 +16,7 @@ from graymatter_tui.consolidation.summarisers.local import (
     LocalSummariser,
     clusters,
     merge,
+    paraphrases,
     proposals,
 )
 from graymatter_tui.core.model import BatchItem, CycleRecord
@@ -163,8 +164,8 @@ def test_the_guard_still_judges_each_paraphrase(
 def test_paraphrases_whose_details_differ_are_not_merged(
     any_store: AnyStore, embedder: LocalEmbedder
 ) -> None:
-    four = "Memory limit for the indexer pods is 4 GiB."
-    two = "Indexer pods have a memory limit of 2 GiB."
+    four = "CPU alert fires when usage stays above 80 percent for 10 minutes."
+    two = "CPU alert fires when usage stays above 95 percent for 5 minutes."
     opposite = ("Autoscaling is enabled for the API.", "Autoscaling is disabled for the API.")
     ids = _seed(any_store, [four, two, *opposite, *FILLERS])
     _embed(any_store, embedder)
@@ -252,3 +253,26 @@ def test_the_fullest_text_has_the_most_details_then_length() -> None:
     # Details differ ({} against {02:30}) but one's are among the other's: joined, and the
     # text with the time is kept although it is shorter.
     assert proposals(batch, close) == [(batch, "The nightly backup runs at 02:30.")]
+
+
+def test_a_chain_of_paraphrases_never_joins_two_details() -> None:
+    """A ~ B and B ~ C, but A names INC-1 and C names INC-2: B joins one of them only."""
+    batch = [
+        BatchItem(id="01A", text="Incident INC-1 took the checkout down for an hour.", weight=0.1),
+        BatchItem(id="01B", text="An outage stopped checkout for sixty minutes.", weight=0.1),
+        BatchItem(id="01C", text="For about an hour INC-2 made checkout unavailable.", weight=0.1),
+    ]
+    close = BatchMeaning(MODEL, {("01A", "01B"): 0.95, ("01B", "01C"): 0.95, ("01A", "01C"): 0.95})
+    assert proposals(batch, close) == [(batch[:2], batch[0].text)]
+
+
+def test_the_words_veto_what_the_vectors_cannot_tell() -> None:
+    """The predicate the bench measures: close vectors are not enough."""
+    four = "CPU alert fires when usage stays above 80 percent for 10 minutes."
+    two = "CPU alert fires when usage stays above 95 percent for 5 minutes."
+    assert not paraphrases(four, two, 0.99, MEANING_SIMILARITY)  # details differ
+    on = "Autoscaling is enabled for the API."
+    assert not paraphrases(on, "Autoscaling is disabled for the API.", 0.99, MEANING_SIMILARITY)
+    assert not paraphrases(on, "Autoscaling isn't switched on for the API.", 0.99, 0.88)
+    assert paraphrases(FULLER, SHORTER, MEANING_SIMILARITY, MEANING_SIMILARITY)
+    assert not paraphrases(FULLER, SHORTER, MEANING_SIMILARITY - 0.01, MEANING_SIMILARITY)
