@@ -19,8 +19,15 @@ from typing import Any, Literal
 
 import msgspec
 
+from graymatter_tui.consolidation.meaning import batch_meaning
 from graymatter_tui.consolidation.review import Review, review
-from graymatter_tui.consolidation.summarisers.base import JOURNAL_RESPONSE_CAP, Reply, Summariser
+from graymatter_tui.consolidation.summarisers.base import (
+    JOURNAL_RESPONSE_CAP,
+    BatchMeaning,
+    ReadsMeaning,
+    Reply,
+    Summariser,
+)
 from graymatter_tui.core import clock
 from graymatter_tui.core.config import (
     DEFAULT_GUARD,
@@ -121,6 +128,7 @@ class Cycle:
         )
         self.position = 0
         self.batch: list[BatchItem] = []
+        self.meaning: BatchMeaning | None = None
         self.reply: Reply | None = None
         self.review: Review | None = None
         self.probe_check = ProbeCheck()  # the probes' results at review (ADR 0039)
@@ -359,6 +367,12 @@ class Cycle:
         why = f"the weakest {size} of {counted(len(unpinned), 'unpinned live fact')}" + (
             f" (capped at {self.options.max_batch})" if size == self.options.max_batch else ""
         )
+        if isinstance(self.summariser, ReadsMeaning):
+            # The stored vectors of the batch, read here (a store stage) so propose makes
+            # no store call; a store without vectors leaves the stage as it was.
+            self.meaning = batch_meaning(self.store, self.agent, self.batch)
+            if self.meaning is not None:
+                details["meaning_pairs"] = len(self.meaning.pairs)
         return self._finish_stage("select", why, batch=len(self.batch), **details)
 
     async def propose(self) -> StageResult:
@@ -367,7 +381,10 @@ class Cycle:
         if self.decided or self.summariser is None:
             return self._finish_stage("propose", f"{NOT_RUN}: nothing to propose")
         started = time.monotonic()
-        reply = await self.summariser.propose(self.batch)
+        if isinstance(self.summariser, ReadsMeaning):
+            reply = await self.summariser.propose_with_meaning(self.batch, self.meaning)
+        else:
+            reply = await self.summariser.propose(self.batch)
         latency = (time.monotonic() - started) * 1000
         self.reply = reply
         self.record.latency_ms = round(latency, 1)

@@ -233,6 +233,11 @@ class MemoryStore(Protocol):
         best row, as `nearest` scores it); the others are left out."""
         ...
 
+    def fact_vectors(self, agent: str, fact_ids: Sequence[str]) -> values.FactVectors | None:
+        """The stored rows of each of `fact_ids` holding a vector of the store's model;
+        None when the store holds no vectors. Reads no model."""
+        ...
+
     def vector_blocks_since(
         self, agent: str, model: str, since: int
     ) -> values.VectorBlocks | None: ...

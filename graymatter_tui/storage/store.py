@@ -761,6 +761,12 @@ class BaseStore(ABC):
             lambda tx: vector_ops.similarities(tx, agent, model, vector, wanted)
         )
 
+    def fact_vectors(self, agent: str, fact_ids: Sequence[str]) -> values.FactVectors | None:
+        """The stored rows of each of `agent`'s `fact_ids` holding a vector of the store's
+        model (copies; the others are left out); None when the store holds no vectors."""
+        wanted = list(fact_ids)
+        return self._read_in_place(lambda tx: vector_ops.fact_vectors(tx, agent, wanted))
+
     def vector_blocks_since(self, agent: str, model: str, since: int) -> values.VectorBlocks | None:
         """`agent`'s vector blocks of `model` changed after store generation `since` (all
         of them for -1), with the numbers of every block: one consistent snapshot, read

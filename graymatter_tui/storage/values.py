@@ -365,6 +365,16 @@ class VectorBlocks:
 
 
 @dataclass(frozen=True)
+class FactVectors:
+    """The stored vectors of some facts (`Store.fact_vectors`): each fact's rows (one per
+    piece, unit float32) of the store's one model."""
+
+    model: str
+    dimension: int
+    rows: dict[str, Any]  # fact id -> float32 matrix, one row per piece
+
+
+@dataclass(frozen=True)
 class EmbedState:
     """Where the store's embeddings stand (ADR 0034)."""
 

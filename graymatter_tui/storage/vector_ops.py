@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, SEP, VectorTransaction
 from graymatter_tui.storage.values import (
     EmbedState,
+    FactVectors,
     VectorBlocks,
     VectorCopyMode,
     VectorSnapshot,
@@ -312,6 +313,34 @@ def similarities(
             if score > found.get(fact_id, -np.inf):
                 found[fact_id] = float(score)
     return found
+
+
+def fact_vectors(tx: VectorTransaction, agent: str, fact_ids: Sequence[str]) -> FactVectors | None:
+    """The rows of each of `agent`'s `fact_ids` holding a vector of the store's model, as
+    copies (a fact without one is left out); None when the store holds no vectors. Reads
+    each fact's slots, then each block they name once."""
+    import numpy as np
+
+    current, dimension = model(tx)
+    if not tx.has_vector_tables() or current is None or dimension is None:
+        return None
+    wanted: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for fact_id in dict.fromkeys(fact_ids):
+        raw = tx.vector_row(slot_key(agent, fact_id))
+        for block, row in unpack_slots(bytes(raw) if raw else b""):
+            wanted[block].append((row, fact_id))
+    pieces: dict[str, list[Vector]] = defaultdict(list)
+    for block, rows in sorted(wanted.items()):
+        value = tx.vector_row(block_key(agent, b"b", block))
+        ids = tx.vector_row(block_key(agent, b"i", block)) or b""
+        if value is None:
+            continue
+        matrix = np.frombuffer(value, dtype=np.float32).reshape(-1, dimension)
+        for row, fact_id in rows:
+            if row < len(matrix) and _holds(ids, row, fact_id):
+                pieces[fact_id].append(matrix[row].copy())
+    found = {fact_id: np.stack(rows) for fact_id, rows in pieces.items()}
+    return FactVectors(current, dimension, found)
 
 
 def _holds(ids: bytes, row: int, fact_id: str) -> bool:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from graymatter_tui.core.model import BatchItem
 
@@ -43,6 +43,30 @@ class Summariser(Protocol):
     async def propose(self, batch: list[BatchItem]) -> Reply: ...
 
     async def check(self) -> Reachability: ...
+
+
+@dataclass(frozen=True)
+class BatchMeaning:
+    """How close in meaning batch facts are, from the vectors the store already holds (no
+    model runs at cycle time): the cosine of each pair of facts that both hold a vector
+    of `model`, keyed by the two ids in sorted order. A fact without a vector is in no
+    pair."""
+
+    model: str = ""
+    pairs: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def cosine(self, a: str, b: str) -> float | None:
+        return self.pairs.get((a, b) if a <= b else (b, a))
+
+
+@runtime_checkable
+class ReadsMeaning(Protocol):
+    """A summariser that can use `BatchMeaning`: the cycle reads the batch's stored vectors
+    for it and calls `propose_with_meaning` instead of `propose`."""
+
+    async def propose_with_meaning(
+        self, batch: list[BatchItem], meaning: BatchMeaning | None
+    ) -> Reply: ...
 
 
 def redact(message: str, *secrets: str) -> str:
