@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graymatter_tui.core.details import detail_key, key_details
+from graymatter_tui.core.disjoint_sets import DisjointSets
 from graymatter_tui.core.errors import NotFound
 from graymatter_tui.core.model import CycleRecord, ReviewProposal
 from graymatter_tui.core.words import counted
@@ -417,14 +418,7 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors /= np.where(norms == 0, 1, norms)
     keys = normalised_all([t for _, t in compared])
-    parent = list(range(len(live)))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = DisjointSets(len(live))
     texts = [t for _, t in compared]
     details: dict[int, set[str]] = {}
 
@@ -444,10 +438,8 @@ def semantic_duplicates(store: MemoryStore, agent: str, data: _AgentData) -> Fin
             # two facts, or an update of one (review's possible_update), not a duplicate.
             if not (held(a) <= held(b) or held(b) <= held(a)):
                 continue
-            parent[root(a)] = root(b)
-    grouped: dict[int, list[str]] = defaultdict(list)
-    for index, fact_id in enumerate(live):
-        grouped[root(index)].append(fact_id)
+            sets.join(b, a)
+    grouped = {root: [live[i] for i in members] for root, members in sets.groups().items()}
     groups = [g for g in grouped.values() if len(g) > 1]
     finding = _groups_finding(
         "semantic-duplicates", groups, len(live), data, threshold, "near-duplicates by meaning"

@@ -19,6 +19,7 @@ import msgspec
 from graymatter_tui.consolidation.prompt import prompt_hash, structured_prompt
 from graymatter_tui.consolidation.summarisers.base import BatchMeaning, Reachability, Reply
 from graymatter_tui.core.details import detail_key, key_details
+from graymatter_tui.core.disjoint_sets import DisjointSets
 from graymatter_tui.core.lexicon import STOPWORDS
 from graymatter_tui.core.model import BatchItem
 from graymatter_tui.core.summariser_names import SummariserName
@@ -104,23 +105,13 @@ def _word_groups(batch: list[BatchItem]) -> list[list[BatchItem]]:
     batch order."""
     words = [_words(item.text) for item in batch]
     details = [_details(item.text) for item in batch]
-    parent = list(range(len(batch)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    sets = DisjointSets(len(batch))
     for i in range(len(batch)):
         for j in range(i + 1, len(batch)):
             compatible = details[i] <= details[j] or details[j] <= details[i]
             if compatible and _similar(words[i], words[j]):
-                parent[find(j)] = find(i)
-    groups: dict[int, list[BatchItem]] = {}
-    for i, item in enumerate(batch):
-        groups.setdefault(find(i), []).append(item)
-    return list(groups.values())
+                sets.join(i, j)
+    return [[batch[i] for i in members] for members in sets.groups().values()]
 
 
 def merge(group: list[BatchItem]) -> str:
@@ -167,13 +158,7 @@ def proposals(
         return [(g, merge(g)) for g in words if len(g) > 1]
     texts = [merge(g) if len(g) > 1 else g[0].text for g in words]
     details = [frozenset().union(*(_details(item.text) for item in g)) for g in words]
-    parent = list(range(len(words)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
+    sets = DisjointSets(len(words))
 
     def close(i: int, j: int) -> bool:
         for a in words[i]:
@@ -185,16 +170,14 @@ def proposals(
 
     for i in range(len(words)):
         for j in range(i + 1, len(words)):
-            root_i, root_j = find(i), find(j)
+            root_i, root_j = sets.find(i), sets.find(j)
             if root_i == root_j:
                 continue
             mine, theirs = details[root_i], details[root_j]
             if (mine <= theirs or theirs <= mine) and close(i, j):
-                parent[root_j] = root_i
+                sets.join(root_i, root_j)
                 details[root_i] = mine | theirs
-    joined: dict[int, list[int]] = {}
-    for i in range(len(words)):
-        joined.setdefault(find(i), []).append(i)
+    joined = sets.groups()
     found: list[tuple[list[BatchItem], str]] = []
     for members in joined.values():
         if len(members) == 1:
