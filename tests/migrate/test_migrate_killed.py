@@ -109,18 +109,31 @@ def target(new_target: Callable[[], str]) -> str:
 
 
 # A quiet machine can insert every chunk before this process reads the first report;
-# such a kill lands after the commit, which is the next test's case, not this one's.
+# such a kill lands after the commit, which is the next test's case, not this one's. Each
+# try after that copies a source five times larger, so the chunks take five times longer.
 ATTEMPTS = 3
+
+
+def _grow(source: Path, facts: int) -> int:
+    """Add 4 × `facts` facts to the source; its new size."""
+    with LmdbStore.open(source) as store:
+        store.put_many(
+            NewFact(f"agent-{i % 3}", f"more {i} about topic {i % 89}") for i in range(4 * facts)
+        )
+    return 5 * facts
 
 
 def test_killed_while_copying_leaves_the_target_empty(
     run_cli: Run, source: Path, new_target: Callable[[], str]
 ) -> None:
-    for _ in range(ATTEMPTS):
+    facts = N_FACTS
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            facts = _grow(source, facts)
         target = new_target()
         drawn = _kill_at(b"copying", source, target)
         # Killed with facts still to insert: inside the transaction, not after it.
-        if f"{N_FACTS:,}/{N_FACTS:,}".encode() not in drawn.split(b"copying", 1)[1]:
+        if f"{facts:,}/{facts:,}".encode() not in drawn.split(b"copying", 1)[1]:
             break
     else:
         pytest.fail(f"every one of {ATTEMPTS} kills landed after the last chunk")
