@@ -14,6 +14,9 @@ import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core import provenance
+from graymatter_tui.embedding import local
+from graymatter_tui.embedding.local import LocalEmbedder
+from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 from tests.support.backends import BACKENDS, AnyStore, CliStore, fresh_pg_url, open_backend
 from tests.support.cli_process import run_in_process, wants_subprocess
 from tests.support.clock import ManualClock
@@ -209,3 +212,17 @@ def pg_url(pg_cluster: Cluster) -> Iterator[str]:
     name = pg_cluster.new_database()
     yield pg_cluster.url(name)
     pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def own_model_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled model's verdict cache in a directory of this run, never the developer's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    """The real bundled model, loaded once per module."""
+    return local.from_settings(EmbedSettings(embedder=EmbedderName.LOCAL))

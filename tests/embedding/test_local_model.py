@@ -31,20 +31,9 @@ from graymatter_tui.embedding.model_files import (
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 from graymatter_tui.embedding.worker import Worker
 
-pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env", "own_model_cache")
 AGENT = "agent-a"
 LIMIT = 65_536  # a fact's text at most, in bytes of UTF-8
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The verdict cache in a directory of this run, never the developer's."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    return local.from_settings(EmbedSettings(embedder=EmbedderName.LOCAL))
 
 
 @pytest.fixture

@@ -20,14 +20,12 @@ from graymatter_tui.consolidation.summarisers.local import (
     proposals,
 )
 from graymatter_tui.core.model import BatchItem, CycleRecord
-from graymatter_tui.embedding import local
 from graymatter_tui.embedding.local import LocalEmbedder
-from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 from graymatter_tui.embedding.worker import Worker
 from graymatter_tui.storage import NewFact
 from tests.support.backends import AnyStore
 
-pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
+pytestmark = pytest.mark.usefixtures("clean_graymatter_env", "own_model_cache")
 AGENT = "agent-a"
 MODEL = "minilm-l6-v2-int8@win256"
 OPTIONS = CycleOptions(threshold=3)
@@ -41,17 +39,6 @@ FILLERS = [
     "Parking garage closes early on fridays.",
     "Quarterly report due in april.",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The model's verdict cache in a directory of this run, never the developer's."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    return local.from_settings(EmbedSettings(embedder=EmbedderName.LOCAL))
 
 
 def _seed(store: AnyStore, texts: list[str]) -> dict[str, str]:
