@@ -336,9 +336,13 @@ async def measure_memory(path: Path) -> dict[str, float]:
     app = GraymatterApp(store=store, settings=Settings.from_env(data_dir=path), agent="bench")
     out: dict[str, float] = {}
 
-    def now_mb() -> float:
+    def settle(step: str) -> None:
+        """The step's peak, then its size once done: all of it, and the heap alone (the
+        rest is the store's mapped pages, which the kernel takes back when it needs)."""
+        out[f"{step}_peak_mb"] = watch.phase()
         gc.collect()
-        return _status_mb("RssAnon") + _status_mb("RssFile")
+        out[f"{step}_anon_mb"] = _status_mb("RssAnon")
+        out[f"{step}_now_mb"] = out[f"{step}_anon_mb"] + _status_mb("RssFile")
 
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -348,8 +352,7 @@ async def measure_memory(path: Path) -> dict[str, float]:
         while not pane._complete and time.monotonic() < deadline:  # type: ignore[attr-defined]
             await pilot.pause(0.05)
         await pilot.pause(0.5)
-        out["idle_peak_mb"] = watch.phase()
-        out["idle_now_mb"] = now_mb()
+        settle("idle")
         info = app.query_one("#facts-info", Static)
 
         def settled() -> bool:
@@ -364,13 +367,11 @@ async def measure_memory(path: Path) -> dict[str, float]:
             await pilot.pause(0.05)
         await pilot.pause(0.2)
         out["filter_matches"] = float(len(facts.source))
-        out["filter_peak_mb"] = watch.phase()
-        out["filter_now_mb"] = now_mb()
+        settle("filter")
         for key in ("escape", "end", "home", "2", "1"):
             await pilot.press(key)
             await pilot.pause(0.3)
-        out["browse_peak_mb"] = watch.phase()
-        out["browse_now_mb"] = now_mb()
+        settle("browse")
         filter_input = app.query_one("#filter", Input)
         filter_input.focus()
         await pilot.pause()
@@ -379,8 +380,7 @@ async def measure_memory(path: Path) -> dict[str, float]:
         await pilot.press("escape")
         await pilot.pause(0.5)
         out["cleared_rows"] = float(len(facts.source))
-        out["cleared_peak_mb"] = watch.phase()
-        out["cleared_now_mb"] = now_mb()
+        settle("cleared")
     store.close()
     out.update(watch.stop())
     out["peak_vmhwm_mb"] = _status_mb("VmHWM")
@@ -460,15 +460,16 @@ def report_memory(size: int, keep: Path | None) -> None:
             run_child("build-memory", f"{path}:{size}")
         got = run_child("memory", str(path))
     print(f"tui_bench --memory: {size:,} facts, 120x40; resident size = RssAnon + RssFile (MB)")
-    print("| step | peak during it | after it (gc'd) |")
-    print("|---|---:|---:|")
+    print("| step | peak during it | after it (gc'd) | of which heap (RssAnon) |")
+    print("|---|---:|---:|---:|")
     for step, name in (
         ("idle", "start-up and background load of every id"),
         ("filter", f"type `deploy` until all {got['filter_matches']:,.0f} matches show"),
         ("browse", "esc, end, home, tab 2, tab 1"),
         ("cleared", f"filter cleared ({got['cleared_rows']:,.0f} rows)"),
     ):
-        print(f"| {name} | {got[step + '_peak_mb']:.0f} | {got[step + '_now_mb']:.0f} |")
+        peak, now, heap = (got[f"{step}_{part}_mb"] for part in ("peak", "now", "anon"))
+        print(f"| {name} | {peak:.0f} | {now:.0f} | {heap:.0f} |")
     print(
         f"VmHWM {got['peak_vmhwm_mb']:.0f} MB; largest anon {got['peak_anon_mb']:.0f} MB, "
         f"file {got['peak_file_mb']:.0f} MB"

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Literal
 
 from graymatter_tui.core.details import content_words, detail_key, fold, key_details
-from graymatter_tui.core.lexicon import EMAIL, URL, WORD
+from graymatter_tui.core.lexicon import CALENDAR, EMAIL, URL, WORD
 
 SAME_SUBJECT = 0.34
 DUPLICATE_SUBJECT = 0.5
@@ -32,10 +32,6 @@ DetailKind = Literal["value", "name", "id"]
 _TICKET = re.compile(r"[A-Z]{2,}[-_]?\d{2,}")
 # "billing-api", "search-indexer": a service or host named in lower case.
 _COMPOUND = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+\b")
-_CALENDAR = frozenset(
-    "january february march april may june july august september october november "
-    "december monday tuesday wednesday thursday friday saturday sunday".split()
-)
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ def detail_kind(detail: str) -> DetailKind:
         return "name"
     words = WORD.findall(detail)
     if words and not any(c.isdigit() for c in detail) and detail[:1].isupper():
-        return "value" if all(fold(w) in _CALENDAR for w in words) else "name"
+        return "value" if all(fold(w) in CALENDAR for w in words) else "name"
     return "value"
 
 

@@ -76,6 +76,17 @@ def _mark_ranges(limit: int = 0x20000, *, computed: bool = False) -> str:
 # with vowel signs, and decomposed Latin stay whole).
 WORD = re.compile(f"[\\w{_mark_ranges()}]+", re.UNICODE)
 
+# Month and weekday names: parts of dates, never names of people or things.
+CALENDAR = frozenset(
+    "january february march april may june july august september october november "
+    "december monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# Time-zone abbreviations and clock halves, written beside times ("09:00 UTC", "5 PM").
+TIME_WORDS = frozenset(
+    "utc gmt cet cest eet eest bst ist est edt cst cdt mst mdt pst pdt akst akdt hst "
+    "jst kst aest aedt acst awst nzst nzdt sgt hkt am pm".split()
+)
+
 # Function words of English, Spanish, French and German: never key details or keywords.
 STOPWORDS = frozenset(
     {

@@ -4,7 +4,9 @@ mentions) so unchanged facts are never extracted twice.
 
 The graph's reads (`entities`, `facts_mentioning`, `neighbours`) count live facts only:
 they read the entities each live fact mentions from its watermark, and extract the few
-facts no cycle has extracted yet (new since the last cycle) themselves, without writing."""
+facts no cycle has extracted yet (new since the last cycle) themselves, without writing.
+They leave out the date and time words a release before 0.9 took for names ("July",
+"UTC"), which its watermarks still record."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from operator import itemgetter
 import msgspec
 
 from graymatter_tui.core import clock
+from graymatter_tui.core.entities import names_nothing
 from graymatter_tui.storage.codec import decode_ids, encode
 from graymatter_tui.storage.transaction import SEP, GraphTable, Transaction
 from graymatter_tui.storage.values import (
@@ -308,6 +311,8 @@ def entities(tx: Transaction, agent: str, extract: Extract) -> EntityIndex:
     """The entities the agent's live facts mention, with how many mention each."""
     scan = _Scan(tx, agent, extract)
     counts = Counter(itertools.chain.from_iterable(scan.lists()))
+    for noise in [i for i in counts if names_nothing(i)]:
+        del counts[noise]
     nodes = _decode_nodes(
         b"[" + b",".join(raw for _k, raw in tx.graph_rows("graph_nodes", agent)) + b"]"
     )
@@ -332,5 +337,5 @@ def neighbours(tx: Transaction, agent: str, entity_id: str, extract: Extract) ->
     scan = _Scan(tx, agent, extract, encode(entity_id))
     together: Counter[str] = Counter()
     for _fact_id, ids in scan.mentioning(entity_id):
-        together.update(i for i in ids if i != entity_id)
+        together.update(i for i in ids if i != entity_id and not names_nothing(i))
     return _ranked([_entity_count(tx, agent, i, n, scan.found) for i, n in together.items()])

@@ -103,7 +103,6 @@ def test_neighbours_count_the_live_facts_that_mention_both(any_store: AnyStore) 
         ("name:dev patel", "Dev Patel", 2),  # most shared facts first, then by label
         ("ident:sup-1234", "SUP-1234", 2),
         ("name:acme corp", "Acme Corp", 1),
-        ("name:friday", "Friday", 1),
     ]
     assert any_store.neighbours(AGENT, "name:nobody", extract_entities) == []
 
@@ -146,3 +145,30 @@ def test_a_cycle_records_the_entities_of_facts_an_older_release_extracted(
     reading = Counting()
     assert counts(any_store.entities(AGENT, reading).entities) == expected(any_store)
     assert reading.texts == []
+
+
+def test_date_words_an_older_release_took_for_names_are_left_out(any_store: AnyStore) -> None:
+    ids = seed(any_store)
+    extracted(any_store)
+    head = AGENT.encode() + SEP
+    noise = ["name:friday", "name:friday utc", "name:july"]
+
+    def older_extractor(tx: object) -> None:  # the same facts, as 0.8 recorded them
+        for fact_id in ids[:2]:
+            fact = tx.require(fact_id)  # type: ignore[attr-defined]
+            ids_then = [e.id for e in extract_entities(fact.text)] + noise
+            tx.put_extracted(  # type: ignore[attr-defined]
+                head + fact_id.encode(),
+                graph_ops.watermark(graph_ops.text_signature(fact.text), ids_then),
+            )
+
+    any_store._write(older_extractor)  # type: ignore[union-attr]
+    listed = any_store.entities(AGENT, extract_entities).entities
+    assert counts(listed) == expected(any_store)
+    assert not {e.id for e in listed} & set(noise)
+    beside = any_store.neighbours(AGENT, "name:maria lopez", extract_entities)
+    assert {e.id for e in beside} == {"ident:sup-1234", "name:dev patel", "name:acme corp"}
+    # An entity the reads leave out is still a key the reads answer: its facts are there.
+    assert any_store.facts_mentioning(AGENT, "name:july", extract_entities) == sorted(
+        ids[:2], reverse=True
+    )

@@ -94,3 +94,31 @@ def test_a_released_store_is_healthy_and_writable(
     cycle = run_cli("consolidate", "ops-agent", "--llm", "local", "--json", env=env)
     assert cycle.returncode in (0, 3), cycle.stderr
     assert run_cli("doctor", env=env).returncode == 0
+
+
+def test_date_words_release_0_8_took_for_names_stay_out_of_its_graph(tmp_path: Path) -> None:
+    from graymatter_tui.backends.lmdb import LmdbStore
+    from graymatter_tui.core.entities import extract_entities, names_nothing
+    from graymatter_tui.storage.codec import decode_ids
+
+    store = LmdbStore.open(_copy(FIXTURES / "store-0.8.0", tmp_path))
+    try:
+        agents = [a.agent_id for a in store.agents()]
+
+        def recorded(tx: Any) -> set[str]:
+            return {
+                i
+                for agent in agents
+                for _key, raw in tx.extracted_rows(agent)
+                for i in decode_ids(raw[64:])
+            }
+
+        noise = {i for i in store._read(recorded) if names_nothing(i)}
+        assert {"name:july", "name:utc"} <= noise  # what 0.8 recorded
+        listed = {
+            e.id for agent in agents for e in store.entities(agent, extract_entities).entities
+        }
+        assert "name:maria lopez" in listed
+        assert not listed & noise
+    finally:
+        store.close()
