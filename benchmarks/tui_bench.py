@@ -342,6 +342,7 @@ async def measure_memory(path: Path) -> dict[str, float]:
         out[f"{step}_peak_mb"] = watch.phase()
         gc.collect()
         out[f"{step}_anon_mb"] = _status_mb("RssAnon")
+        out[f"{step}_blocks"] = float(sys.getallocatedblocks())  # Python objects still held
         out[f"{step}_now_mb"] = out[f"{step}_anon_mb"] + _status_mb("RssFile")
 
     async with app.run_test(size=(120, 40)) as pilot:
@@ -378,7 +379,7 @@ async def measure_memory(path: Path) -> dict[str, float]:
         filter_input.value = ""
         await pilot.pause(0.5)
         await pilot.press("escape")
-        await pilot.pause(0.5)
+        await pilot.pause(1.5)  # past the pane's return of freed memory
         out["cleared_rows"] = float(len(facts.source))
         settle("cleared")
     store.close()
@@ -460,8 +461,8 @@ def report_memory(size: int, keep: Path | None) -> None:
             run_child("build-memory", f"{path}:{size}")
         got = run_child("memory", str(path))
     print(f"tui_bench --memory: {size:,} facts, 120x40; resident size = RssAnon + RssFile (MB)")
-    print("| step | peak during it | after it (gc'd) | of which heap (RssAnon) |")
-    print("|---|---:|---:|---:|")
+    print("| step | peak during it | after it (gc'd) | of which heap (RssAnon) | blocks held |")
+    print("|---|---:|---:|---:|---:|")
     for step, name in (
         ("idle", "start-up and background load of every id"),
         ("filter", f"type `deploy` until all {got['filter_matches']:,.0f} matches show"),
@@ -469,7 +470,8 @@ def report_memory(size: int, keep: Path | None) -> None:
         ("cleared", f"filter cleared ({got['cleared_rows']:,.0f} rows)"),
     ):
         peak, now, heap = (got[f"{step}_{part}_mb"] for part in ("peak", "now", "anon"))
-        print(f"| {name} | {peak:.0f} | {now:.0f} | {heap:.0f} |")
+        blocks = got[f"{step}_blocks"]
+        print(f"| {name} | {peak:.0f} | {now:.0f} | {heap:.0f} | {blocks:,.0f} |")
     print(
         f"VmHWM {got['peak_vmhwm_mb']:.0f} MB; largest anon {got['peak_anon_mb']:.0f} MB, "
         f"file {got['peak_file_mb']:.0f} MB"

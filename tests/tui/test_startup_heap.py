@@ -1,9 +1,16 @@
 """The app keeps its start-up objects out of the collector's full passes while it runs
-(tui/heap.py, ADR 0068), and gives them back when it ends."""
+(tui/heap.py, ADR 0068), and gives them back when it ends; memory it frees goes back to
+the system."""
 
 from __future__ import annotations
 
 import gc
+import json
+import platform
+import subprocess
+import sys
+
+import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from tests.tui.helpers import first_read, make_app, running, wait_until
@@ -25,3 +32,37 @@ async def test_the_start_up_heap_is_frozen_while_the_app_runs_and_thawed_after(
         gc.collect()
         assert gc.get_freeze_count() >= frozen
     assert gc.get_freeze_count() == 0
+
+
+# A fresh interpreter, so the heap holds only what the script frees: 64 MB in 2 KiB
+# objects (past Python's own small-object allocator), one kept after them so the C
+# allocator cannot give the freed pages back by shrinking its heap's end.
+FREED_SCRIPT = """
+import json
+from graymatter_tui.tui.heap import return_freed_memory
+
+def anon_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+
+chunks = [bytes(2048 - 33) + str(i).encode() for i in range(32_768)]
+kept = bytes(2048 - 33) + b"kept"
+del chunks
+before = anon_mb()
+returned = return_freed_memory()
+print(json.dumps({"before": before, "after": anon_mb(), "returned": returned}))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="malloc_trim is glibc's",
+)
+def test_freed_memory_goes_back_to_the_system() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FREED_SCRIPT], capture_output=True, text=True, check=True
+    )
+    got = json.loads(done.stdout)
+    assert got["returned"] is True
+    assert got["before"] - got["after"] >= 40, got  # of the 64 MB freed

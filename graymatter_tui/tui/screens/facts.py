@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from graymatter_tui.core.confidence import CONFIDENCES, UNKNOWN, known
 from graymatter_tui.core.model import Fact
+from graymatter_tui.tui.heap import return_freed_memory
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen, TextEntryScreen
@@ -33,6 +34,7 @@ FIRST_PAGE = 5000
 FULL_LIST_DELAY = 1.0  # seconds: the first frames are drawn by then
 BACKGROUND_FILTER = 50_000  # facts; above this a filter keystroke searches in a worker
 FIRST_MATCHES = 1000  # a worker's search shows this many matches before it ends
+RETURN_MEMORY_AFTER = 1.0  # seconds after the filter is cleared
 NO_FACTS = "No live facts for this agent."
 READING = "Reading the store…"  # a list not read yet
 T = TypeVar("T")
@@ -403,11 +405,14 @@ class FactsPane(Vertical, Pane):
     def _forget_index(self) -> None:
         """The filter is cleared: let go of the text index and the last search (about
         100 MB at 1M facts); the next filter builds the index again."""
+        held = self._texts is not None or self._indexing
         self.workers.cancel_group(self, "facts-index")
         self.workers.cancel_group(self, "facts-filter")
         self._indexing = False
         self._texts = None
         self._last_match = None
+        if held:  # once a cancelled build or search has stopped and dropped its share
+            self.set_timer(RETURN_MEMORY_AFTER, return_freed_memory)
 
     def _search(self, query: str) -> None:
         self.query_one("#facts-info", Static).update("searching…")
