@@ -2,6 +2,7 @@
 
     python benchmarks/locomo_bench.py [--data ../shared/data/locomo]
         [--embedder-module PATH] [--cache DIR] [--json OUT] [--threads 1] [--quick]
+        [--forms none,month-year,date,written] [--date-weights 0,0.05,0.2]
 
 Data sets (each memory an agent of one LMDB store, facts written with `put_many`):
 - LoCoMo (Maharana et al., ACL 2024), read from `--data` (default ../shared/data/locomo,
@@ -24,7 +25,9 @@ Methods, all through `recall.rank` except BM25:
 Date terms: the LoCoMo stores are also built with the fact's date as keyword terms ahead
 of its text (the vectors stay those of the text): `month-year` ("May 2023"), `date`
 ("May 8, 2023") and `written` (LoCoMo's own "1:56 pm on 8 May, 2023"), to decide whether
-the keyword index should hold a fact's `created_at` (ADR 0061).
+the keyword index should hold a fact's `created_at` (ADR 0061). `--forms none` builds the
+plain stores only (each form embeds its texts again). `--date-weights` adds hybrid rows
+with other weights of recall's date prior (ADR 0069; every `rank` method has the default).
 
 The embedder: the product's local model when `graymatter_tui.embedding` has one
 (GRAYMATTER_EMBED=local), its vectors written by the product's own embedding worker; else
@@ -400,6 +403,16 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="two conversations only")
+    parser.add_argument(
+        "--date-weights",
+        default="",
+        help="also rank hybrid with these date weights (D of ADR 0069), e.g. 0,0.05,0.2",
+    )
+    parser.add_argument(
+        "--forms",
+        default=",".join(DATE_FORMS),
+        help="date-term forms to build LoCoMo stores with (each embeds its texts again)",
+    )
     args = parser.parse_args()
     if not args.data.is_dir() or not any(args.data.glob("*.json")):
         print(
@@ -449,7 +462,7 @@ def main() -> None:
     k = max(max(KS), max(PARA_KS))
     with tempfile.TemporaryDirectory() as tmp:
         for level, memories in (("session", sessions), ("turn", turns), ("para", [para])):
-            forms = ("none",) if level == "para" else DATE_FORMS
+            forms = ("none",) if level == "para" else tuple(args.forms.split(","))
             for form in forms:
                 t0 = time.perf_counter()
                 store, ids = build_store(Path(tmp) / f"{level}-{form}", memories, form, embedding)
@@ -469,6 +482,11 @@ def main() -> None:
                 methods["hybrid"] = [
                     rank_lists(store, m, ids[m.agent], hybrid, signal, k) for m in memories
                 ]
+                for d in (float(x) for x in args.date_weights.split(",") if x):
+                    weights = RecallWeights(date=d)
+                    methods[f"hybrid D={d:g}"] = [
+                        rank_lists(store, m, ids[m.agent], weights, signal, k) for m in memories
+                    ]
                 methods["bm25"] = [bm25_lists(m, form, analyzer, k) for m in memories]
                 embedding.client.cache.save()
                 ranked = time.perf_counter() - t0
@@ -508,10 +526,11 @@ def report(results: dict[str, Any]) -> None:
     )
     print("|---|" + "---:|" * 11)
     session, turn, para = tables["session/none"], tables["turn/none"], tables["para/none"]
-    for name in ("keyword", "bm25", "vector", "hybrid"):
+    swept = [name for name in session if name.startswith("hybrid D=")]
+    for name in ("keyword", "bm25", "vector", "hybrid", *swept):
         cells = [session[name][m] for m in ("any@5", "all@5", "any@10", "all@10")]
         cells += [turn[name][m] for m in ("any@5", "all@5", "any@10", "all@10")]
-        cells += [para[name][m] for m in ("r@5", "r@8", "r@10")]
+        cells += [para[name][m] for m in ("r@5", "r@8", "r@10")] if name in para else []
         print(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     print()
     worst = min(
@@ -533,6 +552,8 @@ def report(results: dict[str, Any]) -> None:
     )
     print("|---|---|" + "---:|" * 8)
     for form in DATE_FORMS:
+        if f"session/{form}" not in tables:
+            continue
         for name in ("keyword", "bm25", "hybrid"):
             s, t = tables[f"session/{form}"][name], tables[f"turn/{form}"][name]
             cells = [s[m] for m in ("any@5", "all@5", "any@10", "all@10")]

@@ -334,9 +334,10 @@ def _weights_from_env() -> RecallWeights:
     "--weights",
     default=None,
     callback=checked_by(RecallWeights.parse),
-    help="VECTOR,KEYWORD,RECENCY fusion weights, or KEYWORD,RECENCY with the vector "
-    "weight at 0.7: score = (V·cosine + K·keyword/best keyword)/(V+K) + R·recency "
-    "(default $GRAYMATTER_RECALL_WEIGHTS or 0.7,0.3,0).",
+    help="VECTOR,KEYWORD,RECENCY[,DATE] fusion weights, or KEYWORD,RECENCY with the vector "
+    "weight at 0.7: score = (V·cosine + K·keyword/best keyword)/(V+K) + R·recency + D "
+    "for a fact written on a date the query names (default $GRAYMATTER_RECALL_WEIGHTS or "
+    "0.7,0.3,0; D 0.15).",
 )
 @click.option(
     "--min-confidence",

@@ -5,10 +5,11 @@ Each signal has a rank (None where the fact is absent from it) and a score in it
 unit: cosine similarity for vector, the TF-IDF weight for keyword (and that weight over
 the query's best, `keyword_normalised`), and for recency the fact's age (newer ranks
 first) and its position between the agent's oldest and newest fact (`recency`, 0 to 1).
-`vector_part`, `keyword_part` and `recency_part` are what each added to the fused score,
-the hit's `score`: their sum (ADR 0061). `vector_stand_in` is true for a fact with no
-vector of its own yet, whose vector part used the cosine of the farthest neighbour the
-signal returned.
+`vector_part`, `keyword_part`, `recency_part` and `date_part` are what each added to the
+fused score, the hit's `score`: their sum (ADR 0061). `date_match` says whether the fact
+was written on a date the query names (null when it names none; ADR 0069).
+`vector_stand_in` is true for a fact with no vector of its own yet, whose vector part
+used the cosine of the farthest neighbour the signal returned.
 
 Only when recall was asked to rank by confidence (a `min_confidence`, or a
 `confidence_weight` above 0) two more keys say how: `confidence`, the fact's label (null
@@ -41,6 +42,8 @@ def signal_fields(hit: Hit, now: datetime) -> dict[str, Any]:
         "vector_part": _rounded(hit.vector_part),
         "keyword_part": _rounded(hit.keyword_part),
         "recency_part": _rounded(hit.recency_part),
+        "date_match": hit.written_on_named_date if hit.dates_named else None,
+        "date_part": _rounded(hit.date_part),
         "vector_stand_in": hit.vector_stand_in,
         **confidence_fields(hit),
     }
@@ -59,7 +62,8 @@ def confidence_fields(hit: Hit) -> dict[str, Any]:
 def signal_summary(fields: Mapping[str, Any]) -> str:
     """`vector 0.4123 (cosine 0.5890, rank 2) + keyword 0.3000 (tf-idf 1.2345, 1.00 of the
     best, rank 1) + recency 0.0000 (0.97 of the span, age 3d)`: each part of the fused
-    score, and the signal's own score and rank behind it."""
+    score, and the signal's own score and rank behind it; `+ date 0.1000 (written on a
+    date the query names)` when the query names one."""
     if fields["vector_stand_in"]:
         vector = f"vector {fields['vector_part']:.4f} (no vector yet: as the farthest neighbour)"
     elif fields["vector_score"] is not None:
@@ -80,6 +84,9 @@ def signal_summary(fields: Mapping[str, Any]) -> str:
         f"rank {fields['recency_rank']}, age {fields['age']})"
     )
     parts = f"{vector} + {keyword} + {recency}"
+    if fields.get("date_match") is not None:
+        written = "written on" if fields["date_match"] else "not written on"
+        parts += f" + date {fields['date_part']:.4f} ({written} a date the query names)"
     if "confidence_factor" not in fields:
         return parts
     label = fields["confidence"] or UNKNOWN

@@ -14,8 +14,11 @@ Two signals and a prior, fused by a weighted sum of normalised scores (ADR 0061)
   for a fact with no keyword match.
 - `rec`: the fact's position between the agent's oldest (0) and newest (1) live fact by
   creation time; a prior, off by default (R = 0).
+- `D·dated`: when the query names a date ("in June", "on 3 June 2023", `2026-11-30`;
+  `recall.dates`), D for a fact written on one of them, else 0: a prior (ADR 0069). A
+  query naming no date gets none, and D is added to every fact's bound alike.
 
-Weights V, K, R default to 0.7, 0.3, 0 (`RecallWeights`). Without a vector signal (none
+Weights V, K, R, D default to 0.7, 0.3, 0, 0.15 (`RecallWeights`). Without a vector signal (none
 configured, none answering, or V = 0) the vector term drops out and the score is
 `kw / kw_max + R·rec`: with R = 0, exactly the keyword order.
 
@@ -26,7 +29,7 @@ likeness at all). Tombstones are never in the index, and a vector candidate is r
 and dropped unless it is a live fact of the agent (a stale vector never resurrects a
 tombstone). Ties: older `created_at` first, then the smaller id. Identical texts are
 returned once. Each hit carries what every signal contributed (`Hit.vector_part`,
-`keyword_part`, `recency_part`), whose sum is its score.
+`keyword_part`, `recency_part`, `date_part`), whose sum is its score.
 
 Confidence (off by default; `graymatter_tui.core.confidence`): `min_confidence` leaves
 out facts below that level, and `confidence_weight` w (0 to 0.5) multiplies the fused
@@ -42,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
+from graymatter_tui.core.clock import parse_time
 from graymatter_tui.core.confidence import (
     Confidence,
     admits,
@@ -53,6 +57,7 @@ from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.receipts import Lineage, lineage
 from graymatter_tui.core.textsafe import validate_agent
+from graymatter_tui.recall.dates import NamedDate, named_dates, written_on
 from graymatter_tui.recall.vector_signal import NO_VECTORS, CandidateSimilarity, QueryVectors
 from graymatter_tui.storage import KeywordIndex, MemoryStore
 from graymatter_tui.storage.transaction import epoch_ms
@@ -75,6 +80,10 @@ VECTOR_CANDIDATES_PER_HIT = 4
 DEFAULT_VECTOR = 0.7
 DEFAULT_KEYWORD = 0.3
 DEFAULT_RECENCY = 0.0
+# Measured on LoCoMo (ADR 0069): a fact written on a date the query names gains what a
+# 0.15 better relevance would; enough to lift it among those about the same thing (the
+# sessions' plateau starts here), small beside a fact about something else.
+DEFAULT_DATE = 0.15
 
 
 @dataclass(frozen=True)
@@ -88,18 +97,19 @@ class RecallWeights:
     keyword: float = DEFAULT_KEYWORD
     recency: float = DEFAULT_RECENCY
     vector: float = field(default=DEFAULT_VECTOR, kw_only=True)
+    date: float = field(default=DEFAULT_DATE, kw_only=True)
 
     @classmethod
     def parse(cls, raw: str) -> RecallWeights:
-        """`VECTOR,KEYWORD,RECENCY`, or `KEYWORD,RECENCY` (the vector weight stays at its
-        default, 0.7)."""
+        """`VECTOR,KEYWORD,RECENCY[,DATE]`, or `KEYWORD,RECENCY` (the vector weight stays
+        at its default, 0.7, and the date weight at 0.15)."""
         try:
             numbers = [float(x) for x in raw.split(",")]
         except ValueError:
             numbers = []
-        if len(numbers) not in (2, 3):
+        if len(numbers) not in (2, 3, 4):
             raise InvalidInput(
-                "recall weights must be 'VECTOR,KEYWORD,RECENCY' or 'KEYWORD,RECENCY' "
+                "recall weights must be 'VECTOR,KEYWORD,RECENCY[,DATE]' or 'KEYWORD,RECENCY' "
                 f"numbers, got {raw!r}"
             )
         if not all(math.isfinite(x) for x in numbers):
@@ -112,20 +122,24 @@ class RecallWeights:
             if keyword + recency == 0:
                 raise InvalidInput("recall weights must be non-negative and not both zero")
             return cls(keyword, recency)
-        vector, keyword, recency = numbers
-        if sum(numbers) == 0:
+        vector, keyword, recency, *date = numbers
+        if vector + keyword + recency == 0:
             raise InvalidInput("recall weights must be non-negative and not all zero")
-        return cls(keyword, recency, vector=vector)
+        return cls(keyword, recency, vector=vector, date=date[0] if date else DEFAULT_DATE)
 
     def __str__(self) -> str:
-        return f"{self.vector:g},{self.keyword:g},{self.recency:g}"
+        """`V,K,R`, and `,D` when the date weight is not its default (so what earlier
+        releases printed is unchanged, and the text parses back to the same weights)."""
+        shown = f"{self.vector:g},{self.keyword:g},{self.recency:g}"
+        return shown if self.date == DEFAULT_DATE else f"{shown},{self.date:g}"
 
 
 @dataclass(frozen=True)
 class Hit:
     """A recalled fact, its fused score, and each signal's rank and score (None where the
     fact is absent from that signal; every candidate has a recency rank), and what each
-    contributed to the score: `vector_part + keyword_part + recency_part == score`."""
+    contributed to the score: `vector_part + keyword_part + recency_part + date_part ==
+    score`."""
 
     fact: Fact
     score: float
@@ -148,6 +162,10 @@ class Hit:
     # What confidence multiplied the parts' sum by; None when recall was asked for no
     # confidence ranking (no minimum, weight 0), and then the score is their sum.
     confidence_factor: float | None = None
+    # Whether the query named a date, and whether this fact was written on one of them.
+    dates_named: bool = False
+    written_on_named_date: bool = False
+    date_part: float = 0.0
 
 
 def _impact(count: int, length: int) -> float:
@@ -256,6 +274,7 @@ def rank(
         missing = [i for i in scores if i not in signals.similarity]
         if missing and isinstance(vectors, CandidateSimilarity):
             signals.cosines = _finite(vectors.similarities(agent, query, missing))
+    signals.dates = named_dates(query)
     return store.read_index(
         lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
     )
@@ -287,6 +306,7 @@ class Signals:
     span: tuple[int, int] | None
     cosines: dict[str, float] = field(default_factory=dict)
     stand_in: float | None = None  # None: no vector signal answered
+    dates: tuple[NamedDate, ...] = ()  # the dates the query names
 
 
 def _finite(found: dict[str, float]) -> dict[str, float]:
@@ -309,6 +329,7 @@ def _fuse(
         return []
     with_vectors = signals.stand_in is not None
     v, kw, r = weights.vector if with_vectors else 0.0, weights.keyword, weights.recency
+    d = weights.date if signals.dates else 0.0
     share = v + kw  # above 0 whenever v is
     best_keyword = max(scores.values(), default=0.0)
 
@@ -341,11 +362,11 @@ def _fuse(
         return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
 
     # Read in order of the best score each could reach (its relevance plus the whole
-    # prior), until k distinct texts are found that nothing unread can beat or tie: with
-    # R = 0 that is the exact order, and R > 0 reads only what the prior could lift.
+    # priors), until k distinct texts are found that nothing unread can beat or tie: with
+    # R = D = 0 that is the exact order, and above 0 reads only what a prior could lift.
     # The confidence factor can lift a fact by at most 1 + w.
     lift = 1.0 + confidence.weight if confidence is not None else 1.0
-    bound = {fact_id: sum(parts[fact_id]) + r for fact_id in candidates}
+    bound = {fact_id: sum(parts[fact_id]) + r + d for fact_id in candidates}
     ordered = sorted(candidates, key=lambda i: (-bound[i], i))
     best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
     for fact_id in ordered:
@@ -361,7 +382,9 @@ def _fuse(
         vector_part, keyword_part = parts[fact_id]
         rec = position(fact)
         recency_part = r * rec
-        score = vector_part + keyword_part + recency_part
+        dated = bool(signals.dates) and written_on(parse_time(fact.created_at), signals.dates)
+        date_part = d if dated else 0.0
+        score = vector_part + keyword_part + recency_part + date_part
         multiplier = None
         if confidence is not None:
             multiplier = confidence_factor(fact.confidence, confidence.weight)
@@ -382,6 +405,9 @@ def _fuse(
             recency_part,
             stand_in and v > 0,
             multiplier,
+            bool(signals.dates),
+            dated,
+            date_part,
         )
         key = (score, fact.created_at, fact.id)
         held = best.get(fact.text)

@@ -206,6 +206,9 @@ async def test_explain_says_why_each_fact_ranked(served: Served) -> None:
         "keyword_part",
         "recency_part",
         "vector_stand_in",
+        # Added with the date prior (ADR 0069): null and 0 for a query naming no date.
+        "date_match",
+        "date_part",
     }
     # Without vectors the best keyword match scores 1 and the parts sum to the score.
     assert (why[0]["keyword_part"], why[0]["score"]) == (1.0, 1.0)

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.backends.lmdb.tx import DF, POSTING, Tx
+from graymatter_tui.core.clock import parse_time
 from graymatter_tui.core.model import Fact
 from graymatter_tui.core.tokens import DEFAULT_LANGUAGE, Analyzer
+from graymatter_tui.recall.dates import named_dates, written_on
 from graymatter_tui.recall.ranking import RecallWeights
 from graymatter_tui.storage.transaction import SEP, epoch_ms
 from tests.support.clock import ManualClock
@@ -84,8 +86,9 @@ def reference_rank(
 ) -> list[tuple[str, float]]:
     """(id, fused score) of the top `k`, by the documented recall rules without a vector
     signal, in plain Python: score = kw / kw_max (when the keyword weight is above 0) +
-    R * rec, rec the fact's position between the agent's first and last live fact by id
-    (their created_at; 0 when they were made at the same moment); ties by older
+    R * rec (+ D for a fact written on a date the query names), rec the fact's position
+    between the agent's first and last live fact by id (their created_at; 0 when they
+    were made at the same moment); ties by older
     created_at, then the smaller id; a text once, its best copy."""
     weights = weights or RecallWeights()
     live = sorted((f for f in facts if f.is_live), key=lambda f: f.id)
@@ -100,8 +103,15 @@ def reference_rank(
             return 0.0
         return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
 
+    dates = named_dates(query)  # the parser has tests of its own (test_dates.py)
+
+    def dated(fact: Fact) -> float:
+        return weights.date if dates and written_on(parse_time(fact.created_at), dates) else 0
+
     fused = {
-        i: (s / best if weights.keyword > 0 else 0.0) + weights.recency * rec(by_id[i])
+        i: (s / best if weights.keyword > 0 else 0.0)
+        + weights.recency * rec(by_id[i])
+        + dated(by_id[i])
         for i, s in scores.items()
     }
     # Scores equal as numbers may come out an ulp apart here, where the formula is

@@ -361,17 +361,41 @@ def test_rank_uses_the_configured_embedder_unless_told_otherwise(
         ("0,1,0", RecallWeights(1.0, 0.0, vector=0.0)),
         ("1,0,0", RecallWeights(0.0, 0.0, vector=1.0)),
         (" 0.7 , 0.3 , 0 ", RecallWeights()),
+        ("0.7,0.3,0,0", RecallWeights(date=0.0)),
+        ("1,1,0.1,0.25", RecallWeights(1.0, 0.1, vector=1.0, date=0.25)),
     ],
 )
-def test_weights_parse_two_and_three_numbers(raw: str, expected: RecallWeights) -> None:
+def test_weights_parse_two_three_and_four_numbers(raw: str, expected: RecallWeights) -> None:
     assert RecallWeights.parse(raw) == expected
+    assert RecallWeights.parse(str(expected)) == expected  # what explain prints parses back
     assert RecallWeights.parse("1,0.1").vector == RecallWeights().vector == 0.7
     assert (RecallWeights().keyword, RecallWeights().recency) == (0.3, 0.0)
+    assert RecallWeights.parse("1,0.1").date == RecallWeights().date == 0.15
+
+
+def test_weights_print_as_earlier_releases_did_unless_the_date_weight_is_set() -> None:
+    assert str(RecallWeights()) == "0.7,0.3,0"
+    assert str(RecallWeights(date=0.0)) == "0.7,0.3,0,0"
 
 
 @pytest.mark.parametrize(
     "raw",
-    ["1", "1,2,3,4", "0,0,0", "0,0", "1,-1,1", "-1,1", "1,inf,1", "nan,1", "a,b,c", "", "1,,2"],
+    [
+        "1",
+        "1,2,3,4,5",
+        "0,0,0",
+        "0,0,0,1",  # a date alone ranks nothing: it only lifts what the signals found
+        "0,0",
+        "1,-1,1",
+        "1,1,1,-1",
+        "-1,1",
+        "1,inf,1",
+        "1,1,1,nan",
+        "nan,1",
+        "a,b,c",
+        "",
+        "1,,2",
+    ],
 )
 def test_bad_weights_are_refused(raw: str) -> None:
     with pytest.raises(InvalidInput):

@@ -12,6 +12,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.core.clock import parse_time
+from graymatter_tui.recall.ranking import DEFAULT_DATE
 from graymatter_tui.tui.app import GraymatterApp
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.tui.screens.recall import RecallScreen
@@ -167,6 +169,24 @@ async def test_the_recall_preview_is_an_explain_table_and_touches_no_access(
     assert probe.query == "staging database" and probe.k == 8
     after = {f.id: (f.access_count, f.accessed_at) for f in demo_store.list_facts(OPS)}
     assert all(after[i] == before[i] for i in shown)
+
+
+async def test_a_query_naming_a_date_shows_what_the_date_gave(demo_store: LmdbStore) -> None:
+    newest = max(demo_store.list_facts(OPS), key=lambda f: f.created_at)
+    day = parse_time(newest.created_at)
+    query = f"{newest.text} on {day:%B} {day.day}, {day.year}"
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press(*query, "enter")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels == ["#", "fact", "kw", "date", "fused", "weight", "age", "source"]
+        top = table.get_row_at(0)
+        assert str(top[3]) == f"{DEFAULT_DATE:.3f}"  # the newest fact, written that day
+        assert "(written on a date the query names)" in static_text(app, "#recall-lineage")
 
 
 async def test_saving_a_query_that_is_already_a_probe_keeps_its_k(demo_store: LmdbStore) -> None:

@@ -88,12 +88,17 @@ def _keyword(hit: Hit) -> str:
     return "–" if hit.keyword_rank is None else f"{hit.keyword_part:.3f}"  # no shared word
 
 
+def _date(hit: Hit) -> str:
+    return f"{hit.date_part:.3f}"
+
+
 COLUMNS = [
     Column("#", lambda position, _hit, _now: str(position)),
     Column("fact", lambda _position, hit, _now: literal(hit.fact.text)),
     Column("vec", lambda _position, hit, _now: _vector(hit)),
     Column("kw", lambda _position, hit, _now: _keyword(hit)),
     Column("new", lambda _position, hit, _now: f"{hit.recency_part:.3f}"),
+    Column("date", lambda _position, hit, _now: _date(hit)),
     Column("fused", lambda _position, hit, _now: f"{hit.score:.4f}"),
     Column("weight", lambda _position, hit, _now: f"{hit.fact.weight:.2f}"),
     Column("age", lambda _position, hit, now: clock.short_age(now, hit.fact.created_at)),
@@ -234,13 +239,16 @@ class RecallScreen(ModalScreen[str | None]):
         table.clear(columns=True)
         if not self.hits:
             return
-        # Without embeddings the vector column would be zeros only, and without a recency
-        # weight the recency column: they are left out.
+        # Without embeddings the vector column would be zeros only, without a recency
+        # weight the recency column, and without a date in the query the date column:
+        # they are left out.
+        dated = self.weights.date > 0 and any(hit.dates_named for hit in self.hits)
         columns = [
             c
             for c in COLUMNS
             if (self.vectors is not None or c.label != "vec")
             and (self.weights.recency > 0 or c.label != "new")
+            and (dated or c.label != "date")
         ]
         now = self.store.now()
         rows = [
