@@ -62,7 +62,7 @@ def confidence_fields(hit: Hit) -> dict[str, Any]:
 def signal_summary(fields: Mapping[str, Any]) -> str:
     """`vector 0.4123 (cosine 0.5890, rank 2) + keyword 0.3000 (tf-idf 1.2345, 1.00 of the
     best, rank 1) + recency 0.0000 (0.97 of the span, age 3d)`: each part of the fused
-    score, and the signal's own score and rank behind it; `+ date 0.1000 (written on a
+    score, and the signal's own score and rank behind it; `+ date 0.1500 (written on a
     date the query names)` when the query names one."""
     if fields["vector_stand_in"]:
         vector = f"vector {fields['vector_part']:.4f} (no vector yet: as the farthest neighbour)"

@@ -18,9 +18,10 @@ Two signals and a prior, fused by a weighted sum of normalised scores (ADR 0061)
   `recall.dates`), D for a fact written on one of them, else 0: a prior (ADR 0069). A
   query naming no date gets none, and D is added to every fact's bound alike.
 
-Weights V, K, R, D default to 0.7, 0.3, 0, 0.15 (`RecallWeights`). Without a vector signal (none
-configured, none answering, or V = 0) the vector term drops out and the score is
-`kw / kw_max + R·rec`: with R = 0, exactly the keyword order.
+Weights V, K, R, D default to 0.7, 0.3, 0, 0.15 (`RecallWeights`). Without a vector
+signal (none configured, none answering, or V = 0) the vector term drops out and the
+score is `kw / kw_max + R·rec + D·dated`: with R = 0 and no date named, exactly the
+keyword order.
 
 Candidates: every fact sharing a keyword with the query (a common term reads only its
 newest `POSTINGS_PER_TERM` postings, ADR 0044) plus the vector signal's nearest
