@@ -83,6 +83,27 @@ async def test_at_80_columns_the_review_keys_fit_whole(demo_store: LmdbStore) ->
         assert "a Approve  x Reject  ? Help" in screen_lines(app)[-1]
 
 
+async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_store: LmdbStore) -> None:
+    """Textual asks the footer to recompose on every change of bindings (each focus move);
+    one that would show the same keys keeps its widgets, one that would not is rebuilt."""
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        before = list(app.screen.query("FooterKey"))
+        for _ in range(3):
+            app.screen.bindings_updated_signal.publish(app.screen)
+            await settle(pilot)
+        assert list(app.screen.query("FooterKey")) == before
+        await pilot.press(REVIEW_KEY)
+        await settle(pilot)
+        after = footer_keys(app)
+        assert not set(after.values()) & set(before)
+        for binding in ReviewPane.BINDINGS:
+            assert binding.action in after, binding.action  # type: ignore[union-attr]
+        await pilot.press("1")
+        await settle(pilot)
+        assert set(footer_keys(app)) == {key.action for key in before}  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", REVIEW_KEY])
 async def test_at_60_columns_help_is_always_in_the_footer(demo_store: LmdbStore, tab: str) -> None:
     app = make_app(demo_store)

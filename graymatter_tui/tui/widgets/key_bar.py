@@ -121,6 +121,22 @@ class KeyBar(Footer):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._laid_out_width = 0
+        self._shown: tuple[Layout, bool | None, bool] | None = None
+
+    async def recompose(self) -> None:
+        # Textual recomposes the footer whenever bindings change (every focus move, every
+        # screen refresh of bindings); most of those leave the keys as they were, and a
+        # recompose mounts and styles every key again.
+        if self._bindings_ready and self.is_attached and self._shown == self._signature():
+            return
+        await super().recompose()
+
+    def _signature(self) -> tuple[Layout, bool | None, bool]:
+        """What compose would show now: the plan, and the palette key's state (enabled,
+        disabled, or no such binding) and whether it is wanted."""
+        active = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        palette = None if active is None else active[2]
+        return plan(self.keys(), self.app.size.width), palette, self.show_command_palette
 
     def keys(self) -> list[Key]:
         """The keys the focused widget, its screen and the app offer, once per action, in
@@ -150,9 +166,9 @@ class KeyBar(Footer):
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
-        width = self.app.size.width
-        self._laid_out_width = width
-        layout = plan(self.keys(), width)
+        self._laid_out_width = self.app.size.width
+        self._shown = self._signature()
+        layout = self._shown[0]
         self.compact = layout.compact
         for key in layout.keys:
             yield self._footer_key(key, short=layout.short)
