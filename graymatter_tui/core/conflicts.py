@@ -62,6 +62,9 @@ class TextProfile:
     words: frozenset[str] = frozenset()  # every word of the text, folded
     folded: str = ""  # the text, folded
     head: str = ""  # the first subject word: what the sentence is about, most often
+    # Asked of every pair (the write path compares one fact with a dozen), so kept here:
+    stems: frozenset[str] = frozenset()  # each word's first six letters, as subject words
+    starts: frozenset[str] = frozenset()  # each word's first 4, 5 and 6 letters
 
 
 def detail_kind(detail: str) -> DetailKind:
@@ -97,7 +100,11 @@ def profile(text: str) -> TextProfile:
     )
     words = frozenset(WORD.findall(head))
     first = next((w[:6] for w in content_words(text) if w[:6] in subject), "")
-    return TextProfile(subject, details, kinds, opening, words, head, first)
+    stems = frozenset(w[:6] for w in words)
+    # A subject word is a content word (4 letters or more) cut to six: `starts` holds
+    # every subject word that begins one of the text's words.
+    starts = frozenset(w[:n] for w in words for n in (4, 5, 6) if len(w) >= n)
+    return TextProfile(subject, details, kinds, opening, words, head, first, stems, starts)
 
 
 def compare(new: str, old: str) -> PairVerdict:
@@ -109,6 +116,16 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     a, b = new.subject, old.subject
     shared = a & b
     sim = len(shared) / len(a | b) if a and b else 0.0
+    # Real overlap: most of the shorter fact's subject words are the other's too.
+    overlap = len(shared) / min(len(a), len(b)) if a and b else 0.0
+    same_subject = (
+        sim >= SAME_SUBJECT
+        and overlap >= SHARED_SUBJECT
+        and new.head in b | {""}
+        and old.head in a | {""}
+    )
+    if sim < DUPLICATE_SUBJECT and not same_subject:  # neither kind: no detail to read
+        return PairVerdict("related" if sim >= SAME_SUBJECT / 2 else "unrelated", sim)
     # A detail the other side says too, there not as a detail ("Postgres" opening one
     # sentence, inside the other), differs in wording only.
     only_new = [
@@ -120,13 +137,11 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     # A duplicate shares a key detail or two subject words: "while following" says
     # nothing that "before following 2" does not, yet it is not the same fact.
     grounded = len(shared) >= 2 or bool(new.details.keys() & old.details.keys())
-    # Real overlap: most of the shorter fact's subject words are the other's too.
-    overlap = len(shared) / min(len(a), len(b)) if a and b else 0.0
     # What is named on one side only: another customer, ticket, service, person ("API"
     # a name in one and the sentence's first word in the other is named in both).
     named_new = _named_only(new, old)
     named_old = _named_only(old, new)
-    gone, came = _unalike(a - b, b - a, old.words), _unalike(b - a, a - b, new.words)
+    gone, came = _unalike(a - b, b - a, old), _unalike(b - a, a - b, new)
     swapped = bool(gone) and bool(came)  # a subject word exchanged for another
     if (
         sim >= DUPLICATE_SUBJECT
@@ -137,14 +152,11 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     ):
         return PairVerdict("duplicate", sim)
     if (
-        sim >= SAME_SUBJECT
-        and overlap >= SHARED_SUBJECT
+        same_subject
         and only_new
         and only_old
         and grounded
         and not swapped
-        and new.head in b | {""}
-        and old.head in a | {""}
         and _same_named_subject(new, old, named_new, named_old)
     ):
         return PairVerdict("possible_update", sim, only_new, only_old)
@@ -193,7 +205,7 @@ def _said(key: str, side: TextProfile, other: TextProfile) -> bool:
     not a key detail ("Postgres" opening a sentence); a value is compared whole."""
     if side.kinds.get(key) == "value":
         return False
-    return {w[:6] for w in WORD.findall(key)} <= {t[:6] for t in other.words}
+    return {w[:6] for w in WORD.findall(key)} <= other.stems
 
 
 def _named_only(side: TextProfile, other: TextProfile) -> set[str]:
@@ -206,12 +218,10 @@ def _named_only(side: TextProfile, other: TextProfile) -> set[str]:
     }
 
 
-def _unalike(words: frozenset[str], others: frozenset[str], text: frozenset[str]) -> set[str]:
+def _unalike(words: frozenset[str], others: frozenset[str], other: TextProfile) -> set[str]:
     """`words` with no counterpart among `others` sharing its first three letters
     ("kept" and "keeps", "owner" and "owns" are alike: a paraphrase, not a swap) and
-    not in the other `text` at all (there a key detail, not a subject word)."""
-    return {
-        w
-        for w in words
-        if not any(o[:3] == w[:3] for o in others) and not any(t.startswith(w) for t in text)
-    }
+    not the start of a word of the `other` text at all (there a key detail, not a
+    subject word)."""
+    heads = {o[:3] for o in others}
+    return {w for w in words if w[:3] not in heads and w not in other.starts}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from graymatter_tui.core.lexicon import EMAIL, STOPWORDS, URL, WORD
 
@@ -71,6 +72,11 @@ def _close_run(run: list[tuple[int, str]]) -> list[str]:
 
 def key_details(text: str) -> list[str]:
     """The details of `text` a summary must keep, in order of appearance, de-duplicated."""
+    return list(_key_details(text))
+
+
+@lru_cache(maxsize=4096)  # the pair check, the profile and the guard ask of the same text
+def _key_details(text: str) -> tuple[str, ...]:
     found: list[str] = []
     rest = text
     for pattern in (URL, EMAIL):
@@ -94,7 +100,7 @@ def key_details(text: str) -> list[str]:
         if key and key not in seen:
             seen.add(key)
             out.append(item)
-    return out
+    return tuple(out)
 
 
 def _is_plain_number(token: str) -> bool:

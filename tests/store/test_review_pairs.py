@@ -10,6 +10,8 @@ backends (`any_store`).
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 import pytest
 
@@ -200,6 +202,21 @@ def test_bulk_writes_and_imports_hold_their_pairs(any_store: AnyStore) -> None:
     )
     copied = transfer.import_file(any_store, exported + b"\n")
     assert copied.facts_added == 1 and copied.review_held == 0
+
+
+def test_a_pair_early_in_a_long_bulk_write_is_held(any_store: AnyStore) -> None:
+    """Each fact of a batch is compared with those written before it, however many later
+    facts of the batch share its words (the newest postings of every subject term)."""
+    fillers = [
+        f"Deploy freeze for billing-api starts after the {''.join(p)}ox review."
+        for p in itertools.product("klmnpqrs", repeat=3)
+    ][:300]
+    written = any_store.put_many(
+        [NewFact(agent_id=AGENT, text=t) for t in (MARCH_3, MARCH_10, *fillers)],
+        check_pairs=True,
+    )
+    held = {(p.fact_id, p.held_id) for p in _pending(any_store) if p.action == "possible_update"}
+    assert (written[1].id, written[0].id) in held
 
 
 def test_an_agent_cannot_hold_a_pair_itself(any_store: AnyStore) -> None:

@@ -60,13 +60,27 @@ def for_records(records: Sequence[CycleRecord]) -> tuple[int, int]:
     return sum(2 * len(encode(r)) + PAGE for r in records), len(records) * PAGE
 
 
+PAIR_ITEM_OVERHEAD = 900  # a review item's JSON around its two texts, and its meta row
+
+
+def for_pair_items(facts: Sequence[Fact]) -> int:
+    """Review items the pair check may hold for imported facts that name no source (it
+    checks those): at most a duplicate and a possible update each, holding the fact's
+    text and the held one's, counted here as long as the fact's."""
+    return sum(
+        2 * (_entry(64, 2 * _utf8_len(f.text) + PAIR_ITEM_OVERHEAD) + _entry(64, 32))
+        for f in facts
+        if f.is_live and not f.source
+    )
+
+
 def for_import(
     facts: Sequence[Fact], terms: list[dict[str, int]], records: Sequence[CycleRecord]
 ) -> tuple[int, int]:
     """(bytes, rewrites) of map an import may need: the arguments of `reserve`."""
     size, rewrites = bulk_reservation([(f.agent_id, f.text) for f in facts], terms)
     more, copied = for_records(records)
-    return size + more, rewrites + copied
+    return size + more + for_pair_items(facts), rewrites + copied
 
 
 def for_snapshot(snap: StoreSnapshot, terms: list[dict[str, int]]) -> tuple[int, int]:
