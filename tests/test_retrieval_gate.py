@@ -28,9 +28,11 @@ which benchmarks/README.md reports rather than asserts.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.retrieval_quality.gate import PARAPHRASES, run_gate  # noqa: E402
+from benchmarks.retrieval_quality.gate import PARAPHRASES, GateResult, run_gate  # noqa: E402
 from benchmarks.retrieval_quality.summarisers import SUMMARISERS  # noqa: E402
 from graymatter_tui.core.tokens import Analyzer  # noqa: E402
 from tests.support.concepts import concept_vector  # noqa: E402
@@ -56,6 +58,13 @@ EXPECTED_KEYS = {
 }
 
 
+@functools.cache
+def gate(summariser: str, guard: str, **options: Any) -> GateResult:
+    """`run_gate`, run once per set of arguments in this module: several tests read the
+    same run (a run is deterministic, and its result frozen)."""
+    return run_gate(summariser, guard, **options)
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOllama]:
     fake = FakeOllama()
@@ -65,7 +74,7 @@ def server() -> Iterator[FakeOllama]:
 
 @pytest.mark.parametrize("guard", ["off", "keys"])
 def test_lossless_summaries_never_lower_recall(server: FakeOllama, guard: str) -> None:
-    result = run_gate("lossless", guard, server=server)
+    result = gate("lossless", guard, server=server)
     assert result.applied_cycles == CYCLES
     assert result.recall_before >= 0.95
     assert result.recall_after >= result.recall_before
@@ -77,7 +86,7 @@ def test_lossless_summaries_never_lower_recall(server: FakeOllama, guard: str) -
 def test_the_guard_consumes_reworded_facts_whose_details_survive(server: FakeOllama) -> None:
     # No fact is held verbatim, none lost a number: a guard that asked for the exact
     # words (or kept everything) would keep them all.
-    result = run_gate("terse notes", "keys", server=server)
+    result = gate("terse notes", "keys", server=server)
     assert (result.shown, result.verbatim, result.lost) == (SHOWN, 0, 0), result
     assert (result.consumed, result.kept_by_guard) == (SHOWN, 0), result
     assert result.recall_after >= result.recall_before, result
@@ -87,7 +96,7 @@ def test_the_guard_consumes_reworded_facts_whose_details_survive(server: FakeOll
 def test_the_guard_keeps_lossy_summaries_from_lowering_recall(
     server: FakeOllama, summariser: str
 ) -> None:
-    result = run_gate(summariser, "keys", server=server)
+    result = gate(summariser, "keys", server=server)
     assert result.recall_after >= result.recall_before, result
     # The guard consumes what survived and keeps what was lost, no more, no less.
     assert result.shown == SHOWN, result
@@ -98,8 +107,8 @@ def test_the_guard_keeps_lossy_summaries_from_lowering_recall(
 
 
 def test_without_the_guard_a_lossy_summariser_does_damage(server: FakeOllama) -> None:
-    guarded = run_gate("drops markers", "keys", server=server)
-    unguarded = run_gate("drops markers", "off", server=server)
+    guarded = gate("drops markers", "keys", server=server)
+    unguarded = gate("drops markers", "off", server=server)
     assert unguarded.recall_after < unguarded.recall_before
     assert unguarded.lost > 0 and unguarded.kept_by_guard == 0
     assert guarded.kept_by_guard > 0
@@ -110,11 +119,11 @@ def test_without_the_guard_a_lossy_summariser_does_damage(server: FakeOllama) ->
 def test_stemming_finds_inflected_queries_before_and_after_consolidation(
     server: FakeOllama, guard: str
 ) -> None:
-    stemmed = run_gate("lossless", guard, server=server)
+    stemmed = gate("lossless", guard, server=server)
     assert stemmed.inflected_before >= 0.95, stemmed
     assert stemmed.inflected_after >= stemmed.inflected_before, stemmed
     assert stemmed.recall_after >= stemmed.recall_before >= 0.95, stemmed
-    keyword_only = run_gate("lossless", guard, server=server, stem_language="none")
+    keyword_only = gate("lossless", guard, server=server, stem_language="none")
     assert keyword_only.inflected_before <= 0.05, keyword_only  # only "Ibis" is as written
     assert keyword_only.recall_before == stemmed.recall_before  # exact queries: the same
 
@@ -122,9 +131,9 @@ def test_stemming_finds_inflected_queries_before_and_after_consolidation(
 def test_with_stemming_the_guard_still_keeps_lossy_summaries_from_lowering_recall(
     server: FakeOllama,
 ) -> None:
-    guarded = run_gate("drops markers", "keys", server=server)
+    guarded = gate("drops markers", "keys", server=server)
     assert guarded.inflected_after >= guarded.inflected_before >= 0.95, guarded
-    unguarded = run_gate("drops markers", "off", server=server)
+    unguarded = gate("drops markers", "off", server=server)
     assert unguarded.inflected_after < unguarded.inflected_before, unguarded
 
 
@@ -150,13 +159,11 @@ def test_hybrid_finds_paraphrases_that_keyword_recall_cannot(
     server: FakeOllama, guard: str
 ) -> None:
     for language in ("none", "english"):
-        keyword = run_gate(
-            "lossless", guard, server=server, stem_language=language, paraphrases=True
-        )
+        keyword = gate("lossless", guard, server=server, stem_language=language, paraphrases=True)
         assert keyword.paraphrase_before == keyword.paraphrase_after == 0.0, keyword
-    hybrid = run_gate("lossless", guard, server=server, paraphrases=True, vectors="sentences")
+    hybrid = gate("lossless", guard, server=server, paraphrases=True, vectors="sentences")
     assert hybrid.paraphrase_before == hybrid.paraphrase_after == 1.0, hybrid
-    whole = run_gate("lossless", guard, server=server, paraphrases=True, vectors="text")
+    whole = gate("lossless", guard, server=server, paraphrases=True, vectors="text")
     assert whole.paraphrase_before == 1.0, whole
 
 
@@ -166,13 +173,13 @@ def test_hybrid_finds_paraphrases_that_keyword_recall_cannot(
 def test_hybrid_does_not_lower_exact_or_inflected_recall(
     server: FakeOllama, summariser: str, guard: str
 ) -> None:
-    stemmed = run_gate(summariser, guard, server=server, paraphrases=True)
-    hybrid = run_gate(summariser, guard, server=server, paraphrases=True, vectors="sentences")
+    stemmed = gate(summariser, guard, server=server, paraphrases=True)
+    hybrid = gate(summariser, guard, server=server, paraphrases=True, vectors="sentences")
     assert hybrid.recall_before >= stemmed.recall_before >= 0.95, (hybrid, stemmed)
     assert hybrid.recall_after >= stemmed.recall_after, (hybrid, stemmed)
     assert hybrid.inflected_before >= stemmed.inflected_before, (hybrid, stemmed)
     assert hybrid.inflected_after >= stemmed.inflected_after, (hybrid, stemmed)
-    whole = run_gate(summariser, guard, server=server, paraphrases=True, vectors="text")
+    whole = gate(summariser, guard, server=server, paraphrases=True, vectors="text")
     assert whole.recall_before >= stemmed.recall_before, whole
     assert whole.inflected_before >= stemmed.inflected_before, whole
 
@@ -185,8 +192,8 @@ def test_the_stored_pipeline_keeps_exact_recall_after_consolidation(
 ) -> None:
     # The worker embedding a vector per sentence and the store's own search, against the
     # scripted embedding server (same concept table): what a user's recall answers.
-    stemmed = run_gate(summariser, guard, server=server, paraphrases=True)
-    stored = run_gate(summariser, guard, server=server, paraphrases=True, vectors="stored")
+    stemmed = gate(summariser, guard, server=server, paraphrases=True)
+    stored = gate(summariser, guard, server=server, paraphrases=True, vectors="stored")
     assert stored.recall_before >= stemmed.recall_before >= 0.95, (stored, stemmed)
     assert stored.recall_after >= stemmed.recall_after, (stored, stemmed)
     assert stored.inflected_after >= stemmed.inflected_after, (stored, stemmed)
