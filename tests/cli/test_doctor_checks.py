@@ -18,7 +18,12 @@ import pytest
 from graymatter_tui.backends.lmdb import LmdbStore
 from tests.conftest import run_graymatter
 from tests.support.over_socket import OllamaOverSocket
-from tests.support.unprivileged import cli_as_nobody, give_to_nobody, public_tmp
+from tests.support.unprivileged import (
+    cli_as_nobody,
+    cli_batch_as_nobody,
+    give_to_nobody,
+    public_tmp,
+)
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -73,14 +78,14 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str, list[str]]] = {
 def test_doctor_fails_and_says_what_this_user_cannot_do(nobodys_store: Path, problem: str) -> None:
     make, name, needles = BROKEN[problem]
     make(nobodys_store)
-    done = cli_as_nobody("doctor", "--dir", str(nobodys_store), "--json")
+    doctor = ("doctor", "--dir", str(nobodys_store))
+    done, human = cli_batch_as_nobody([((*doctor, "--json"), None), (doctor, None)])
     assert done.returncode == 1, done.stdout
     checks = report(done)
     assert checks[name]["status"] == "fail", checks
     for needle in needles:
         assert needle in checks[name]["detail"], checks[name]
     assert "uid 65534" in checks[name]["detail"]
-    human = cli_as_nobody("doctor", "--dir", str(nobodys_store))
     assert human.returncode == 1
     assert f"✗ {name}" in human.stdout
     assert "Everything looks good" not in human.stdout
