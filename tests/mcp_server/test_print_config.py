@@ -22,13 +22,16 @@ from mcp.client.streamable_http import streamable_http_client
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.mcp.client_config import CLIENTS
 from graymatter_tui.mcp.http_guard import TOKEN_FILE
-from tests.mcp_server.client import ROOT, free_port, run_mcp, server_env
+from tests.conftest import invoke_graymatter
+from tests.mcp_server.client import ROOT, free_port, server_env
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 
 def _print_config(client: str, data_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_mcp("--print-config", client, "--dir", str(data_dir), *extra)
+    """In this process (the real `main()`): printing starts no server. The tests that
+    start what was printed run it as a client would."""
+    return invoke_graymatter("mcp", "--print-config", client, "--dir", str(data_dir), *extra)
 
 
 def _server_entry(client: str, stdout: str) -> dict[str, Any]:

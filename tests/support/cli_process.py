@@ -13,7 +13,8 @@ loaded) and is put back after.
 A run goes to a real subprocess whenever in-process would not be the same:
 - a store is already open in this process (LMDB opens a directory once per process: the
   CLI would be handed the test's own store, clock and all);
-- no subcommand (the TUI) or `mcp` (a server that owns its process and signals);
+- no subcommand (the TUI) or `mcp` (a server that owns its process and signals; not
+  `mcp --print-config`, which only prints);
 - GRAYMATTER_TEST_CLI=subprocess, which sends every run to a subprocess (the whole suite
   can still be run that way, e.g. to check that nothing depends on in-process running).
 Tests whose subject is the process boundary (exit status of a crash, signals, stdin,
@@ -95,6 +96,8 @@ def wants_subprocess(args: tuple[str, ...]) -> bool:
     if FORCE_SUBPROCESS or store_open_here():
         return True
     command = _subcommand(args)
+    if command == "mcp" and "--print-config" in args:
+        return False  # prints a client's snippet and ends: no server starts
     return command is None or command in _OWN_PROCESS
 
 
