@@ -31,7 +31,7 @@ from graymatter_tui.backends.lmdb.files import check_data_file
 from graymatter_tui.core.errors import StoreError
 from graymatter_tui.storage import NewFact
 from tests.reliability.worker import read_refusals
-from tests.support.unprivileged import cli_as_nobody
+from tests.support.unprivileged import cli_as_nobody, cli_batch_as_nobody
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
@@ -344,12 +344,15 @@ def test_root_owned_0700_data_dir_via_environment(public_tmp: Path) -> None:
     make_store(data, 2)
     before = digest(data / "data.mdb")
     # Reading needs to list and enter the directory; writing needs that and more.
-    for args, needle in (
-        (["list"], "is not readable by this user"),
-        (["remember", "a", "x"], "is not readable and writable by this user"),
-        (["status", "--json"], "is not readable by this user"),
-    ):
-        done = run_as_nobody(*args, env_dir=data)
+    cases = (
+        (("list",), "is not readable by this user"),
+        (("remember", "a", "x"), "is not readable and writable by this user"),
+        (("status", "--json"), "is not readable by this user"),
+    )
+    answers = cli_batch_as_nobody(
+        [(args, None) for args, _ in cases], env={"GRAYMATTER_DIR": str(data)}
+    )
+    for done, (_args, needle) in zip(answers, cases, strict=True):
         assert_clear_error(done, needle)
         assert done.stdout == ""
     assert digest(data / "data.mdb") == before

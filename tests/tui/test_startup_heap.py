@@ -30,7 +30,10 @@ async def test_the_start_up_heap_is_frozen_while_the_app_runs_and_thawed_after(
         # Frozen, so in no generation a full pass walks, and a full pass keeps it so.
         assert all(obj is not pane for obj in gc.get_objects(generation=2))
         gc.collect()
-        assert gc.get_freeze_count() >= frozen
+        assert all(obj is not pane for obj in gc.get_objects(generation=2))
+        # A full pass thaws nothing; a frozen object whose last reference goes (a worker's
+        # frame, a timer's handle) still leaves the frozen set, so the count may dip.
+        assert gc.get_freeze_count() > frozen * 0.9
     assert gc.get_freeze_count() == 0
 
 
