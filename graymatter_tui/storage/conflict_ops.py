@@ -65,9 +65,12 @@ def check_written(tx: Transaction, facts: Iterable[Fact]) -> list[ReviewProposal
 def _check_one(
     tx: Transaction, fact: Fact, log: bool, windows: _Windows | None
 ) -> list[ReviewProposal]:
+    held = candidates(tx, fact, windows)
+    if not held:
+        return []  # most facts of a varied store: no profile to make
     best: dict[str, tuple[PairVerdict, Fact]] = {}
     written = profile(fact.text)
-    for other in candidates(tx, fact, windows):
+    for other in held:
         verdict = compare_profiles(written, profile(other.text))
         if verdict.kind not in PAIR_ACTIONS:
             continue
