@@ -9,7 +9,7 @@ import re
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input, OptionList
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core.clock import parse_time
@@ -133,9 +133,15 @@ async def test_d_removes_the_highlighted_probe(demo_store: LmdbStore) -> None:
         assert "d Remove probe" in screen_text(app)  # the key bar shows it once it applies
         await pilot.press("d")
         await wait_until(pilot, lambda: len(demo_store.probes(OPS)) == 1, what="the removal")
+        # The panel's own list (the toast saying what was removed names it for a while).
+        panel = app.query_one("#probe-list", OptionList)
         await wait_until(
-            pilot, lambda: "staging database" not in screen_text(app), what="the panel updated"
+            pilot,
+            lambda: [o.id for o in panel.options] == [second.id],
+            what="the panel updated",
         )
+        assert "staging database" not in str(panel.get_option_at_index(0).prompt)
+        assert any("staging database" in message for _, message in notifications(app))
     assert demo_store.probes(OPS) == [second] and first not in demo_store.probes()
 
 
@@ -179,7 +185,9 @@ async def test_a_query_naming_a_date_shows_what_the_date_gave(demo_store: LmdbSt
     async with running(app, size=(80, 24)) as pilot:
         await pilot.press("R")
         await settle(pilot)
-        await pilot.press(*query, "enter")
+        # A long query, set whole (typing into the box is the other tests' part).
+        app.screen.query_one("#recall-query", Input).value = query
+        await pilot.press("enter")
         await settle(pilot)
         table = app.screen.query_one(DataTable)
         labels = [str(c.label) for c in table.columns.values()]
