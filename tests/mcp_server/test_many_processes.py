@@ -24,17 +24,18 @@ from graymatter_tui.exchange.demo import create_demo
 from graymatter_tui.tui.screens.activity import ActivityPane
 from tests.conftest import clean_env, run_graymatter
 from tests.mcp_server.client import connected
+from tests.support.soak import rounds
 from tests.tui.helpers import OPS, make_app, open_store, running, settle, static_text, wait_until
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
 
 SERVERS = 3
-CALLS = 1_000
+CALLS = rounds(300, 1_000)  # per server; the soak's 1,000 make a rare interleaving likelier
 CLI_FACTS = 8
 CLI_AGENT = "cli-agent"
 # Writers pause here until the cycle is applied, so their writes surround it.
-PAUSE_AT = 900
-START_CYCLE_AFTER = 100
+PAUSE_AT = CALLS * 9 // 10
+START_CYCLE_AFTER = CALLS // 10
 
 
 def mcp_agent(n: int) -> str:
