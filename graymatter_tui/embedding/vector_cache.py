@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -150,6 +151,9 @@ class VectorCache:
         self._lock = threading.Lock()
         self._agents: dict[str, AgentMatrix] = {}
         self._building: dict[str, threading.Thread] = {}
+        # A query that found a build under way: the model it asked for. A build that read
+        # nothing (it started before the vectors were written) runs again for it.
+        self._asked_again: dict[str, str] = {}
 
     def nearest(
         self, agent: str, model: str, query: Vector, limit: int
@@ -196,15 +200,20 @@ class VectorCache:
             return agent in self._agents
 
     def wait(self, agent: str, timeout: float | None = None) -> bool:
-        """Wait for a build of `agent`'s matrix under way (tests, benchmarks)."""
-        with self._lock:
-            thread = self._building.get(agent)
-        if thread is not None:
-            thread.join(timeout)
-        return self.ready(agent)
+        """Wait for the builds of `agent`'s matrix under way, and any they start again
+        (tests, benchmarks); whether the matrix is built."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                thread = self._building.get(agent)
+            left = None if deadline is None else deadline - time.monotonic()
+            if thread is None or (left is not None and left <= 0):
+                return self.ready(agent)
+            thread.join(left)
 
     def _start_build(self, agent: str, model: str) -> None:
         if agent in self._building:
+            self._asked_again[agent] = model
             return
         thread = threading.Thread(
             target=self._build, args=(agent, model), name=f"vector-cache-{agent}", daemon=True
@@ -221,5 +230,8 @@ class VectorCache:
             held = None
         with self._lock:
             del self._building[agent]
-            if held is not None:
-                self._agents[agent] = held
+            again = self._asked_again.pop(agent, None)
+            if held is not None and held.model == (again or held.model):
+                self._agents[agent] = held  # a later generation is applied at the next query
+            elif again is not None:
+                self._start_build(agent, again)

@@ -4,6 +4,8 @@ retired after it was built, drops itself on a switch of model, and never mixes a
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -236,3 +238,43 @@ def test_the_query_signal_gives_the_cosines_of_the_query_it_just_embedded(
         assert found == pytest.approx({f.id: nearest[f.id] for f in facts}, abs=1e-6)
         assert len(server.embed_requests()) == calls  # the query is not embedded again
         assert signal.similarities(AGENT, "another query", [facts[0].id]) == {}
+
+
+class _HeldFirstRead:
+    """The real store, whose first full read of an agent's blocks (a cache build) waits
+    at a gate: the build is under way while the test writes and queries."""
+
+    def __init__(self, store: LmdbStore) -> None:
+        self.store = store
+        self.gate = threading.Event()
+        self.reading = threading.Event()
+        self.first = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def vector_blocks_since(self, agent: str, model: str, generation: int) -> object:
+        if generation == -1 and self.first:
+            self.first = False
+            blocks = self.store.vector_blocks_since(agent, model, generation)
+            self.reading.set()
+            assert self.gate.wait(30)
+            return blocks
+        return self.store.vector_blocks_since(agent, model, generation)
+
+
+def test_a_build_that_read_nothing_runs_again_for_the_query_that_came_meanwhile(
+    store: LmdbStore,
+) -> None:
+    store.start_embedding("m")
+    vectors = _populate(store, AGENT, 40, seed=8)
+    source = _HeldFirstRead(store)
+    cache = VectorCache(source)  # type: ignore[arg-type]
+    query = next(iter(vectors.values()))
+    assert cache.nearest(AGENT, "m", query, 5) is None  # no vector yet; a build starts
+    assert source.reading.wait(30)  # ...and has read the (empty) blocks
+    _embed(store, vectors)
+    _same(cache.nearest(AGENT, "m", query, 5), store.nearest(AGENT, "m", query, 5))
+    source.gate.set()  # the first build ends with nothing; the second finds the vectors
+    assert cache.wait(AGENT, timeout=30)
+    _same(cache.nearest(AGENT, "m", query, 5), store.nearest(AGENT, "m", query, 5))
