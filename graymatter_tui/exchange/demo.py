@@ -3,17 +3,26 @@
 Deterministic for a given clock: the same GRAYMATTER_NOW gives the same facts and IDs,
 so screenshots of the demo are reproducible. Weights are set as decay would leave them,
 some facts are pinned, and clusters of near-duplicates give consolidation something to do.
+
+The review queue holds what the demo means it to: its clusters' duplicates and a few
+possible updates written on purpose (a threshold lowered, a freeze moved). A random fill
+of a template that would be another update of a fact already made (a second replica
+count for one service) is drawn again, so a person opening the demo finds a queue they
+can work through, not a hundred items of the generator's noise.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from datetime import datetime, timedelta
+from itertools import chain
 
 from ulid import ULID
 
 from graymatter_tui.core import provenance
+from graymatter_tui.core.conflicts import TextProfile, compare_profiles, profile
 from graymatter_tui.storage import MemoryStore, NewFact
 
 AGENTS = ("support-bot", "research-agent", "ops-agent")
@@ -52,6 +61,9 @@ _OPS = [
     "Runbook for {service}: https://runbooks.example.com/{service}.",
     "Disk alerts fire at {n2}% usage on the build servers.",
     "Deploy freeze for {service} starts on {month} {day}.",
+    "{service} was upgraded to version {d1}.{n2}.0 on {month} {day}.",
+    "{service} keeps its logs for {n2} days in the log store.",
+    "Alerts for {service} go to the #{service}-alerts channel.",
 ]
 _TEMPLATES = {"support-bot": _SUPPORT, "research-agent": _RESEARCH, "ops-agent": _OPS}
 
@@ -87,6 +99,43 @@ _DUPLICATES = {
         ],
     ],
 }
+# Possible updates the demo holds on purpose: (what was known, what replaced it).
+_UPDATES = {
+    "support-bot": [
+        (
+            "Refunds over $500 need approval from a team lead before processing.",
+            "Refunds over $250 need approval from a team lead before processing.",
+        ),
+        (
+            "Acme Corp is on the Enterprise plan with a renewal date of 2027-03-13.",
+            "Acme Corp is on the Enterprise plan with a renewal date of 2027-06-13.",
+        ),
+    ],
+    "research-agent": [
+        (
+            "The baseline model scores 71.2 F1 on the held-out split.",
+            "The baseline model scores 74.8 F1 on the held-out split.",
+        ),
+        (
+            "Experiment EXP-214 used learning rate 3e-4 and batch size 32.",
+            "Experiment EXP-214 used learning rate 3e-4 and batch size 64.",
+        ),
+    ],
+    "ops-agent": [
+        (
+            "Disk alerts fire at 80% usage on the build servers.",
+            "Disk alerts fire at 90% usage on the build servers.",
+        ),
+        (
+            "Deploy freeze for search-indexer starts on July 2.",
+            "Deploy freeze for search-indexer starts on January 13.",
+        ),
+        (
+            "auth-service runs 7 replicas in production behind the gateway.",
+            "auth-service runs 5 replicas in production behind the gateway.",
+        ),
+    ],
+}
 _PINNED = {
     "support-bot": ["Never share a customer's data with another customer."],
     "research-agent": ["All results must be reproducible from a fixed seed."],
@@ -110,6 +159,42 @@ def _fill(template: str, rng: random.Random) -> str:
         d1=rng.randint(1, 9),
         day=rng.randint(1, 28),
     )
+
+
+def _paired(new: TextProfile, old: TextProfile) -> bool:
+    """Whether the write path's pair check would hold the two, either way round."""
+    held = ("duplicate", "possible_update")
+    return compare_profiles(new, old).kind in held or compare_profiles(old, new).kind in held
+
+
+@functools.cache
+def _filled(agent: str, seed: int) -> tuple[str, ...]:
+    """The agent's template fills: distinct, and none a duplicate or possible update of
+    another fact of the agent (cached: the check costs a few hundred ms, and the tests
+    make many demo stores)."""
+    rng = random.Random(f"{seed}:{agent}")
+    fixed = [*_PINNED[agent], *chain(*_DUPLICATES[agent]), *chain(*_UPDATES[agent])]
+    held = [profile(text) for text in fixed]
+    per_template: dict[str, list[TextProfile]] = {}
+    texts: list[str] = []
+    seen = set(fixed)
+    for _ in range(50 * FACTS_PER_AGENT):
+        if len(fixed) + len(texts) >= FACTS_PER_AGENT:
+            return tuple(texts)
+        template = rng.choice(_TEMPLATES[agent])
+        text = _fill(template, rng)
+        if text in seen:
+            continue
+        seen.add(text)
+        # Only a fill of the same template, or a fact written on purpose, is on its
+        # subject: comparing with those alone keeps the check cheap.
+        made = per_template.setdefault(template, [])
+        candidate = profile(text)
+        if any(_paired(candidate, other) for other in (*held, *made)):
+            continue
+        made.append(candidate)
+        texts.append(text)
+    raise RuntimeError(f"the demo's templates for {agent} cannot make {FACTS_PER_AGENT} facts")
 
 
 def _decayed(now: datetime, accessed: datetime) -> float:
@@ -145,16 +230,12 @@ def demo_facts(now: datetime, seed: int = 42) -> list[NewFact]:
         for cluster in _DUPLICATES[agent]:
             for text in cluster:
                 add(agent, text, rng.uniform(70, 110), hits=rng.randint(0, 2))
-        made = len(_PINNED[agent]) + sum(len(c) for c in _DUPLICATES[agent])
-        seen: set[str] = set()
-        while made < FACTS_PER_AGENT:
-            text = _fill(rng.choice(_TEMPLATES[agent]), rng)
-            if text in seen:
-                continue
-            seen.add(text)
+        for old, new in _UPDATES[agent]:
+            add(agent, old, rng.uniform(30, 60), hits=rng.randint(1, 8))
+            add(agent, new, rng.uniform(1, 20), hits=rng.randint(0, 3))
+        for text in _filled(agent, seed):
             hits = int(rng.expovariate(0.3)) if rng.random() < 0.6 else 0
             add(agent, text, rng.triangular(0.1, 150, 10), hits=hits)
-            made += 1
     items.sort(key=lambda item: item.fact_id or "")
     return items
 

@@ -217,7 +217,7 @@ async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: L
             assert app.last_error == ""
             assert ("information", "Reloaded.") in notifications(app)
             assert visible_texts(app) == [f.text for f in reopened.list_facts(OPS)]
-            assert "Backups of the ledger database" in screen_text(app)
+            assert "Disk alerts fire at 90% usage" in screen_text(app)
         finally:
             if app.is_running:
                 app.exit()

@@ -118,7 +118,7 @@ async def test_capital_a_chooses_another_agent(demo_store: LmdbStore) -> None:
         assert f"agent {RESEARCH} (100 live)" in static_text(app, "#topbar")
         shown = screen_text(app)
         assert expected[0] in shown
-        assert "Backups of the ledger database" not in shown  # ops-agent's newest fact
+        assert "Disk alerts fire at 90% usage" not in shown  # ops-agent's newest fact
 
         # escape leaves the agent as it was
         await pilot.press("A")

@@ -112,7 +112,7 @@ def test_run_a_cycle_in_a_real_terminal(tmp_path: Path) -> None:
         )
         tmux.send(command, "Enter")
         screen = tmux.wait_for(
-            lambda s: "graymatter-tui" in s and "Backups of the ledger database" in s,
+            lambda s: "graymatter-tui" in s and "Disk alerts fire at 90% usage" in s,
             "the Facts tab",
         )
         assert "agent ops-agent (100 live)" in screen
@@ -203,7 +203,7 @@ def test_every_terminal_shows_facts_diff_and_histogram(
         tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt")
         tmux.send(app_command(store, env), "Enter")
         screen = tmux.wait_for(
-            lambda s: "Backups of the ledger database" in s and "? Help" in s, "the fact rows"
+            lambda s: "Disk alerts fire at 90% usage" in s and "? Help" in s, "the fact rows"
         )
         assert "pin       weight age ↑ uses  text" in screen
         tmux.wait_until_still()
