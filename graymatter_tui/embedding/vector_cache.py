@@ -48,7 +48,9 @@ class AgentMatrix:
         self.chunks: list[Vector] = []
         self.taken = np.zeros(0, dtype=bool)
         self.ids: list[str] = []
-        self.rows_of: dict[str, list[int]] = {}  # fact id -> its rows (recall's candidates)
+        # fact id -> its rows (recall's candidates). Tuples of ints, not lists: the cycle
+        # collector stops tracking them, where 100k lists would lengthen every full pass.
+        self.rows_of: dict[str, tuple[int, ...]] = {}
         # The last query's scores over every row, for `similarities` right after `nearest`.
         self._last: tuple[bytes, Vector] | None = None
         self.apply(blocks)
@@ -85,9 +87,10 @@ class AgentMatrix:
             self.ids[start : start + count] = ids
             self.taken[start : start + count] = [bool(i) for i in ids]
             self.taken[start + count : start + self.block_rows] = False
+            rows_of = self.rows_of
             for position, fact_id in enumerate(ids, start):
                 if fact_id:
-                    self.rows_of.setdefault(fact_id, []).append(position)
+                    rows_of[fact_id] = (*rows_of.get(fact_id, ()), position)
         self.generation = blocks.generation
         self._last = None
 
@@ -100,9 +103,10 @@ class AgentMatrix:
             self.ids[position] = ""
             held = self.rows_of.get(fact_id)
             if held is not None:
-                if position in held:
-                    held.remove(position)
-                if not held:
+                left = tuple(p for p in held if p != position)
+                if left:
+                    self.rows_of[fact_id] = left
+                else:
                     del self.rows_of[fact_id]
 
     def nearest(self, query: Vector, limit: int) -> list[tuple[str, float]] | None:
@@ -134,12 +138,18 @@ class AgentMatrix:
         last = self._last
         if last is not None and last[0] == vector.tobytes():
             scores = last[1]
-            return {fact_id: float(max(scores[p] for p in rows)) for fact_id, rows in wanted}
-        positions = [p for _, rows in wanted for p in rows]
-        chunk_rows = self.chunk_rows
-        matrix = np.stack([self.chunks[p // chunk_rows][p % chunk_rows] for p in positions])
-        found = dict(zip(positions, (matrix @ vector).tolist(), strict=True))
-        return {fact_id: max(found[p] for p in rows) for fact_id, rows in wanted}
+        else:
+            positions = sorted({p for _, rows in wanted for p in rows})
+            chunk_rows = self.chunk_rows
+            matrix = np.stack([self.chunks[p // chunk_rows][p % chunk_rows] for p in positions])
+            scores = np.full(self.rows, -np.inf, dtype=np.float32)
+            scores[positions] = matrix @ vector
+        # One gather for the first rows (most facts have only one), then the rest.
+        firsts = scores[[rows[0] for _, rows in wanted]].tolist()
+        found: dict[str, float] = {}
+        for (fact_id, rows), first in zip(wanted, firsts, strict=True):
+            found[fact_id] = first if len(rows) == 1 else float(scores[list(rows)].max())
+        return found
 
 
 class VectorCache:

@@ -33,16 +33,25 @@ def best_per_fact(
     while True:
         if take < scores.size:
             positions = np.argpartition(-scores, take - 1)[:take]
+            # Every row tied with the last one taken, too: which of them argpartition
+            # kept is arbitrary, and ties go by id.
+            positions = np.flatnonzero(scores >= scores[positions].min())
         else:
             positions = np.arange(scores.size)
+        # Best first, so a fact's first row seen is its best; stop once `limit` facts are
+        # found and the next row scores below the last of them (a tie may still come).
+        ordered = positions[np.argsort(-scores[positions], kind="stable")]
         best: dict[str, float] = {}
-        for position in positions.tolist():
+        boundary = -np.inf
+        for position in ordered.tolist():
             score = float(scores[position])
-            if score == -np.inf:
-                continue
+            if score == -np.inf or (len(best) >= limit and score < boundary):
+                break
             fact_id = id_at(position)
-            if score > best.get(fact_id, -np.inf):
+            if fact_id not in best:
                 best[fact_id] = score
+                if len(best) == limit:
+                    boundary = score
         if len(best) >= limit or take >= finite:
             break
         take = min(finite, take * 4)
