@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict, Unpack
+from typing import Final, TypedDict, Unpack
 
 from graymatter_tui.core.clock import parse_time
 from graymatter_tui.core.confidence import (
@@ -269,13 +269,14 @@ def rank(
         return scores, facts, Signals(similarity, tx.live_span(agent))
 
     scores, facts, signals = store.read_index(score_keywords)
+    signals.dates = named_dates(query)
     if nearest is not None:
         # The farthest neighbour's cosine: where a fact the signal could not score stands.
         signals.stand_in = min(signals.similarity.values(), default=0.0)
-        missing = [i for i in scores if i not in signals.similarity]
+        signals.reachable = _reachable(k, weights, scores, facts, signals, confidence)
+        missing = [i for i in scores if i not in signals.similarity and i in signals.reachable]
         if missing and isinstance(vectors, CandidateSimilarity):
             signals.cosines = _finite(vectors.similarities(agent, query, missing))
-    signals.dates = named_dates(query)
     return store.read_index(
         lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
     )
@@ -298,6 +299,16 @@ class ConfidenceRanking:
         return cls(minimum, weight)
 
 
+class _Every:
+    """Every candidate reachable (`Signals.reachable` when nothing is ruled out)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_EVERY: Final = _Every()
+
+
 @dataclass
 class Signals:
     """What `_fuse` needs beside the keyword scores: the live vector neighbours' cosines,
@@ -308,6 +319,53 @@ class Signals:
     cosines: dict[str, float] = field(default_factory=dict)
     stand_in: float | None = None  # None: no vector signal answered
     dates: tuple[NamedDate, ...] = ()  # the dates the query names
+    # The keyword candidates that could reach the top k (`_reachable`); all by default.
+    reachable: Container[str] = field(default_factory=lambda: _EVERY)
+
+
+def _reachable(
+    k: int,
+    weights: RecallWeights,
+    scores: dict[str, float],
+    facts: dict[str, Fact],
+    signals: Signals,
+    confidence: ConfidenceRanking | None,
+) -> Container[str]:
+    """The keyword candidates that could still be among the top `k`, when the vector
+    signal answered. Nearest lists every fact whose cosine is above its farthest
+    neighbour's, so a candidate it did not list scores at most V·stand-in plus its keyword
+    part plus the whole priors; the neighbours' k best relevances (by distinct text) are
+    a floor under the k-th hit's score, since the priors only add. A candidate whose best
+    possible score is below that floor can never be a hit: `_fuse` neither scores it nor
+    is its cosine asked for. A LoCoMo question has ~3,300 candidates (one name, several
+    common words), most of them far below the floor. Everything is reachable with a
+    confidence factor (it may lower a score) or fewer than `k` neighbours."""
+    similarity, stand_in = signals.similarity, signals.stand_in
+    if confidence is not None or stand_in is None or len(similarity) < k:
+        return _EVERY
+    v, kw = weights.vector, weights.keyword
+    share = v + kw
+    best_keyword = max(scores.values(), default=0.0)
+    if share <= 0 or best_keyword <= 0:
+        return _EVERY
+    by_text: dict[str, float] = {}
+    for fact_id, cosine in similarity.items():
+        relevance = v * cosine / share + kw * (scores.get(fact_id, 0.0) / best_keyword) / share
+        text = facts[fact_id].text
+        by_text[text] = max(relevance, by_text.get(text, -math.inf))
+    if len(by_text) < k:
+        return _EVERY
+    floor = heapq.nlargest(k, by_text.values())[-1]
+    priors = weights.recency + (weights.date if signals.dates else 0.0)
+    ceiling = v * stand_in / share
+
+    def best_possible(score: float) -> float:
+        # `_fuse`'s bound, term for term, with the stand-in as the cosine
+        return ceiling + kw * (score / best_keyword) / share + priors
+
+    # (a margin of rounding: the two sums may add the same terms in another order)
+    kept = {i for i, score in scores.items() if best_possible(score) >= floor - 1e-9}
+    return kept | set(similarity)
 
 
 def _finite(found: dict[str, float]) -> dict[str, float]:
@@ -349,7 +407,9 @@ def _fuse(
             return 0.0, normalised if kw > 0 else 0.0
         return v * cosine(fact_id)[0] / share, kw * normalised / share
 
-    parts = {fact_id: relevance(fact_id) for fact_id in candidates}
+    reachable = signals.reachable
+    scored = [i for i in candidates if i in reachable or i in similarity]
+    parts = {fact_id: relevance(fact_id) for fact_id in scored}
     by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
     keyword_rank = {fact_id: r_ for r_, fact_id in enumerate(by_keyword, start=1)}
     vector_rank = _shared_ranks(similarity)
@@ -367,8 +427,8 @@ def _fuse(
     # R = D = 0 that is the exact order, and above 0 reads only what a prior could lift.
     # The confidence factor can lift a fact by at most 1 + w.
     lift = 1.0 + confidence.weight if confidence is not None else 1.0
-    bound = {fact_id: sum(parts[fact_id]) + r + d for fact_id in candidates}
-    ordered = sorted(candidates, key=lambda i: (-bound[i], i))
+    bound = {fact_id: sum(parts[fact_id]) + r + d for fact_id in scored}
+    ordered = sorted(scored, key=lambda i: (-bound[i], i))
     best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
     for fact_id in ordered:
         if len(best) >= k:
