@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypedDict, Unpack
 
@@ -187,31 +187,31 @@ def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str,
     matched: dict[str, float] = {}
     impacts: dict[tuple[int, int], float] = {}  # few distinct (count, length) pairs
 
-    def add(fact_id: str, count: int, length: int, idf: float) -> None:
-        impact = impacts.get((count, length))
-        if impact is None:
-            impact = impacts[(count, length)] = _impact(count, length)
-        scores[fact_id] = scores.get(fact_id, 0.0) + impact * idf
-        matched[fact_id] = matched.get(fact_id, 0.0) + idf
+    def add(postings: Iterable[tuple[str, tuple[int, int]]], idf: float) -> None:
+        # One loop per term, not a call per posting: a query adds thousands.
+        score, match, impact_of = scores.get, matched.get, impacts.get
+        for fact_id, posting in postings:
+            impact = impact_of(posting)
+            if impact is None:
+                impact = impacts[posting] = _impact(*posting)
+            scores[fact_id] = score(fact_id, 0.0) + impact * idf
+            matched[fact_id] = match(fact_id, 0.0) + idf
 
     # Rare terms first, read whole: they pick out the facts a query is about.
     capped = sorted(informative, key=lambda t: frequencies[t])
     while capped and frequencies[capped[0]] <= POSTINGS_PER_TERM:
         term = capped.pop(0)
-        for fact_id, count, length in tx.iter_postings(agent, term):
-            add(fact_id, count, length, idfs[term])
+        add(((i, (c, n)) for i, c, n in tx.iter_postings(agent, term)), idfs[term])
     # A common term adds its newest postings, and its weight in every fact already found
     # (looked up directly), so a fact matching a rare term scores exactly as uncapped.
     for term in capped:
         idf = idfs[term]
         found = list(scores)
-        walked = set()
-        for fact_id, count, length in tx.iter_postings(agent, term, POSTINGS_PER_TERM):
-            add(fact_id, count, length, idf)
-            walked.add(fact_id)
+        newest = [(i, (c, n)) for i, c, n in tx.iter_postings(agent, term, POSTINGS_PER_TERM)]
+        add(newest, idf)
+        walked = {fact_id for fact_id, _ in newest}
         unwalked = [fact_id for fact_id in found if fact_id not in walked]
-        for fact_id, posting in tx.postings_of(agent, term, unwalked).items():
-            add(fact_id, *posting, idf)
+        add(tx.postings_of(agent, term, unwalked).items(), idf)
     # Coordination: a fact matching the query's rare terms beats a shorter one that
     # matches only its common terms (so a summary holding the rare detail stays findable).
     total = sum(idfs.values())
