@@ -6,6 +6,7 @@ command line builds it (`launch.tui_app`) and driven under `run_test`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,24 @@ def app_for(
         data_dir=data_dir, store=store, demo=demo, read_only=read_only, agent=None, llm=None
     )
     app.animation_level = "none"
+    _MADE.append(app)
     return app
+
+
+_MADE: list[GraymatterApp] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_the_stores() -> Iterator[None]:
+    """Close the store each app opened (the CLI's process ends with its app; a test's
+    goes on). A store left open here made every later CLI run of this worker a subprocess
+    (the CLI in-process would share it): 20 s more for tests/reliability/test_secrets.py
+    alone when it came after this file."""
+    yield
+    while _MADE:
+        store = _MADE.pop().store
+        if store is not None and not store.closed:
+            store.close()
 
 
 @pytest.fixture
