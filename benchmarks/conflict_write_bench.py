@@ -1,6 +1,7 @@
 """`remember` latency with the pair check on the write path, at 10k facts of one agent.
 
     python benchmarks/conflict_write_bench.py [--facts 10000] [--writes 200]
+                                              [--backend lmdb|postgres]
 
 Two stores of `--facts` facts of one agent: `vocabulary` (12 of 22 shared words each, so
 every word is in thousands of facts: the worst case for finding candidates through the
@@ -15,6 +16,10 @@ is the write path without the check (`fact_ops.put` alone in one transaction, th
 of `Store.put` before the check), `after` is `Store.remember`. On a machine shared with
 other work, wall times move with the load; CPU time (of this process) moves less, so
 both are given.
+
+`--backend postgres` runs the same on PostgreSQL: a throwaway cluster on loopback
+(tests/support/postgres.py), each store a fresh database. There the check's reads are
+round trips, and the server's CPU is not this process's: read the wall columns.
 """
 
 from __future__ import annotations
@@ -24,9 +29,13 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tests.support
 
 from _common import NOW, fact_texts, percentile
 
@@ -54,10 +63,34 @@ def writes(held: list[str], count: int, seed: int = 5) -> list[str]:
     return out
 
 
-def run(kind: str, facts: int, count: int) -> None:
+Opener = Callable[[], AbstractContextManager[Any]]
+
+
+@contextmanager
+def lmdb_store() -> Iterator[Any]:
+    with tempfile.TemporaryDirectory() as tmp, LmdbStore.open(Path(tmp) / "s") as store:
+        yield store
+
+
+@contextmanager
+def postgres_stores() -> Iterator[Opener]:
+    """Fresh databases of one throwaway cluster, one per store."""
+    from graymatter_tui.backends.postgres import PgStore
+    from tests.support.postgres import throwaway_cluster
+
+    with throwaway_cluster() as cluster:
+
+        @contextmanager
+        def one() -> Iterator[Any]:
+            with PgStore.open(cluster.url(cluster.new_database("gm_pairs"))) as store:
+                yield store
+
+        yield one
+
+
+def run(kind: str, facts: int, count: int, backend: str, open_store: Opener) -> None:
     texts = fact_texts(facts) if kind == "vocabulary" else template_texts(facts)
-    with tempfile.TemporaryDirectory() as tmp:
-        store = LmdbStore.open(Path(tmp) / "s")
+    with open_store() as store:
         items = [NewFact(agent_id=AGENT, text=t, created_at=NOW) for t in texts]
         store.put_many(items)
         wall: dict[str, list[float]] = {"before": [], "after": []}
@@ -72,11 +105,10 @@ def run(kind: str, facts: int, count: int) -> None:
             wall[side].append((time.perf_counter() - started) * 1000)
             cpu[side].append((time.process_time() - used) * 1000)
         pending = store.pending_count()
-        store.close()
     for side in ("before", "after"):
         w, c = wall[side], cpu[side]
         print(
-            f"| {kind} | {side} | {facts} | {count} | {percentile(w, 50):.2f} | "
+            f"| {backend} | {kind} | {side} | {facts} | {count} | {percentile(w, 50):.2f} | "
             f"{percentile(w, 95):.2f} | {percentile(w, 99):.2f} | {percentile(c, 50):.2f} | "
             f"{percentile(c, 99):.2f} | {pending if side == 'after' else 0} |"
         )
@@ -86,14 +118,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--writes", type=int, default=200)
+    parser.add_argument("--backend", choices=("lmdb", "postgres"), default="lmdb")
     args = parser.parse_args()
     print(
-        "| store | path | facts | writes | wall p50 ms | p95 | p99 | CPU p50 ms | CPU p99 |"
-        " items held |"
+        "| backend | store | path | facts | writes | wall p50 ms | p95 | p99 | CPU p50 ms "
+        "| CPU p99 | items held |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for kind in ("vocabulary", "templates"):
-        run(kind, args.facts, args.writes)
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if args.backend == "lmdb":
+        for kind in ("vocabulary", "templates"):
+            run(kind, args.facts, args.writes, "lmdb", lmdb_store)
+        return
+    with postgres_stores() as open_store:
+        for kind in ("vocabulary", "templates"):
+            run(kind, args.facts, args.writes, "postgres", open_store)
 
 
 if __name__ == "__main__":
