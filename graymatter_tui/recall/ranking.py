@@ -343,6 +343,8 @@ def _reachable(
     similarity, stand_in = signals.similarity, signals.stand_in
     if confidence is not None or stand_in is None or len(similarity) < k:
         return _EVERY
+    if min(weights.vector, weights.keyword, weights.recency, weights.date) < 0:
+        return _EVERY  # the priors must only add (parsed weights never are below 0)
     v, kw = weights.vector, weights.keyword
     share = v + kw
     best_keyword = max(scores.values(), default=0.0)
