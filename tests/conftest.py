@@ -28,28 +28,6 @@ FIXED_NOW = "2026-03-01T12:00:00Z"
 CLI_TIMEOUT = 120
 
 
-# The directories whose files take longest, first. With `--dist loadfile` each worker takes
-# the next file as it finishes one, so the run should end on short files: in collection
-# order (alphabetical) it ended on tests/tui's, and two workers sat idle while the third
-# finished a 30-45 s file. Files keep their own order, and their tests stay together.
-_LONGEST_FIRST = (
-    "tests/tui/",
-    "tests/test_retrieval_gate.py",
-    "tests/store/",
-    "tests/mcp_server/",
-    "tests/cli/",
-    "tests/pg/",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def place(item: pytest.Item) -> int:
-        found = (i for i, d in enumerate(_LONGEST_FIRST) if item.nodeid.startswith(d))
-        return next(found, len(_LONGEST_FIRST))
-
-    items.sort(key=place)
-
-
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent's environment without any graymatter or summariser settings, plus the
     suite's TEST_DEFAULTS and `extra`."""
