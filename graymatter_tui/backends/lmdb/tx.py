@@ -454,18 +454,12 @@ class Tx(VectorTransaction):
 
     def posting(self, agent: str, term: str, fact_id: str) -> tuple[int, int] | None:
         """(term count, fact length) if the live fact `fact_id` of `agent` holds `term`."""
-        raw = self.txn.get(
-            agent.encode() + SEP + term.encode() + SEP + fact_id.encode(), db=self.dbs.postings
-        )
-        if raw is None:
-            return None
-        count, length = POSTING.unpack(raw)
-        return count, length
+        return self.postings_of(agent, term, [fact_id]).get(fact_id)
 
     def postings_of(
         self, agent: str, term: str, fact_ids: Sequence[str]
     ) -> dict[str, tuple[int, int]]:
-        # `posting` for each, with the key's prefix built once: recall asks thousands.
+        # The key's prefix built once: recall asks for thousands.
         prefix = agent.encode() + SEP + term.encode() + SEP
         get, db, unpack = self.txn.get, self.dbs.postings, POSTING.unpack
         found: dict[str, tuple[int, int]] = {}
