@@ -1,6 +1,13 @@
 """Precision and recall of the near-duplicate / possible-update verdict on labelled pairs.
 
-python benchmarks/conflict_bench.py [--pairs benchmarks/conflict_pairs.tsv] [--misses]
+python benchmarks/conflict_bench.py [--pairs FILE ...] [--meaning] [--misses]
+
+By words alone (what the write path decides, before any vector exists), and with
+`--meaning` also given the bundled local model's cosine of each pair (what the embedder's
+pass decides, `core.conflicts.compare_profiles(..., cosine)`). The pair sets:
+conflict_pairs.tsv (written while the verdict was tuned), conflict_pairs_blind.tsv
+(written by someone who had not read the verdict, then used to tune the meaning rules)
+and conflict_pairs_heldout.tsv (written blind too, read only after the rules were fixed).
 """
 
 from __future__ import annotations
@@ -19,8 +26,27 @@ def load(path: Path) -> list[tuple[str, str, str]]:
         return [(r["kind"], r["new"], r["old"]) for r in csv.DictReader(handle, delimiter="\t")]
 
 
-def score(pairs: list[tuple[str, str, str]]) -> dict[str, tuple[float, float, int]]:
-    got = [(kind, compare(new, old).kind) for kind, new, old in pairs]
+Cosines = dict[tuple[str, str], float]
+
+
+def cosines(pairs: list[tuple[str, str, str]]) -> Cosines:
+    """The local model's cosine of each pair (its first window's vector per text)."""
+    from graymatter_tui.embedding.local import from_settings
+    from graymatter_tui.embedding.settings import EmbedSettings
+
+    embedder = from_settings(EmbedSettings.from_env())
+    texts = sorted({t for _, new, old in pairs for t in (new, old)})
+    vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+    return {(n, o): float(vectors[n] @ vectors[o]) for _, n, o in pairs}
+
+
+def score(
+    pairs: list[tuple[str, str, str]], cosine: Cosines | None = None
+) -> dict[str, tuple[float, float, int]]:
+    got = [
+        (kind, compare(new, old, None if cosine is None else cosine[(new, old)]).kind)
+        for kind, new, old in pairs
+    ]
     table = {}
     for kind in KINDS:
         tp = sum(1 for want, have in got if want == kind and have == kind)
@@ -32,19 +58,28 @@ def score(pairs: list[tuple[str, str, str]]) -> dict[str, tuple[float, float, in
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    default = Path(__file__).with_name("conflict_pairs.tsv")
-    parser.add_argument("--pairs", type=Path, default=default)
+    default = [Path(__file__).with_name("conflict_pairs.tsv")]
+    parser.add_argument("--pairs", type=Path, nargs="+", default=default)
+    parser.add_argument("--meaning", action="store_true", help="also with the model's cosine")
     parser.add_argument("--misses", action="store_true")
     args = parser.parse_args()
-    pairs = load(args.pairs)
-    print(f"{'kind':<16} {'precision':>9} {'recall':>7} {'pairs':>6}")
-    for kind, (p, r, n) in score(pairs).items():
-        print(f"{kind:<16} {p:>9.2f} {r:>7.2f} {n:>6}")
-    if args.misses:
-        for kind, new, old in pairs:
-            verdict = compare(new, old)
-            if verdict.kind != kind:
-                print(f"want {kind} got {verdict.kind} ({verdict.similarity:.2f}): {new} | {old}")
+    for path in args.pairs:
+        pairs = load(path)
+        modes: list[tuple[str, Cosines | None]] = [("words", None)]
+        if args.meaning:
+            modes.append(("meaning", cosines(pairs)))
+        for mode, cosine in modes:
+            print(f"\n{path.name}, {mode} ({len(pairs)} pairs)")
+            print(f"{'kind':<16} {'precision':>9} {'recall':>7} {'pairs':>6}")
+            for kind, (p, r, n) in score(pairs, cosine).items():
+                print(f"{kind:<16} {p:>9.2f} {r:>7.2f} {n:>6}")
+            if args.misses:
+                for kind, new, old in pairs:
+                    c = None if cosine is None else cosine[(new, old)]
+                    verdict = compare(new, old, c)
+                    if verdict.kind != kind:
+                        shown = "" if c is None else f", cosine {c:.2f}"
+                        print(f"want {kind} got {verdict.kind}{shown}: {new} | {old}")
 
 
 if __name__ == "__main__":

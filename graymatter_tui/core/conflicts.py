@@ -19,13 +19,26 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from graymatter_tui.core.details import content_words, detail_key, fold, key_details
+from graymatter_tui.core.details import (
+    CLOCK_TIME,
+    ISO_DATE,
+    content_words,
+    detail_key,
+    fold,
+    key_details,
+)
 from graymatter_tui.core.lexicon import CALENDAR, EMAIL, URL, WORD
+from graymatter_tui.core.pair_details import WRITTEN_DATE, pair_details
 
 SAME_SUBJECT = 0.34
 DUPLICATE_SUBJECT = 0.5
 # Of the shorter fact's subject words, the share the other must hold too.
 SHARED_SUBJECT = 0.6
+# The embedding model's cosine (all-MiniLM-L6-v2) at and above which two facts say the
+# same kind of thing, and below which a pair the words call alike is only related:
+# measured on the labelled pairs (benchmarks/conflict_bench.py --meaning).
+SAME_MEANING = 0.8
+UNLIKE_MEANING = 0.6
 
 DetailKind = Literal["value", "name", "id"]
 # "SUP-6344", "EXP-785", "INC2291": a ticket, run or incident, not a value of one.
@@ -40,14 +53,17 @@ class PairVerdict:
     similarity: float
     only_new: list[str] = field(default_factory=list)
     only_old: list[str] = field(default_factory=list)
+    # The embedding model's cosine, when the verdict was given by meaning.
+    cosine: float | None = None
 
     def reason(self) -> str:
+        by = "" if self.cosine is None else f" (by meaning: cosine {self.cosine:.2f})"
         if self.kind == "duplicate":
-            return "same meaning; every key detail is already held"
+            return f"same meaning; every key detail is already held{by}"
         if self.kind == "possible_update":
             new = ", ".join(self.only_new) or "none"
             old = ", ".join(self.only_old) or "none"
-            return f"details differ: new {new}; held {old}"
+            return f"details differ: new {new}; held {old}{by}"
         return self.kind
 
 
@@ -86,12 +102,20 @@ def detail_kind(detail: str) -> DetailKind:
 def profile(text: str) -> TextProfile:
     """The text's profile, computed once per text (the write path compares one new fact
     with many held ones, and a long-lived server sees the same held ones again)."""
-    found = key_details(text)
-    found += _COMPOUND.findall(EMAIL.sub(" ", URL.sub(" ", text)))
+    extra, rest = pair_details(text)
+    found = key_details(rest)
+    found += _COMPOUND.findall(EMAIL.sub(" ", URL.sub(" ", rest)))
     details = {detail_key(d): d for d in found}
-    detail_words = {w for key in details for w in key.split()}
-    subject = frozenset(w[:6] for w in content_words(text) if w not in detail_words)
     kinds = {key: detail_kind(d) for key, d in details.items()}
+    for key, written, kind in extra:
+        details.setdefault(key, written)
+        kinds.setdefault(key, "id" if kind == "id" else "value")
+    # An address is left out of the subject's words whole: "escalations@…" does not take
+    # the word "escalations" from the sentence around it.
+    plain = EMAIL.sub(" ", URL.sub(" ", rest))
+    addresses = {detail_key(d) for d in EMAIL.findall(rest) + URL.findall(rest)}
+    detail_words = {w for key in details if key not in addresses for w in key.split()}
+    subject = frozenset(w[:6] for w in content_words(plain) if w not in detail_words)
     head = fold(text.lstrip())
     opening = frozenset(
         key
@@ -107,12 +131,82 @@ def profile(text: str) -> TextProfile:
     return TextProfile(subject, details, kinds, opening, words, head, first, stems, starts)
 
 
-def compare(new: str, old: str) -> PairVerdict:
-    """How the fact `new` stands to the held fact `old`."""
-    return compare_profiles(profile(new), profile(old))
+def compare(new: str, old: str, cosine: float | None = None) -> PairVerdict:
+    """How the fact `new` stands to the held fact `old`; `cosine`, when known, is the
+    embedding model's similarity of the two (see `compare_profiles`)."""
+    return compare_profiles(profile(new), profile(old), cosine)
 
 
-def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
+def compare_profiles(
+    new: TextProfile, old: TextProfile, cosine: float | None = None
+) -> PairVerdict:
+    """The verdict from words and key details alone (`cosine` None: the write path,
+    where no vector exists yet), or, given the model's `cosine` of the two texts, by
+    meaning: at `SAME_MEANING` or above they say the same kind of thing (whatever the
+    words: "avoids coffee" is "doesn't drink coffee"), and the key details decide
+    (every one of the new fact's already held: a duplicate; some replaced: a possible
+    update; only added: related); below it, the words' verdict, where a duplicate or an
+    update the model finds far apart (under `UNLIKE_MEANING`) is only related."""
+    if cosine is not None:
+        return _by_meaning(new, old, cosine)
+    return _by_words(new, old)
+
+
+def _by_meaning(new: TextProfile, old: TextProfile, cosine: float) -> PairVerdict:
+    if cosine < SAME_MEANING:
+        verdict = _by_words(new, old)
+        if verdict.kind in ("duplicate", "possible_update") and cosine < UNLIKE_MEANING:
+            return PairVerdict("related", verdict.similarity)
+        return verdict
+    only_new, only_old = _differing(new, old)
+    if not only_new:
+        return PairVerdict("duplicate", cosine, cosine=cosine)
+    # Alike in meaning yet about another ticket, customer or person ("the workaround for
+    # ticket SUP-8062 …" / "… SUP-1475 …"): what the words call two subjects stays two.
+    if not _same_named_subject(new, old, _named_only(new, old), _named_only(old, new)):
+        return PairVerdict("related", cosine)
+    # An update replaces a detail with one of its kind (a date with a date, a name with
+    # a name); one that adds a name where the other gives a date only adds to it.
+    if _classes(new, only_new) & _classes(old, only_old):
+        return PairVerdict("possible_update", cosine, only_new, only_old, cosine)
+    return PairVerdict("related", cosine)
+
+
+def _classes(side: TextProfile, details: list[str]) -> set[str]:
+    found: set[str] = set()
+    for detail in details:
+        kind = side.kinds.get(detail_key(detail), "value")
+        if kind == "value":
+            found.add("time" if _is_time(detail) else "number")
+        else:
+            found.add("name")  # an id is a name of its kind
+    return found
+
+
+def _is_time(detail: str) -> bool:
+    words = WORD.findall(fold(detail))
+    return bool(
+        ISO_DATE.fullmatch(detail)
+        or CLOCK_TIME.fullmatch(detail)
+        or WRITTEN_DATE.fullmatch(detail)
+        or (words and all(w in CALENDAR for w in words))
+    )
+
+
+def _differing(new: TextProfile, old: TextProfile) -> tuple[list[str], list[str]]:
+    """The key details each side holds that the other does not say at all."""
+    # A detail the other side says too, there not as a detail ("Postgres" opening one
+    # sentence, inside the other), differs in wording only.
+    only_new = [
+        v for k, v in new.details.items() if k not in old.details and not _said(k, new, old)
+    ]
+    only_old = [
+        v for k, v in old.details.items() if k not in new.details and not _said(k, old, new)
+    ]
+    return only_new, only_old
+
+
+def _by_words(new: TextProfile, old: TextProfile) -> PairVerdict:
     a, b = new.subject, old.subject
     shared = a & b
     sim = len(shared) / len(a | b) if a and b else 0.0
@@ -126,14 +220,7 @@ def compare_profiles(new: TextProfile, old: TextProfile) -> PairVerdict:
     )
     if sim < DUPLICATE_SUBJECT and not same_subject:  # neither kind: no detail to read
         return PairVerdict("related" if sim >= SAME_SUBJECT / 2 else "unrelated", sim)
-    # A detail the other side says too, there not as a detail ("Postgres" opening one
-    # sentence, inside the other), differs in wording only.
-    only_new = [
-        v for k, v in new.details.items() if k not in old.details and not _said(k, new, old)
-    ]
-    only_old = [
-        v for k, v in old.details.items() if k not in new.details and not _said(k, old, new)
-    ]
+    only_new, only_old = _differing(new, old)
     # A duplicate shares a key detail or two subject words: "while following" says
     # nothing that "before following 2" does not, yet it is not the same fact.
     grounded = len(shared) >= 2 or bool(new.details.keys() & old.details.keys())
@@ -188,7 +275,12 @@ def _same_named_subject(
             return False
         # The holder of a role is named after what the fact is about; a name before
         # it ("Maria Lopez at Acme Corp prefers …") is part of the subject.
-        last = max((_last_at(side.folded, w) for w in shared), default=-1)
+        # (A subject word inside the name itself, "escalations@…", does not count.)
+        plain = side.folded
+        for k in keys:
+            written = fold(side.details[k])
+            plain = plain.replace(written, " " * len(written))
+        last = max((_last_at(plain, w) for w in shared), default=-1)
         if any(side.folded.find(fold(side.details[k])) < last for k in keys):
             return False
     return True
@@ -203,8 +295,8 @@ def _last_at(text: str, stem: str) -> int:
 def _said(key: str, side: TextProfile, other: TextProfile) -> bool:
     """Whether the name `key` of `side` is in the other text too, every word of it, there
     not a key detail ("Postgres" opening a sentence); a value is compared whole."""
-    if side.kinds.get(key) == "value":
-        return False
+    if side.kinds.get(key) != "name" or "@" in side.details.get(key, key):
+        return False  # a value, an id or an address is compared whole
     return {w[:6] for w in WORD.findall(key)} <= other.stems
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from graymatter_tui.core.conflicts import compare
+import pytest
+
+from graymatter_tui.core.conflicts import compare, profile
+from graymatter_tui.core.pair_details import pair_details
 
 PAIRS = Path(__file__).parents[2] / "benchmarks" / "conflict_pairs.tsv"
 
@@ -136,8 +139,9 @@ def test_the_same_named_subject_with_another_value_is_an_update() -> None:
         "Deploy freeze for gateway starts on July 17.",
     )
     assert verdict.kind == "possible_update"
-    assert sorted(verdict.only_new) == ["18", "March"]
-    assert sorted(verdict.only_old) == ["17", "July"]
+    # a date written in words is one detail, as an ISO date is
+    assert verdict.only_new == ["March 18"]
+    assert verdict.only_old == ["July 17"]
     # dates sharing their year and month still differ as a whole
     assert compare(
         "Deploy freeze for billing-api starts on 2026-03-10.",
@@ -163,3 +167,87 @@ def test_a_role_held_by_another_person_is_an_update_a_person_doing_it_is_not() -
         "Maria Lopez at Acme Corp prefers email over phone; reach them at maria@example.com.",
         "Maria Lopez at Wayne Foods prefers email over phone; reach them at maria@example.com.",
     ).kind == ("related")
+
+
+# ---- details written in other forms (core/pair_details.py) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("The review is on March 4, 2027.", "The review is on 2027-03-04."),
+        ("The review is on 4 March 2027.", "The review is on 2027-03-04."),
+        ("The app's latest release is v2.3.1.", "The app's latest release is version 2.3.1."),
+        ("The cache has a memory limit of 4GB.", "The cache has a memory limit of 4 GB."),
+        ("The user runs 15 km every week.", "The user runs 15 kilometres every week."),
+        ("The payments service runs three replicas.", "The payments service runs 3 replicas."),
+    ],
+)
+def test_one_detail_in_two_spellings_is_the_same_detail(one: str, other: str) -> None:
+    assert profile(one).details.keys() == profile(other).details.keys(), (one, other)
+    assert compare(one, other).kind == "duplicate"
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("The health check path is /healthz.", "The health check path is /status."),
+        ("The ingestion workers run four threads.", "The ingestion workers run two threads."),
+        ("The app's latest release is v2.3.1.", "The app's latest release is v2.4.0."),
+        (
+            "Support escalations go to escalations@northwind.io.",
+            "Support escalations go to leads@northwind.io.",
+        ),
+        ("The staging database is in eu-west-2.", "The staging database is in eu-west-1."),
+    ],
+)
+def test_a_replaced_value_in_another_spelling_is_an_update(new: str, old: str) -> None:
+    assert compare(new, old).kind == "possible_update", (new, old)
+
+
+def test_what_only_looks_like_a_detail_is_left_alone() -> None:
+    assert pair_details("Meet on March 45 with no one.")[0] == []  # no such day; "one"
+    assert pair_details("🙂🙂🙂")[0] == []
+    found, rest = pair_details("Visit https://ex.com/a/b and mail ops-2@ex-1.io at /srv/x")
+    assert [key for key, _, _ in found] == ["/srv/x"]  # inside a URL or email: theirs
+    assert "https://ex.com/a/b" in rest and "ops-2@ex-1.io" in rest
+    long = "The review of v1.2.3 is on 4 March 2027. " * 1600  # 64 KiB
+    assert {key for key, _, _ in pair_details(long)[0]} == {"v1.2.3", "2027 03 04"}
+
+
+# ---- the verdict given the model's cosine (the embedder's pass) ------------------------
+
+
+def test_by_meaning_a_rewording_with_every_detail_held_is_a_duplicate() -> None:
+    new, old = "The user avoids coffee entirely.", "The user doesn't drink coffee."
+    assert compare(new, old).kind != "duplicate"  # the words share only "coffee"
+    assert compare(new, old, cosine=0.85).kind == "duplicate"
+    assert compare(new, old, cosine=0.79).kind != "duplicate"  # below SAME_MEANING
+
+
+def test_by_meaning_a_replaced_detail_of_its_kind_is_an_update() -> None:
+    verdict = compare(
+        "The kids' school now starts at 8:20.", "School for the kids begins at 8:00.", 0.86
+    )
+    assert verdict.kind == "possible_update"
+    assert (verdict.only_new, verdict.only_old) == (["8:20"], ["8:00"])
+    assert "cosine 0.86" in verdict.reason()
+
+
+def test_by_meaning_an_added_detail_of_another_kind_is_related() -> None:
+    new = "The TLS certificate is issued by Let's Encrypt."
+    old = "The TLS certificate expires on 2027-05-19."
+    assert compare(new, old, cosine=0.86).kind == "related"
+
+
+def test_by_meaning_another_ticket_stays_another_subject() -> None:
+    new = "The known workaround for ticket SUP-8062 is clearing the browser cache."
+    old = "The known workaround for ticket SUP-1475 is clearing the browser cache."
+    assert compare(new, old, cosine=0.95).kind == "related"
+
+
+def test_by_meaning_a_pair_the_model_finds_far_apart_is_only_related() -> None:
+    new, old = "Disk alerts fire at 85% usage.", "Disk alerts fire at 90% usage."
+    assert compare(new, old).kind == "possible_update"
+    assert compare(new, old, cosine=0.7).kind == "possible_update"  # the words decide
+    assert compare(new, old, cosine=0.5).kind == "related"  # under UNLIKE_MEANING

@@ -1,0 +1,138 @@
+"""Key details the pair check reads in forms the coverage guard's `key_details` takes
+apart or leaves out: a date written in words ("March 4, 2027" is "2027-03-04"), a
+version ("v2.3.1" is "version 2.3.1"), a quantity with its unit ("4GB" is "4 GB"), a
+number written as a word ("three replicas" is "3 replicas"), a path ("/healthz"), a
+hyphenated name with a number in it ("us-east-2"). Each is taken out of the text before
+the rest is read, with the key both spellings share. Pure functions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from graymatter_tui.core.details import detail_key, fold
+from graymatter_tui.core.lexicon import EMAIL, URL
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?:,?\s+(\d{4}))?"
+WRITTEN_DATE = re.compile(
+    rf"\b(?:{_DAY}\s+(?:of\s+)?({_MONTH})\.?{_YEAR}|({_MONTH})\.?\s+{_DAY}{_YEAR})\b",
+    re.IGNORECASE,
+)
+VERSION = re.compile(r"\b(?:v|version\s+)(\d+(?:\.\d+)*)\b|\b(\d+\.\d+\.\d+(?:\.\d+)?)\b", re.I)
+# A unit and the ways it is spelt out; a quantity's key is its number and the unit.
+_UNITS = {
+    "gb": "gb gigabyte gigabytes",
+    "gib": "gib",
+    "mb": "mb megabyte megabytes",
+    "mib": "mib",
+    "kb": "kb kilobyte kilobytes",
+    "tb": "tb terabyte terabytes",
+    "ms": "ms millisecond milliseconds",
+    "s": "sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "hr hrs hour hours",
+    "km": "km kilometre kilometres kilometer kilometers",
+    "kg": "kg kilogram kilograms",
+    "mg": "mg milligram milligrams",
+    "ml": "ml millilitre millilitres milliliter milliliters",
+    "cm": "cm centimetre centimetres centimeter centimeters",
+    "mm": "mm millimetre millimetres millimeter millimeters",
+    "ghz": "ghz",
+    "mhz": "mhz",
+    "kwh": "kwh",
+}
+_UNIT = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings.split()}
+QUANTITY = re.compile(
+    rf"(?<![\w.])(\d+(?:\.\d+)?)\s?({'|'.join(sorted(_UNIT, key=len, reverse=True))})\b",
+    re.IGNORECASE,
+)
+PATH = re.compile(r"(?<![\w/.:])/[\w-]+(?:[./][\w-]+)*/?")
+# "us-east-2", "orders-v2": a region or a name with a number, in lower case.
+COMPOUND = re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")
+_NUMBER_WORDS = {
+    word: str(number)
+    for number, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_NUMBER_WORDS.update(twenty="20", thirty="30", forty="40", fifty="50", hundred="100")
+del _NUMBER_WORDS["zero"], _NUMBER_WORDS["one"]  # "no one", "one of": rarely a count
+NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
+
+
+def pair_details(text: str) -> tuple[list[tuple[str, str, str]], str]:
+    """(key, as written, kind) of each detail found here, and the text with them blanked
+    out, for `key_details` to read the rest."""
+    found: list[tuple[str, str, str]] = []
+    # URLs and emails are left whole, for `key_details`: a path or a host inside one is
+    # part of it.
+    kept: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        kept.append(match.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+
+    def take(
+        pattern: re.Pattern[str], key_of: Callable[[re.Match[str]], str], kind: str, rest: str
+    ) -> str:
+        def blank(match: re.Match[str]) -> str:
+            key = key_of(match)
+            if not key:
+                return match.group(0)
+            found.append((key, match.group(0), kind))
+            return " "
+
+        return pattern.sub(blank, rest)
+
+    rest = EMAIL.sub(keep, URL.sub(keep, text))
+    rest = take(WRITTEN_DATE, _date_key, "value", rest)
+    rest = take(VERSION, lambda m: "v" + (m.group(1) or m.group(2)), "value", rest)
+    rest = take(QUANTITY, lambda m: detail_key(m.group(1)) + _UNIT[fold(m.group(2))], "value", rest)
+    # A path is a setting's value here ("the health check path is /healthz").
+    rest = take(PATH, lambda m: m.group(0).rstrip("/") or "/", "value", rest)
+    # A region or a group of settings ("eu-west-2", "orders-v2") is a value of what the
+    # fact is about, where a ticket or a service name picks out another subject.
+    rest = take(COMPOUND, lambda m: m.group(0) if _has_digit(m.group(0)) else "", "value", rest)
+    rest = take(NUMBER_WORD, lambda m: _NUMBER_WORDS[fold(m.group(0))], "value", rest)
+    rest = re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], rest)
+    return found, rest
+
+
+def _has_digit(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _date_key(match: re.Match[str]) -> str:
+    """The ISO date's detail key ("2027 03 04") of a date written in words; without a
+    year, the month and day alone ("03 04")."""
+    day, month, year = match.group(1), match.group(2), match.group(3)
+    if day is None:
+        month, day, year = match.group(4), match.group(5), match.group(6)
+    number = int(day)
+    if not 1 <= number <= 31:
+        return ""
+    parts = [f"{_MONTHS[fold(month)]:02d}", f"{number:02d}"]
+    return " ".join([year, *parts] if year else parts)
