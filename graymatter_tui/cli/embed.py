@@ -12,7 +12,7 @@ from graymatter_tui.cli.params import checked_by, usage_error
 from graymatter_tui.cli.progress import stderr_progress
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.textsafe import validate_agent
-from graymatter_tui.core.words import counted
+from graymatter_tui.core.words import counted, counted_pairs
 
 
 @click.command()
@@ -64,6 +64,7 @@ def embed(
                 "requeued": result.requeued,
                 "backlog": result.backlog,
                 "unreadable": result.unreadable,
+                "held_for_review": result.held,
             }
         )
         return
@@ -75,6 +76,9 @@ def embed(
     if result.unreadable:
         said = counted(result.unreadable, "fact holds", "facts hold")
         say(f"{said} nothing the model can read (only emoji or symbols): found by keyword only")
+    if result.held:
+        items = counted_pairs(result.held)
+        say(f"held {items} found by meaning for review (graymatter-tui review list)")
     if result.requeued:
         queued = counted(result.requeued, "fact was", "facts were")
         say(f"the store switched to this model: {queued} queued again")

@@ -43,8 +43,7 @@ def print_proposal(proposal: ReviewProposal) -> None:
         )
     )
     if proposal.is_pair:
-        who = proposal.source or "unknown"
-        say(one_line(f"  found when {who} wrote {proposal.fact_id} at {proposal.created_at}"))
+        say(one_line(f"  {proposal.found_how()} at {proposal.created_at}"))
     else:
         say(one_line(f"  asked by {proposal.source or 'unknown'} at {proposal.created_at}"))
     if proposal.confidence is not None:

@@ -28,6 +28,7 @@ from graymatter_tui.core.details import (
     key_details,
 )
 from graymatter_tui.core.lexicon import CALENDAR, EMAIL, URL, WORD
+from graymatter_tui.core.model import BY_MEANING
 from graymatter_tui.core.pair_details import WRITTEN_DATE, pair_details
 
 SAME_SUBJECT = 0.34
@@ -57,7 +58,7 @@ class PairVerdict:
     cosine: float | None = None
 
     def reason(self) -> str:
-        by = "" if self.cosine is None else f" (by meaning: cosine {self.cosine:.2f})"
+        by = "" if self.cosine is None else f" {BY_MEANING}{self.cosine:.2f})"
         if self.kind == "duplicate":
             return f"same meaning; every key detail is already held{by}"
         if self.kind == "possible_update":

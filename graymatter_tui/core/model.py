@@ -296,6 +296,8 @@ def cycle_to_dict(record: CycleRecord) -> dict[str, Any]:
 HeldAction = Literal["add", "update", "forget", "pin", "unpin", "duplicate", "possible_update"]
 HELD_ACTIONS: tuple[HeldAction, ...] = get_args(HeldAction)
 PAIR_ACTIONS: tuple[HeldAction, ...] = ("duplicate", "possible_update")
+# What a pair item's `why` holds when the model's cosine found it (core.conflicts).
+BY_MEANING = "(by meaning: cosine "
 ReviewStatus = Literal["pending", "approved", "rejected", "discarded"]
 REVIEW_STATUSES: tuple[ReviewStatus, ...] = get_args(ReviewStatus)
 
@@ -343,6 +345,17 @@ class ReviewProposal(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def is_pair(self) -> bool:
         return self.action in PAIR_ACTIONS
+
+    @property
+    def found_by_meaning(self) -> bool:
+        """A pair the embedder's pass found (the model's cosine), after the write."""
+        return self.is_pair and BY_MEANING in (self.why or "")
+
+    def found_how(self) -> str:
+        """How a pair item came to be, for people: "found when cli wrote X" (the write
+        path), or "found by meaning after cli wrote X" (the embedder's pass)."""
+        how = "found by meaning after" if self.found_by_meaning else "found when"
+        return f"{how} {self.source or 'unknown'} wrote {self.fact_id}"
 
     @property
     def kept_id(self) -> str:

@@ -16,3 +16,8 @@ def counted(n: int, noun: str, plural: str | None = None, *, at_least: bool = Fa
     if n == 1 and not at_least:
         return f"1 {noun}"
     return f"{n}{'+' if at_least else ''} {plural if plural is not None else noun + 's'}"
+
+
+def counted_pairs(n: int) -> str:
+    """ "1 duplicate or possible update", "3 duplicates or possible updates"."""
+    return counted(n, "duplicate or possible update", "duplicates or possible updates")

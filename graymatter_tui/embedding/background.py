@@ -88,6 +88,10 @@ class BackgroundEmbedder:
             wait = self._one_round()
             if self._wake.wait(wait):
                 self._wake.clear()
+        try:  # the facts embedded since the last pair check, before the process goes
+            self.worker.flush_pairs()
+        except Exception:  # never take the host process down
+            log.exception("pair check by meaning failed")
 
     def _one_round(self) -> float:
         """One batch; how long to wait before the next."""

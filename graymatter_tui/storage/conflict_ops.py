@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from graymatter_tui.core.conflicts import PairVerdict, compare_profiles, profile
 from graymatter_tui.core.details import key_details
 from graymatter_tui.core.model import PAIR_ACTIONS, Fact, ReviewProposal
-from graymatter_tui.core.words import counted
+from graymatter_tui.core.words import counted_pairs
 from graymatter_tui.storage import review_ops
 from graymatter_tui.storage.codec import decode_proposal
 from graymatter_tui.storage.transaction import Transaction
@@ -57,7 +57,7 @@ def check_written(tx: Transaction, facts: Iterable[Fact]) -> list[ReviewProposal
     if not one:
         by_agent = Counter(p.agent_id for p in raised)
         for agent, count in by_agent.items():
-            items = counted(count, "duplicate or possible update", "duplicates or possible updates")
+            items = counted_pairs(count)
             tx.log("review", agent, text=f"held {items} for review", count=count)
     return raised
 
@@ -87,6 +87,54 @@ def _check_one(
             item = review_ops.hold_pair(tx, kind, fact, other, verdict.reason(), log=log)
             tx.meta_put(pair_key(fact.agent_id, fact.text, other.text), item.id)
             raised.append(item)
+    return raised
+
+
+def check_close(
+    tx: Transaction, agent: str, close: list[tuple[str, dict[str, float]]]
+) -> list[ReviewProposal]:
+    """Review items for pairs the embedding model finds alike: each (fact id, {live fact
+    id: cosine}) the embedder's pass found once the fact had a vector, judged by meaning
+    (`compare_profiles` given the cosine). Of each pair the newer fact is the new one; a
+    pair already asked (by the write path's check, or an earlier pass) is not asked
+    again, and each fact raises at most one item of each kind here, for the closest."""
+    wanted = sorted({i for fact_id, near in close for i in (fact_id, *near)})
+    facts = {f.id: f for f in tx.find_many(wanted) if f is not None and f.is_live}
+    best: dict[tuple[str, str], tuple[PairVerdict, Fact, Fact]] = {}
+    for fact_id, near in close:
+        fact = facts.get(fact_id)
+        if fact is None or fact.agent_id != agent:
+            continue
+        for other_id, cosine in near.items():
+            other = facts.get(other_id)
+            if other is None or other.id == fact.id or other.agent_id != agent:
+                continue
+            new, held = (fact, other) if fact.id > other.id else (other, fact)
+            verdict = compare_profiles(profile(new.text), profile(held.text), cosine)
+            if verdict.kind not in PAIR_ACTIONS:
+                continue
+            chosen = best.get((new.id, verdict.kind))
+            if chosen is not None and (chosen[0].similarity, chosen[2].id) >= (
+                verdict.similarity,
+                held.id,
+            ):
+                continue
+            if tx.meta_get(pair_key(agent, new.text, held.text)) is not None:
+                continue
+            best[(new.id, verdict.kind)] = (verdict, new, held)
+    raised = []
+    one = len(best) == 1
+    for (_, kind), (verdict, new, held) in sorted(best.items()):
+        key = pair_key(agent, new.text, held.text)
+        if tx.meta_get(key) is not None:
+            continue  # the same two texts, met from the other side in this pass
+        item = review_ops.hold_pair(tx, kind, new, held, verdict.reason(), log=one)
+        tx.meta_put(key, item.id)
+        raised.append(item)
+    if len(raised) > 1:
+        items = counted_pairs(len(raised))
+        text = f"held {items} found by meaning for review"
+        tx.log("review", agent, text=text, count=len(raised))
     return raised
 
 

@@ -226,6 +226,12 @@ class MemoryStore(Protocol):
     def nearest(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
+    def facts_close_to(
+        self, agent: str, model: str, vectors: npt.NDArray[np.float32], floor: float
+    ) -> list[dict[str, float]] | None: ...
+    def hold_close_pairs(
+        self, agent: str, close: list[tuple[str, dict[str, float]]]
+    ) -> list[ReviewProposal]: ...
     def similarities(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
     ) -> dict[str, float]:

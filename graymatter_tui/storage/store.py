@@ -751,6 +751,23 @@ class BaseStore(ABC):
         when the store holds no vectors of that model and dimension."""
         return self._read_in_place(lambda tx: vector_ops.nearest(tx, agent, model, vector, limit))
 
+    def facts_close_to(
+        self, agent: str, model: str, vectors: npt.NDArray[np.float32], floor: float
+    ) -> list[dict[str, float]] | None:
+        """For each row of `vectors` (unit vectors of `model`), `agent`'s live facts whose
+        best row's cosine to it is at least `floor`, with that cosine; None when the
+        store holds no vectors of that model and dimension."""
+        return self._read_in_place(lambda tx: vector_ops.close_to(tx, agent, model, vectors, floor))
+
+    def hold_close_pairs(
+        self, agent: str, close: list[tuple[str, dict[str, float]]]
+    ) -> list[ReviewProposal]:
+        """Hold for review the duplicates and possible updates that the model's cosines
+        in `close` ((fact id, {fact id: cosine})) show by meaning (`conflict_ops.check_close`)."""
+        if not close:
+            return []
+        return self._write(lambda tx: conflict_ops.check_close(tx, agent, close))
+
     def similarities(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
     ) -> dict[str, float]:

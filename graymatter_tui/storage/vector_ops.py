@@ -278,6 +278,40 @@ def nearest(
     return best_per_fact(flat, id_at, limit) or None
 
 
+def close_to(
+    tx: VectorTransaction, agent: str, name: str, queries: Vector, floor: float
+) -> list[dict[str, float]] | None:
+    """For each row of `queries` (unit vectors of model `name`), `agent`'s live facts
+    whose best row's cosine to it is `floor` or more, with that cosine: the whole batch
+    in one walk over the blocks, one matrix product a block (the embedder's pass over a
+    batch it has just stored). None when the store holds no vectors of that model."""
+    import numpy as np
+
+    current, dimension = model(tx)
+    if not tx.has_vector_tables() or dimension is None or current != name:
+        return None
+    if queries.ndim != 2 or queries.shape[1] != dimension:
+        return None
+    found: list[dict[str, float]] = [{} for _ in range(queries.shape[0])]
+    ids_prefix = agent_prefix(agent, b"i")
+    id_rows = {key[len(ids_prefix) :]: bytes(ids) for key, ids in tx.vector_rows(ids_prefix)}
+    prefix = agent_prefix(agent, b"b")
+    transposed = np.ascontiguousarray(queries.T, dtype=np.float32)
+    for key, value in tx.vector_rows(prefix):
+        ids = id_rows.get(key[len(prefix) :], b"")
+        matrix = np.frombuffer(value, dtype=np.float32).reshape(-1, dimension)
+        product = matrix @ transposed
+        rows, columns = np.nonzero(product >= floor)
+        if not rows.size:
+            continue
+        hits = zip(rows.tolist(), columns.tolist(), product[rows, columns].tolist(), strict=True)
+        for row, column, score in hits:
+            fact_id = ids[row * ID_WIDTH : (row + 1) * ID_WIDTH].rstrip(b"\x00").decode()
+            if fact_id and score > found[column].get(fact_id, -2.0):
+                found[column][fact_id] = score
+    return found
+
+
 def similarities(
     tx: VectorTransaction, agent: str, name: str, query: Vector, fact_ids: Sequence[str]
 ) -> dict[str, float]:

@@ -52,6 +52,7 @@ def test_the_backlog_is_shown_drained_and_covered(
         "requeued": 1,
         "backlog": 0,
         "unreadable": 0,
+        "held_for_review": 0,
     }
     for text in ("We deploy on fridays", "The outage hit billing", "Rotate the secrets"):
         assert run_cli("remember", "ops", text).returncode == 0  # no embedder configured

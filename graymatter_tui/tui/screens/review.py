@@ -150,7 +150,7 @@ class ReviewPane(Vertical, Pane):
             line.append(proposal.id, style="bold")
             if proposal.is_pair:
                 said = f" · {proposal.agent_id} · {proposal.action.replace('_', ' ')}: "
-                said += f"{proposal.why} · found when {proposal.source} wrote {proposal.fact_id}"
+                said += f"{proposal.why} · {proposal.found_how()}"
             else:
                 said = f" · {proposal.agent_id} · asked by {proposal.source}"
             line.append_text(literal(said, "dim"))
