@@ -88,6 +88,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks._common import NOW, percentile  # noqa: E402
 from graymatter_tui.backends.lmdb import LmdbStore  # noqa: E402
+from graymatter_tui.embedding import vector_cache  # noqa: E402
 from graymatter_tui.embedding.factory import from_settings  # noqa: E402
 from graymatter_tui.embedding.local import LocalEmbedder  # noqa: E402
 from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
@@ -481,6 +482,7 @@ STEPS = {
     "embed": "1. query embedding alone (`embedder.embed([q])`)",
     "search_cache": "2a. vector search, cache (`VectorCache.nearest`)",
     "search_matrix": "2b. vector search, matrix alone (`AgentMatrix.nearest`)",
+    "search_float": "2b'. the same, float32 product only (no int8 first pass)",
     "search_blocks": "2c. vector search, blocks (`store.nearest`)",
     "keyword": "3. keyword-only rank (`NO_VECTORS`)",
     "hybrid_cached": "4. **hybrid rank, cached** (the goal's figure)",
@@ -517,9 +519,21 @@ def measure_set(
     rows["search_cache"], by_cache = timed_pass(
         queries, warm, lambda q: cache.nearest(AGENT, model, vectors[q], limit)
     )
-    rows["search_matrix"], _ = timed_pass(
+    rows["search_matrix"], by_matrix = timed_pass(
         queries, warm, lambda q: matrix.nearest(vectors[q], limit)
     )
+    # The same rows without the int8 first pass (ADR 0071), in the same run.
+    quantised, vector_cache.QUANTISED = vector_cache.QUANTISED, False
+    try:
+        blocks = store.vector_blocks_since(AGENT, model, -1)
+        assert blocks is not None
+        plain = vector_cache.AgentMatrix(blocks)
+    finally:
+        vector_cache.QUANTISED = quantised
+    rows["search_float"], by_float = timed_pass(
+        queries, warm, lambda q: plain.nearest(vectors[q], limit)
+    )
+    assert by_matrix == by_float, "the int8 first pass answered otherwise than float32"
     rows["search_blocks"], by_blocks = timed_pass(
         queries, warm, lambda q: store.nearest(AGENT, model, vectors[q], limit)
     )

@@ -15,8 +15,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from graymatter_tui.embedding import int8_product
 from graymatter_tui.storage import VectorBlocks, VectorBlockSource
-from graymatter_tui.storage.vector_rank import best_per_fact
+from graymatter_tui.storage.vector_rank import best_per_fact, row_cosines
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +29,23 @@ log = logging.getLogger(__name__)
 
 
 CHUNK_BLOCKS = 64  # blocks per chunk of the copy: 8,192 rows, 25 MB at 768 dims
+# Whether the copy keeps an int8 twin for a first pass (ADR 0071); off, every query is one
+# float32 product, as before (the tests run both).
+QUANTISED = True
+# Rows a fact scored exactly at first, to find the floor (widened when they hold fewer
+# than the facts asked for): the floor is the same as from many more rows, and each row
+# scored costs a gather.
+FIRST_TAKE = 4
+# What float32 arithmetic may move a cosine by, beyond the int8 rounding's own bound.
+FLOAT_SLACK = 1e-4
+
+
+def _bound(error: Vector, length: Vector, query_length: float, query_error: float) -> Vector:
+    """How far each row's true cosine can be from its int8 one: for a row x, its int8
+    copy x' and the query q, q', |x.q - x'.q'| <= |x - x'| |q| + |x'| |q - q'|."""
+    import numpy as np
+
+    return (error * query_length + length * query_error + FLOAT_SLACK).astype(np.float32)
 
 
 class AgentMatrix:
@@ -53,6 +71,17 @@ class AgentMatrix:
         self.rows_of: dict[str, tuple[int, ...]] = {}
         # The last query's scores over every row, for `similarities` right after `nearest`.
         self._last: tuple[bytes, Vector] | None = None
+        # The int8 copy for the first pass (ADR 0071): the rows' int8 values as columns
+        # of one [dimension, capacity] matrix (the layout onnxruntime's kernel reads fast,
+        # in one call), and per row its int8 sum, its scale and its rounding's bounds
+        # (`_bound`). Grown by a quarter at a time: a copy of a quarter of the float rows'
+        # bytes. No product (onnxruntime cannot make it): float32 only.
+        self.product = int8_product.product_for(self.dimension) if QUANTISED else None
+        self.int8 = np.zeros((self.dimension, 0), dtype=np.int8)
+        self.int8_sums = np.zeros(0, dtype=np.int32)
+        self.scale = np.zeros(0, dtype=np.float32)
+        self.error = np.zeros(0, dtype=np.float32)  # |row - its int8 copy|
+        self.length = np.zeros(0, dtype=np.float32)  # |its int8 copy|
         self.apply(blocks)
 
     def apply(self, blocks: VectorBlocks) -> None:
@@ -65,8 +94,11 @@ class AgentMatrix:
             self.chunks.append(np.zeros((self.chunk_rows, self.dimension), np.float32))
         room = len(self.chunks) * self.chunk_rows
         if room > len(self.taken):
-            self.taken = np.concatenate([self.taken, np.zeros(room - len(self.taken), bool)])
+            more = room - len(self.taken)
+            self.taken = np.concatenate([self.taken, np.zeros(more, bool)])
             self.ids.extend([""] * (room - len(self.ids)))
+        if self.product is not None and size > self.int8.shape[1]:
+            self._grow_int8(size + size // 4)
         self._forget(size, len(self.ids))
         self.rows = size
         self.taken[size:] = False
@@ -84,6 +116,8 @@ class AgentMatrix:
             chunk, offset = divmod(start, self.chunk_rows)
             self._forget(start, start + self.block_rows)
             self.chunks[chunk][offset : offset + count] = matrix
+            if self.product is not None:
+                self._quantise(start, matrix)
             self.ids[start : start + count] = ids
             self.taken[start : start + count] = [bool(i) for i in ids]
             self.taken[start + count : start + self.block_rows] = False
@@ -109,6 +143,39 @@ class AgentMatrix:
                 else:
                     del self.rows_of[fact_id]
 
+    def _grow_int8(self, capacity: int) -> None:
+        import numpy as np
+
+        held = self.int8.shape[1]
+        grown = np.zeros((self.dimension, capacity), dtype=np.int8)
+        grown[:, :held] = self.int8
+        self.int8 = grown
+        more = capacity - held
+        self.int8_sums = np.concatenate([self.int8_sums, np.zeros(more, np.int32)])
+        self.scale, self.error, self.length = (
+            np.concatenate([a, np.zeros(more, np.float32)])
+            for a in (self.scale, self.error, self.length)
+        )
+
+    def _quantise(self, start: int, matrix: Vector) -> None:
+        """Rows `start`.. as int8: each row scaled so its largest component is 127, with
+        what the rounding moved it by."""
+        import numpy as np
+
+        count = len(matrix)
+        peak = np.abs(matrix).max(axis=1) if count else np.zeros(0, np.float32)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        values = np.clip(np.rint(matrix / scale[:, None]), -127, 127).astype(np.int8)
+        rounded = values.astype(np.float32) * scale[:, None]
+        end = start + self.block_rows
+        self.int8[:, start : start + count] = values.T
+        self.int8[:, start + count : end] = 0
+        self.int8_sums[start : start + count] = values.sum(axis=1, dtype=np.int32)
+        self.int8_sums[start + count : end] = 0
+        self.scale[start : start + count] = scale
+        self.error[start : start + count] = np.linalg.norm(matrix - rounded, axis=1)
+        self.length[start : start + count] = np.linalg.norm(rounded, axis=1)
+
     def nearest(self, query: Vector, limit: int) -> list[tuple[str, float]] | None:
         """What `vector_ops.nearest` answers over the same vectors: (id, best cosine over
         the fact's rows) best first, ties by id; None when nothing is held."""
@@ -118,10 +185,91 @@ class AgentMatrix:
         if limit <= 0 or not taken.any() or query.shape[0] != self.dimension:
             return None
         vector = query.astype(np.float32)
-        scores = np.concatenate([chunk @ vector for chunk in self.chunks])[: self.rows]
+        if self.product is not None:
+            found = self._nearest_by_int8(vector, limit, taken)
+            if found is not None:
+                self._last = None
+                return found or None
+        scores = np.concatenate([row_cosines(chunk, vector) for chunk in self.chunks])[: self.rows]
         scores[~taken] = -np.inf
         self._last = (vector.tobytes(), scores)
         return best_per_fact(scores, self.ids.__getitem__, limit) or None
+
+    def _nearest_by_int8(
+        self, vector: Vector, limit: int, taken: npt.NDArray[np.bool_]
+    ) -> list[tuple[str, float]] | None:
+        """The same answer as the float32 product, found from the int8 copy (ADR 0071):
+        the int8 product ranks every row, a row's true cosine lies within `_bound` of its
+        int8 one, so after the best rows are scored exactly (their limit-th fact's score,
+        `floor`) only rows whose int8 cosine plus bound reaches `floor` can be in the
+        answer, and those are scored exactly too. None for a zero query (the caller takes
+        the float32 product)."""
+        import numpy as np
+
+        assert self.product is not None
+        rows = self.rows
+        peak = float(np.abs(vector).max())
+        if peak == 0.0:
+            return None
+        step = peak / 127.0
+        values = np.clip(np.rint(vector / step), -127, 127).astype(np.int8)
+        rounded = values.astype(np.float32) * step
+        dots = self.product.scores(values, self.int8, self.int8_sums)
+        approx = dots[:rows].astype(np.float32) * (self.scale[:rows] * step)
+        approx[~taken] = -np.inf
+        bound = _bound(
+            self.error[:rows],
+            self.length[:rows],
+            float(np.linalg.norm(vector)),
+            float(np.linalg.norm(vector - rounded)),
+        )
+        finite = int(taken.sum())
+        take = min(finite, limit * FIRST_TAKE)
+        while True:
+            first = self._best_rows(approx, take)
+            exact = self._exact(first, vector)
+            found = self._best_facts(first, exact, limit)
+            if len(found) >= limit or take >= finite:
+                break
+            take = min(finite, take * 4)  # facts with many rows: widen, as best_per_fact does
+        if len(found) < limit:
+            return found  # every row was scored exactly
+        floor = found[-1][1]
+        reach = np.flatnonzero(approx + bound >= floor)
+        more = np.setdiff1d(reach, first, assume_unique=True)
+        if not more.size:
+            return found
+        positions = np.concatenate([first, more])
+        scores = np.concatenate([exact, self._exact(more, vector)])
+        return self._best_facts(positions, scores, limit)
+
+    def _best_rows(self, approx: Vector, take: int) -> npt.NDArray[np.intp]:
+        """The `take` rows of best int8 cosine (free rows left out)."""
+        import numpy as np
+
+        rows = len(approx)
+        best = np.argpartition(-approx, take - 1)[:take] if take < rows else np.arange(rows)
+        kept: npt.NDArray[np.intp] = best[np.isfinite(approx[best])]
+        return kept
+
+    def _best_facts(
+        self, positions: npt.NDArray[np.intp], scores: Vector, limit: int
+    ) -> list[tuple[str, float]]:
+        ids = self.ids
+        return best_per_fact(scores, lambda j: ids[int(positions[j])], limit)
+
+    def _exact(self, positions: npt.NDArray[np.intp], vector: Vector) -> Vector:
+        """The float32 cosines of the rows at `positions`, as the full product gives them."""
+        import numpy as np
+
+        if not positions.size:
+            return np.zeros(0, dtype=np.float32)
+        chunk_of, offset = np.divmod(positions, self.chunk_rows)
+        out = np.empty(positions.size, dtype=np.float32)
+        for chunk in np.unique(chunk_of).tolist():
+            here = chunk_of == chunk
+            out[here] = row_cosines(self.chunks[chunk][offset[here]], vector)
+        return out
 
     def similarities(self, query: Vector, fact_ids: Sequence[str]) -> dict[str, float]:
         """The best row's cosine of each of `fact_ids` held here (what `nearest` scores),
@@ -143,7 +291,7 @@ class AgentMatrix:
             chunk_rows = self.chunk_rows
             matrix = np.stack([self.chunks[p // chunk_rows][p % chunk_rows] for p in positions])
             scores = np.full(self.rows, -np.inf, dtype=np.float32)
-            scores[positions] = matrix @ vector
+            scores[positions] = row_cosines(matrix, vector)
         # One gather for the first rows (most facts have only one), then the rest.
         firsts = scores[[rows[0] for _, rows in wanted]].tolist()
         found: dict[str, float] = {}

@@ -30,7 +30,7 @@ from graymatter_tui.storage.vector_layout import (
     padded_id,
     slot_key,
 )
-from graymatter_tui.storage.vector_rank import best_per_fact
+from graymatter_tui.storage.vector_rank import best_per_fact, row_cosines
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -263,7 +263,7 @@ def nearest(
         matrix = np.frombuffer(value, dtype=np.float32).reshape(-1, dimension)
         ids = id_rows.get(key[len(prefix) :], b"")
         taken = np.frombuffer(ids, dtype=np.uint8).reshape(-1, ID_WIDTH)[:, 0] != 0
-        scores.append(np.where(taken, matrix @ query, -np.inf).astype(np.float32))
+        scores.append(np.where(taken, row_cosines(matrix, query), -np.inf).astype(np.float32))
         ordered.append(ids)
     if not scores:
         return None
@@ -342,7 +342,7 @@ def similarities(
         kept = [(row, fact_id) for row, fact_id in rows if _holds(ids, row, fact_id)]
         if not kept:
             continue
-        scores = matrix[[row for row, _ in kept]] @ vector
+        scores = row_cosines(matrix[[row for row, _ in kept]], vector)
         for (_, fact_id), score in zip(kept, scores.tolist(), strict=True):
             if score > found.get(fact_id, -np.inf):
                 found[fact_id] = float(score)

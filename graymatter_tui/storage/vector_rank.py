@@ -6,7 +6,7 @@ the same facts with the same scores."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -15,6 +15,16 @@ if TYPE_CHECKING:
 # Rows per fact taken at first: a server's sentences (`embedding.sentences.MAX_PIECES`);
 # the local model writes up to 64 windows a fact (ADR 0058), and the search widens then.
 ROWS_PER_FACT = 32
+
+
+def row_cosines(matrix: npt.NDArray[np.float32], vector: npt.NDArray[np.float32]) -> Any:
+    """Each row's dot product with `vector`, computed the same way whatever the row's
+    place in `matrix` or the matrix's size (numpy's einsum loop, not BLAS: a BLAS product
+    gives two identical rows results an ulp apart by where they sit, and ties must go by
+    id). Every search scores rows through this, so all answer alike."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", matrix, vector)
 
 
 def best_per_fact(

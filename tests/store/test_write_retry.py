@@ -217,6 +217,14 @@ def _trial_args(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
     return request, look
 
 
+def _alike(store: LmdbStore, clock: ManualClock) -> tuple[Any, ...]:
+    """Two rewordings and an update, as the embedder's pass finds them close."""
+    old = store.put(AGENT, "The kids' school starts at 8:00 a.m.")
+    new = store.put(AGENT, "School for the kids now begins at 8:20.")
+    same = store.put(AGENT, "The kids' school begins at 8:00 in the morning.")
+    return ([(new.id, {old.id: 0.86, same.id: 0.84}), (same.id, {old.id: 0.95})],)
+
+
 CASES: dict[str, Case] = {
     "remember": Case(
         _alert_held,
@@ -257,6 +265,7 @@ CASES: dict[str, Case] = {
     "store_vectors": Case(
         _queued, lambda s, m, r, v: s.store_vectors(m, r, np.array(v, dtype=np.float32))
     ),
+    "hold_close_pairs": Case(_alike, lambda s, close: s.hold_close_pairs(AGENT, close)),
     "approve_proposal": Case(_held, lambda s, i: s.approve_proposal(i)),
     "reject_proposal": Case(_held, lambda s, i: s.reject_proposal(i, "not what happened")),
     "save_probe": Case(_nothing, lambda s: s.save_probe(AGENT, "staging database", 5)),
