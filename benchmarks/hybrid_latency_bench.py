@@ -486,6 +486,7 @@ STEPS = {
     "search_blocks": "2c. vector search, blocks (`store.nearest`)",
     "keyword": "3. keyword-only rank (`NO_VECTORS`)",
     "hybrid_cached": "4. **hybrid rank, cached** (the goal's figure)",
+    "hybrid_serial": "4'. the same, the keyword signal read after the vector signal",
     "hybrid_oneshot": "5. hybrid rank, one-shot (blocks)",
 }
 
@@ -553,6 +554,13 @@ def measure_set(
         return run
 
     rows["hybrid_cached"], by_cached = timed_pass(queries, warm, hybrid(cached))
+    # The same, the keyword signal read after the vector signal on one thread (ADR 0072).
+    ranking.BESIDE = False
+    try:
+        rows["hybrid_serial"], by_serial = timed_pass(queries, warm, hybrid(cached))
+    finally:
+        ranking.BESIDE = True
+    assert by_serial == by_cached, "reading the signals side by side changed an answer"
     rows["hybrid_oneshot"], by_oneshot = timed_pass(queries, warm, hybrid(oneshot))
     assert not unused, f"queries ranked without their vector signal: {unused[:3]}"
 

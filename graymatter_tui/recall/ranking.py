@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
 from collections.abc import Container, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Final, TypedDict, Unpack
 
@@ -256,14 +258,28 @@ def rank(
     if not terms:
         return []  # only stop-words or punctuation: nothing to look for, in any signal
     nearest = None
+    keywords: Future[dict[str, float]] | None = None
     if vectors is not NO_VECTORS and weights.vector > 0:
+        if BESIDE:
+            # The keyword signal is read on another thread meanwhile (ADR 0072): the
+            # query's embedding and the vector search spend most of their time outside
+            # the GIL.
+            keywords = _beside().submit(
+                store.read_index, lambda tx: _keyword_scores(tx, agent, terms)
+            )
         # Asked outside any read transaction: the signal may wait on an embedding server.
         limit = max(MIN_VECTOR_CANDIDATES, VECTOR_CANDIDATES_PER_HIT * k)
-        nearest = vectors.nearest(agent, query, limit) or None
+        try:
+            nearest = vectors.nearest(agent, query, limit) or None
+        except BaseException:
+            if keywords is not None:
+                keywords.cancel()
+            raise
     floor = 0.0 if min_similarity is None else min_similarity
+    read = None if keywords is None else keywords.result()
 
     def score_keywords(tx: KeywordIndex) -> tuple[dict[str, float], dict[str, Fact], Signals]:
-        scores = _keyword_scores(tx, agent, terms)
+        scores = _keyword_scores(tx, agent, terms) if read is None else read
         facts: dict[str, Fact] = {}
         similarity = _live_neighbours(tx, agent, nearest or [], facts, floor)
         return scores, facts, Signals(similarity, tx.live_span(agent))
@@ -280,6 +296,24 @@ def rank(
     return store.read_index(
         lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
     )
+
+
+# Whether the keyword signal is read beside the vector signal (ADR 0072); off, one after
+# the other on the caller's thread (the bench compares both).
+BESIDE = True
+_BESIDE: ThreadPoolExecutor | None = None
+_BESIDE_LOCK = threading.Lock()
+
+
+def _beside() -> ThreadPoolExecutor:
+    """The threads that read the keyword signal beside the vector signal: two, so two
+    threads of a process (the TUI's workers, an MCP server's requests) that rank at once
+    do not queue behind each other's keyword reads."""
+    global _BESIDE
+    with _BESIDE_LOCK:
+        if _BESIDE is None:
+            _BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-keywords")
+        return _BESIDE
 
 
 @dataclass(frozen=True)
