@@ -445,9 +445,17 @@ def _fuse(
 
     reachable = signals.reachable
     scored = [i for i in candidates if i in reachable or i in similarity]
-    parts = {fact_id: relevance(fact_id) for fact_id in scored}
-    by_keyword = sorted(scores, key=lambda i: (-scores[i], i))
-    keyword_rank = {fact_id: r_ for r_, fact_id in enumerate(by_keyword, start=1)}
+    if v <= 0:  # keywords alone: thousands of candidates, no call per candidate
+        if best_keyword > 0 and kw > 0:
+            got = scores.get
+            parts = {fact_id: (0.0, got(fact_id, 0.0) / best_keyword) for fact_id in scored}
+        else:
+            parts = dict.fromkeys(scored, (0.0, 0.0))
+    else:
+        parts = {fact_id: relevance(fact_id) for fact_id in scored}
+    keyword_rank = {
+        fact_id: r_ for r_, fact_id in enumerate(_best_first(scores, list(scores)), start=1)
+    }
     vector_rank = _shared_ranks(similarity)
     by_recency = sorted(candidates, reverse=True)  # ULIDs: newest first
     recency_rank = {fact_id: r_ for r_, fact_id in enumerate(by_recency, start=1)}
@@ -464,7 +472,7 @@ def _fuse(
     # The confidence factor can lift a fact by at most 1 + w.
     lift = 1.0 + confidence.weight if confidence is not None else 1.0
     bound = {fact_id: sum(parts[fact_id]) + r + d for fact_id in scored}
-    ordered = sorted(scored, key=lambda i: (-bound[i], i))
+    ordered = _best_first(bound, scored)
     best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
     for fact_id in ordered:
         if len(best) >= k:
@@ -513,6 +521,13 @@ def _fuse(
     hits = [entry[3] for entry in best.values()]
     hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
     return hits[:k]
+
+
+def _best_first(value: dict[str, float], ids: list[str]) -> list[str]:
+    """`ids` by `value` highest first, ties by id: `sorted(ids, key=lambda i: (-value[i],
+    i))`, as two sorts whose keys are C calls (by id, then a stable sort by value, which
+    keeps equal values in id order); recall sorts thousands of candidates a query."""
+    return sorted(sorted(ids), key=value.__getitem__, reverse=True)
 
 
 def _before(a: tuple[float, str, str], b: tuple[float, str, str]) -> bool:
