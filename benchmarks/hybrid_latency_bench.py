@@ -20,8 +20,9 @@ generation check, and the store's blocks, `store.nearest`); keyword-only `rank`
 (`NO_VECTORS`); hybrid `rank`, cached (the goal's figure) and one-shot. Each row is its
 own pass over the queries (a few other queries first, untimed), so no row profits from
 another having just read the same postings or rows. The garbage collector stays on, as
-in a real process; "GC ms (full)" is the time its pauses took inside a row's timed calls,
-summed over the pass, and how many were full collections.
+in a real process, and the heap is frozen once set up, as the MCP server freezes its own
+(`--no-freeze`: not); "GC ms (full)" is the time its pauses took inside a row's timed
+calls, summed over the pass, and how many were full collections.
 
 The store (one agent): facts are LoCoMo's conversation turns (`--data`, default
 ../shared/data/locomo beside the repository, read at run time and never copied; see its
@@ -453,12 +454,15 @@ GC = GcPauses()
 
 def timed_pass(
     queries: Sequence[str], warm: Sequence[str], fn: Callable[[str], T]
-) -> tuple[Samples, list[T]]:
-    """`fn` over the `warm` queries untimed, then over `queries`, each timed alone."""
+) -> tuple[Samples, list[Kept]]:
+    """`fn` over the `warm` queries untimed, then over `queries`, each timed alone; what
+    each answered, kept as strings (`kept`, after its clock stops): a server keeps no
+    answer, and thousands of kept hits would make the collector's full passes, timed
+    here, longer and more frequent than a server's."""
     for query in warm:
         fn(query)
     samples = Samples()
-    out: list[T] = []
+    out: list[Kept] = []
     for query in queries:
         wall, cpu = time.perf_counter(), time.thread_time()
         GC.samples = samples
@@ -467,8 +471,31 @@ def timed_pass(
         cpu_end, wall_end = time.thread_time(), time.perf_counter()
         samples.wall.append(wall_end - wall)
         samples.cpu.append(cpu_end - cpu)
-        out.append(found)
+        out.append(kept(found))
     return samples, out
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An answer as strings and a count: the ids in order, how many came through the
+    vector signal, and a digest of every field (hits: the explain fields too)."""
+
+    ids: tuple[str, ...]
+    from_vectors: int
+    digest: str
+
+
+def kept(found: object) -> Kept:
+    if not isinstance(found, list) or not found:  # a query's vector, or no answer
+        return Kept((), 0, "")
+    if isinstance(found[0], Hit):
+        fields = [(h.fact.id, *(v for n, v in vars(h).items() if n != "fact")) for h in found]
+        ids = tuple(h.fact.id for h in found)
+        from_vectors = sum(h.vector_rank is not None for h in found)
+    else:  # (id, cosine) pairs of a vector search
+        fields, ids, from_vectors = found, tuple(i for i, _ in found), len(found)
+    digest = hashlib.sha256(repr(fields).encode()).hexdigest()
+    return Kept(ids, from_vectors, digest)
 
 
 @dataclass
@@ -500,7 +527,7 @@ def measure_set(
     cached: StoreQueryVectors,
     oneshot: StoreQueryVectors,
     k: int,
-) -> tuple[SetResult, list[list[Hit]], list[list[Hit]], list[list[Hit]]]:
+) -> tuple[SetResult, list[Kept], list[Kept], list[Kept]]:
     """Every row for one query set, each its own pass; the keyword, cached and one-shot
     hits for the checks."""
     model = embedder.model
@@ -528,12 +555,14 @@ def measure_set(
     try:
         blocks = store.vector_blocks_since(AGENT, model, -1)
         assert blocks is not None
-        plain = vector_cache.AgentMatrix(blocks)
+        plain = [vector_cache.AgentMatrix(blocks)]
     finally:
         vector_cache.QUANTISED = quantised
     rows["search_float"], by_float = timed_pass(
-        queries, warm, lambda q: plain.nearest(vectors[q], limit)
+        queries, warm, lambda q: plain[0].nearest(vectors[q], limit)
     )
+    plain.clear()  # a second copy no server holds: out of the later passes' heap
+    blocks = None
     assert by_matrix == by_float, "the int8 first pass answered otherwise than float32"
     rows["search_blocks"], by_blocks = timed_pass(
         queries, warm, lambda q: store.nearest(AGENT, model, vectors[q], limit)
@@ -564,22 +593,16 @@ def measure_set(
     rows["hybrid_oneshot"], by_oneshot = timed_pass(queries, warm, hybrid(oneshot))
     assert not unused, f"queries ranked without their vector signal: {unused[:3]}"
 
-    def ids(hits: list[Hit]) -> list[str]:
-        return [h.fact.id for h in hits]
-
     checks = {
         "queries": len(queries),
         "search_cache_equals_blocks": sum(
-            [i for i, _ in a or []] == [i for i, _ in b or []]
-            for a, b in zip(by_cache, by_blocks, strict=True)
+            a.ids == b.ids for a, b in zip(by_cache, by_blocks, strict=True)
         ),
         "hybrid_cached_equals_oneshot": sum(
-            ids(a) == ids(b) for a, b in zip(by_cached, by_oneshot, strict=True)
+            a.ids == b.ids for a, b in zip(by_cached, by_oneshot, strict=True)
         ),
-        "mean_hits_from_vectors": statistics.fmean(
-            sum(h.vector_rank is not None for h in hits) for hits in by_cached
-        ),
-        "mean_hits_keyword": statistics.fmean(len(hits) for hits in keyword),
+        "mean_hits_from_vectors": statistics.fmean(answer.from_vectors for answer in by_cached),
+        "mean_hits_keyword": statistics.fmean(len(answer.ids) for answer in keyword),
     }
     return SetResult(name, rows, checks), keyword, by_cached, by_oneshot
 
@@ -636,6 +659,9 @@ def main() -> None:
     parser.add_argument("--keep-store", type=Path, default=None, help="build once, reuse")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--profile", type=int, default=0, help="cProfile N hybrid queries")
+    parser.add_argument(
+        "--no-freeze", action="store_true", help="leave the heap unfrozen (not as a server)"
+    )
     args = parser.parse_args()
     load_start = load_average()
     began = time.perf_counter()
@@ -726,6 +752,12 @@ def main() -> None:
             assert cached.cache.wait(AGENT, timeout=600), "the vector cache was not built"
             cache_s = time.perf_counter() - started
 
+            # What the MCP server does once it is serving, and again once each agent's
+            # vector copy is built (cli/mcp.py; the TUI does the same at mount, ADR
+            # 0068): its long-lived objects leave the collector's full passes.
+            if not args.no_freeze:
+                gc.collect()
+                gc.freeze()
             results: list[SetResult] = []
             result, _, _, _ = measure_set(
                 f"{'LoCoMo' if source_key == 'locomo' else 'synthetic'} questions",
@@ -743,11 +775,9 @@ def main() -> None:
             )
             targets = [para_ids[t] for t in para.targets]
             found_hybrid = sum(
-                t in [h.fact.id for h in hits] for t, hits in zip(targets, by_cached, strict=True)
+                t in answer.ids for t, answer in zip(targets, by_cached, strict=True)
             )
-            found_keyword = sum(
-                t in [h.fact.id for h in hits] for t, hits in zip(targets, keyword, strict=True)
-            )
+            found_keyword = sum(t in answer.ids for t, answer in zip(targets, keyword, strict=True))
             result.checks.update(
                 target_in_top_k_hybrid=found_hybrid, target_in_top_k_keyword=found_keyword
             )
@@ -774,6 +804,8 @@ def main() -> None:
         f"OPENBLAS_NUM_THREADS={blas}, {os.cpu_count()} CPUs"
     )
     print(f"load average (1, 5, 15 min): start {load_start}, end {load_end}")
+    frozen = "left unfrozen (--no-freeze)" if args.no_freeze else "frozen once set up, as a server"
+    print(f"heap: {frozen}")
     if build["reused"]:
         print(f"store reused from {args.keep_store} (built earlier in {build['total_s']:.0f} s)")
     else:
@@ -823,6 +855,7 @@ def main() -> None:
                 {
                     "config": {**config, "k": args.k, "queries": len(questions)},
                     "environment": {
+                        "heap_frozen": not args.no_freeze,
                         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
                         "onnxruntime_threads": settings.threads,
                         "python": platform.python_version(),

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,11 +71,17 @@ def use_of(vectors: object | None) -> VectorUse:
 
 class StoreQueryVectors:
     def __init__(
-        self, store: MemoryStore, embedder: Embedder, timeout: float, *, cache: bool = False
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        timeout: float,
+        *,
+        cache: bool = False,
+        on_cache_built: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         # Only a process that answers many queries gains from copying the vectors to RAM.
-        self.cache = VectorCache(store) if cache else None
+        self.cache = VectorCache(store, on_cache_built) if cache else None
         self.embedder = embedder
         self.timeout = timeout
         self.last_error = ""  # why the last query had no vector signal, for diagnostics
@@ -191,14 +197,19 @@ def configured(store: MemoryStore) -> StoreQueryVectors | None:
     return signal
 
 
-def from_env(store: MemoryStore, *, cache: bool = False) -> StoreQueryVectors | None:
+def from_env(
+    store: MemoryStore, *, cache: bool = False, on_cache_built: Callable[[], None] | None = None
+) -> StoreQueryVectors | None:
     """The vector signal GRAYMATTER_EMBED configures for `store`, or None (embeddings
-    off). `cache`: keep the vectors in RAM for repeated queries (TUI, MCP server). A bad
-    setting raises InvalidInput, as every setting does."""
+    off). `cache`: keep the vectors in RAM for repeated queries (TUI, MCP server), calling
+    `on_cache_built` once each agent's copy is built. A bad setting raises InvalidInput,
+    as every setting does."""
     from graymatter_tui.embedding.factory import from_settings
 
     settings = EmbedSettings.from_env()
     embedder = from_settings(settings)
     if embedder is None:
         return None
-    return StoreQueryVectors(store, embedder, settings.query_timeout, cache=cache)
+    return StoreQueryVectors(
+        store, embedder, settings.query_timeout, cache=cache, on_cache_built=on_cache_built
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from graymatter_tui.embedding import int8_product
@@ -304,8 +304,13 @@ class VectorCache:
     """The matrices of the agents queried in this process, for a long-running process
     (TUI, MCP server); a one-shot command searches the blocks directly."""
 
-    def __init__(self, store: VectorBlockSource) -> None:
+    def __init__(
+        self, store: VectorBlockSource, on_built: Callable[[], None] | None = None
+    ) -> None:
         self.store = store
+        # Called once each matrix is built (off the query's path): a server freezes its
+        # heap then, so the collector's full passes skip the matrix's 100k ids (ADR 0072).
+        self.on_built = on_built
         self._lock = threading.Lock()
         self._agents: dict[str, AgentMatrix] = {}
         self._building: dict[str, threading.Thread] = {}
@@ -393,3 +398,9 @@ class VectorCache:
                 self._agents[agent] = held  # a later generation is applied at the next query
             elif again is not None:
                 self._start_build(agent, again)
+                held = None
+        if held is not None and self.on_built is not None:
+            try:
+                self.on_built()
+            except Exception as exc:  # a hook never costs the cache
+                log.debug("after building the vector cache: %s", exc)

@@ -278,3 +278,23 @@ def test_a_build_that_read_nothing_runs_again_for_the_query_that_came_meanwhile(
     source.gate.set()  # the first build ends with nothing; the second finds the vectors
     assert cache.wait(AGENT, timeout=30)
     _same(cache.nearest(AGENT, "m", query, 5), store.nearest(AGENT, "m", query, 5))
+
+
+def test_the_hook_runs_once_each_matrix_is_built(store: LmdbStore) -> None:
+    store.start_embedding("m")
+    _embed(store, _populate(store, AGENT, 40, seed=4))
+    built: list[bool] = []
+    cache = VectorCache(store, on_built=lambda: built.append(cache.ready(AGENT)))
+    query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    cache.nearest(AGENT, "m", query, 5)  # starts the build
+    assert cache.wait(AGENT, timeout=30)
+    assert built == [True]  # once, and only when the matrix is in place
+    cache.nearest(AGENT, "m", query, 5)  # answered from the matrix: no build, no call
+    assert built == [True]
+
+    def failing() -> None:
+        raise RuntimeError("a hook that fails")
+
+    other = VectorCache(store, on_built=failing)
+    other.nearest(AGENT, "m", query, 5)
+    assert other.wait(AGENT, timeout=30)  # the cache is built all the same
