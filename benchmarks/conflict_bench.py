@@ -6,8 +6,9 @@ By words alone (what the write path decides, before any vector exists), and with
 `--meaning` also given the bundled local model's cosine of each pair (what the embedder's
 pass decides, `core.conflicts.compare_profiles(..., cosine)`). The pair sets:
 conflict_pairs.tsv (written while the verdict was tuned), conflict_pairs_blind.tsv
-(written by someone who had not read the verdict, then used to tune the meaning rules)
-and conflict_pairs_heldout.tsv (written blind too, read only after the rules were fixed).
+(written by someone who had not read the verdict, then used to tune the meaning rules),
+conflict_pairs_heldout.tsv (written blind too, read once the rules were fixed, then used
+to tune) and conflict_pairs_third.tsv (written blind, read once: the figure to quote).
 """
 
 from __future__ import annotations

@@ -29,7 +29,14 @@ from graymatter_tui.core.details import (
 )
 from graymatter_tui.core.lexicon import CALENDAR, EMAIL, URL, WORD
 from graymatter_tui.core.model import BY_MEANING
-from graymatter_tui.core.pair_details import WRITTEN_DATE, pair_details
+from graymatter_tui.core.pair_details import (
+    CLOCK_12,
+    CLOCK_24,
+    CLOCK_WORD,
+    WEEKDAY,
+    WRITTEN_DATE,
+    pair_details,
+)
 
 SAME_SUBJECT = 0.34
 DUPLICATE_SUBJECT = 0.5
@@ -38,10 +45,12 @@ SHARED_SUBJECT = 0.6
 # The embedding model's cosine (all-MiniLM-L6-v2) at and above which two facts say the
 # same kind of thing, and below which a pair the words call alike is only related:
 # measured on the labelled pairs (benchmarks/conflict_bench.py --meaning).
-SAME_MEANING = 0.8
+SAME_MEANING = 0.78
 UNLIKE_MEANING = 0.6
 
 DetailKind = Literal["value", "name", "id"]
+# How a date, a time or a weekday is written: such details are of one kind ("time").
+TIME_FORMS = (ISO_DATE, CLOCK_TIME, WRITTEN_DATE, CLOCK_12, CLOCK_24, CLOCK_WORD, WEEKDAY)
 # "SUP-6344", "EXP-785", "INC2291": a ticket, run or incident, not a value of one.
 _TICKET = re.compile(r"[A-Z]{2,}[-_]?\d{2,}")
 # "billing-api", "search-indexer": a service or host named in lower case.
@@ -187,9 +196,7 @@ def _classes(side: TextProfile, details: list[str]) -> set[str]:
 def _is_time(detail: str) -> bool:
     words = WORD.findall(fold(detail))
     return bool(
-        ISO_DATE.fullmatch(detail)
-        or CLOCK_TIME.fullmatch(detail)
-        or WRITTEN_DATE.fullmatch(detail)
+        any(p.fullmatch(detail) for p in TIME_FORMS)
         or (words and all(w in CALENDAR for w in words))
     )
 

@@ -2,8 +2,9 @@
 apart or leaves out: a date written in words ("March 4, 2027" is "2027-03-04"), a
 version ("v2.3.1" is "version 2.3.1"), a quantity with its unit ("4GB" is "4 GB"), a
 number written as a word ("three replicas" is "3 replicas"), a path ("/healthz"), a
-hyphenated name with a number in it ("us-east-2"). Each is taken out of the text before
-the rest is read, with the key both spellings share. Pure functions."""
+hyphenated name with a number in it ("us-east-2"), a time of day ("6 pm" is "18:00"), a
+weekday in six languages, a host name ("stage.corp-internal.net"). Each is taken out of
+the text before the rest is read, with the key both spellings share. Pure functions."""
 
 from __future__ import annotations
 
@@ -78,9 +79,49 @@ _NUMBER_WORDS = {
         "zero one two three four five six seven eight nine ten eleven twelve".split()
     )
 }
-_NUMBER_WORDS.update(twenty="20", thirty="30", forty="40", fifty="50", hundred="100")
+_NUMBER_WORDS.update(
+    zip(
+        "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split(),
+        map(str, range(13, 20)),
+        strict=True,
+    )
+)
+_NUMBER_WORDS.update(
+    zip(
+        "twenty thirty forty fifty sixty seventy eighty ninety hundred".split(),
+        "20 30 40 50 60 70 80 90 100".split(),
+        strict=True,
+    )
+)
 del _NUMBER_WORDS["zero"], _NUMBER_WORDS["one"]  # "no one", "one of": rarely a count
 NUMBER_WORD = re.compile(rf"\b(?:{'|'.join(_NUMBER_WORDS)})\b", re.IGNORECASE)
+# A time of day in the forms people write it: "6 pm", "6:30 p.m.", "18:00", "07:40",
+# "14 Uhr", "9h", "14h30". Its key is the 24-hour clock without a leading zero ("18:00").
+CLOCK_12 = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s?(am|pm|a\.m\.|p\.m\.)(?!\w)", re.IGNORECASE)
+CLOCK_24 = re.compile(r"(?<![\d:.])(\d{1,2}):(\d{2})(?![\d:])")
+CLOCK_WORD = re.compile(r"\b(\d{1,2})(?:\s?Uhr|h(\d{2})?)\b")
+# Weekdays in English, German, French, Spanish, Portuguese and Italian ("Fridays",
+# "mittwochs", "martes", "segunda-feira"): one key a day, whatever the language.
+_WEEKDAYS = (
+    "monday montag lundi lunes segunda-feira lunedì",
+    "tuesday dienstag mardi martes terça-feira martedì",
+    "wednesday mittwoch mercredi miércoles quarta-feira mercoledì",
+    "thursday donnerstag jeudi jueves quinta-feira giovedì",
+    "friday freitag vendredi viernes sexta-feira venerdì",
+    "saturday samstag samedi sábado sabato",
+    "sunday sonntag dimanche domingo domenica",
+)
+_WEEKDAY = {name: day for day, names in enumerate(_WEEKDAYS, 1) for name in names.split()}
+WEEKDAY = re.compile(
+    rf"(?<![\w-])(?:{'|'.join(sorted(_WEEKDAY, key=len, reverse=True))})s?(?![\w-])",
+    re.IGNORECASE,
+)
+# A host name without a scheme ("stage.corp-internal.net", "db.internal").
+HOST = re.compile(
+    r"(?<![\w.@/-])(?=[\w-]*[a-z])[a-z0-9][\w-]*(?:\.[\w-]+)*"
+    r"\.(?:com|net|org|io|dev|app|ai|co|internal|local|cloud|corp|lan|example)(?![\w.-])",
+    re.IGNORECASE,
+)
 
 
 def pair_details(text: str) -> tuple[list[tuple[str, str, str]], str]:
@@ -108,7 +149,12 @@ def pair_details(text: str) -> tuple[list[tuple[str, str, str]], str]:
         return pattern.sub(blank, rest)
 
     rest = EMAIL.sub(keep, URL.sub(keep, text))
+    rest = take(HOST, lambda m: fold(m.group(0)), "value", rest)
     rest = take(WRITTEN_DATE, _date_key, "value", rest)
+    rest = take(CLOCK_12, _clock_12, "value", rest)
+    rest = take(CLOCK_24, lambda m: _clock(int(m.group(1)), int(m.group(2))), "value", rest)
+    rest = take(CLOCK_WORD, lambda m: _clock(int(m.group(1)), int(m.group(2) or 0)), "value", rest)
+    rest = take(WEEKDAY, _weekday, "value", rest)
     rest = take(VERSION, lambda m: "v" + (m.group(1) or m.group(2)), "value", rest)
     rest = take(QUANTITY, lambda m: detail_key(m.group(1)) + _UNIT[fold(m.group(2))], "value", rest)
     # A path is a setting's value here ("the health check path is /healthz").
@@ -119,6 +165,24 @@ def pair_details(text: str) -> tuple[list[tuple[str, str, str]], str]:
     rest = take(NUMBER_WORD, lambda m: _NUMBER_WORDS[fold(m.group(0))], "value", rest)
     rest = re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], rest)
     return found, rest
+
+
+def _clock(hour: int, minute: int) -> str:
+    return f"{hour}:{minute:02d}" if hour < 24 and minute < 60 else ""
+
+
+def _clock_12(match: re.Match[str]) -> str:
+    hour, minute = int(match.group(1)), int(match.group(2) or 0)
+    if not 1 <= hour <= 12:
+        return ""
+    afternoon = fold(match.group(3)).startswith("p")
+    return _clock(hour % 12 + (12 if afternoon else 0), minute)
+
+
+def _weekday(match: re.Match[str]) -> str:
+    name = fold(match.group(0))
+    day = _WEEKDAY.get(name) or _WEEKDAY.get(name[:-1])
+    return f"weekday {day}" if day else ""
 
 
 def _has_digit(text: str) -> bool:

@@ -66,7 +66,10 @@ def test_findings_exit_0_and_name_their_facts(any_cli: Cli) -> None:
     assert "✗ duplicates" in human.stdout
     assert "[info if any; warn ≥ 10%, fail ≥ 25%" in human.stdout  # thresholds said
     assert f"{first}  Deploy on Friday!" in human.stdout
-    assert human.stdout.rstrip().endswith("Verdict fail: 1 failure (ops: duplicates).")
+    # the second is also held for review as a duplicate of the first: a pending pair
+    assert human.stdout.rstrip().endswith(
+        "Verdict fail: 1 failure (ops: duplicates) and 1 warning (ops: contradictions-pending)."
+    )
 
 
 def test_one_agent_with_agent(any_cli: Cli) -> None:

@@ -222,7 +222,7 @@ def test_by_meaning_a_rewording_with_every_detail_held_is_a_duplicate() -> None:
     new, old = "The user avoids coffee entirely.", "The user doesn't drink coffee."
     assert compare(new, old).kind != "duplicate"  # the words share only "coffee"
     assert compare(new, old, cosine=0.85).kind == "duplicate"
-    assert compare(new, old, cosine=0.79).kind != "duplicate"  # below SAME_MEANING
+    assert compare(new, old, cosine=0.77).kind != "duplicate"  # below SAME_MEANING
 
 
 def test_by_meaning_a_replaced_detail_of_its_kind_is_an_update() -> None:
