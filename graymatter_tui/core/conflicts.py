@@ -163,6 +163,16 @@ def compare_profiles(
 
 
 def _by_meaning(new: TextProfile, old: TextProfile, cosine: float) -> PairVerdict:
+    if cosine >= UNLIKE_MEANING and _says_it_changed(new) and not _says_it_changed(old):
+        # "We moved the CI off Jenkins; it now runs on GitHub Actions": the new fact says
+        # it replaces something, and the model finds the two on one subject.
+        # What it names instead is the point ("GitHub Actions"); another ticket or run
+        # id is still another subject.
+        only_new, only_old = _differing(new, old)
+        ids = [k for k in _named_only(new, old) if new.kinds.get(k) == "id"]
+        ids += [k for k in _named_only(old, new) if old.kinds.get(k) == "id"]
+        if not ids and (only_new or only_old or new.subject != old.subject):
+            return PairVerdict("possible_update", cosine, only_new, only_old, cosine)
     if cosine < SAME_MEANING:
         verdict = _by_words(new, old)
         if verdict.kind in ("duplicate", "possible_update") and cosine < UNLIKE_MEANING:
@@ -199,6 +209,21 @@ def _is_time(detail: str) -> bool:
         any(p.fullmatch(detail) for p in TIME_FORMS)
         or (words and all(w in CALENDAR for w in words))
     )
+
+
+# Words with which a fact says it replaces what held before, in the languages recall
+# stems: "now", "no longer", "switched to", "moved", "jetzt", "désormais", "ahora"…
+_CHANGED = re.compile(
+    r"\b(?:now|no longer|any ?more|switched|moved|changed|replaced|instead|upgraded|"
+    r"downgraded|reassigned|renamed|migrated|increased|decreased|raised|lowered|"
+    r"jetzt|nicht mehr|maintenant|désormais|ne \w+ plus|ahora|ya no|agora|já não|"
+    r"adesso|ora|non più)\b",
+    re.IGNORECASE,
+)
+
+
+def _says_it_changed(side: TextProfile) -> bool:
+    return _CHANGED.search(side.folded) is not None
 
 
 def _differing(new: TextProfile, old: TextProfile) -> tuple[list[str], list[str]]:

@@ -251,3 +251,19 @@ def test_by_meaning_a_pair_the_model_finds_far_apart_is_only_related() -> None:
     assert compare(new, old).kind == "possible_update"
     assert compare(new, old, cosine=0.7).kind == "possible_update"  # the words decide
     assert compare(new, old, cosine=0.5).kind == "related"  # under UNLIKE_MEANING
+
+
+def test_by_meaning_a_fact_that_says_it_replaces_another_is_an_update() -> None:
+    new = "We moved the monorepo CI off Jenkins; it now runs on GitHub Actions."
+    old = "The CI pipeline for the monorepo runs on Jenkins."
+    verdict = compare(new, old, cosine=0.84)
+    assert verdict.kind == "possible_update"
+    assert "by meaning" in verdict.reason()
+    assert compare(new, old, cosine=0.5).kind != "possible_update"  # far apart: no
+    both = "The CI pipeline for the monorepo now runs on Jenkins."
+    assert compare(new, both, cosine=0.84).kind != "possible_update"  # both say "now"
+    tickets = (
+        "The workaround for ticket SUP-8062 is now clearing the cache.",
+        "The workaround for ticket SUP-1475 is clearing the cache.",
+    )
+    assert compare(*tickets, cosine=0.9).kind == "related"  # another ticket all the same
