@@ -43,6 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Container, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -453,12 +454,9 @@ def _fuse(
             parts = dict.fromkeys(scored, (0.0, 0.0))
     else:
         parts = {fact_id: relevance(fact_id) for fact_id in scored}
-    keyword_rank = {
-        fact_id: r_ for r_, fact_id in enumerate(_best_first(scores, list(scores)), start=1)
-    }
+    keyword_rank = _Ranks(scores)
     vector_rank = _shared_ranks(similarity)
-    by_recency = sorted(candidates, reverse=True)  # ULIDs: newest first
-    recency_rank = {fact_id: r_ for r_, fact_id in enumerate(by_recency, start=1)}
+    by_age = sorted(candidates)  # ULIDs: oldest first
     oldest, newest = signals.span or (0, 0)
 
     def position(fact: Fact) -> float:
@@ -498,8 +496,8 @@ def _fuse(
         hit = Hit(
             fact,
             score,
-            keyword_rank.get(fact_id),
-            recency_rank[fact_id],
+            keyword_rank.of(fact_id),
+            len(by_age) - bisect_left(by_age, fact_id),  # newest first (ids are distinct)
             vector_rank.get(fact_id),
             scores.get(fact_id),
             None if stand_in or not with_vectors else cos,
@@ -521,6 +519,28 @@ def _fuse(
     hits = [entry[3] for entry in best.values()]
     hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
     return hits[:k]
+
+
+class _Ranks:
+    """Each keyword candidate's rank by score, highest first, ties by id, as
+    `_best_first(scores, list(scores))` would number them: worked out only for the facts
+    that become hits (a dozen), not by sorting the thousands of candidates."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+        self.ascending = sorted(scores.values())
+
+    def of(self, fact_id: str) -> int | None:
+        score = self.scores.get(fact_id)
+        if score is None:
+            return None
+        low = bisect_left(self.ascending, score)
+        high = bisect_right(self.ascending, score)
+        above = len(self.ascending) - high
+        if high - low == 1:
+            return above + 1
+        tied_before = sum(1 for i, s in self.scores.items() if s == score and i < fact_id)
+        return above + tied_before + 1
 
 
 def _best_first(value: dict[str, float], ids: list[str]) -> list[str]:
