@@ -9,6 +9,7 @@ same name: the store starts over in the new dimension."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,9 @@ class Worker:
         # Whether facts given vectors are compared by meaning with the agent's others.
         self.check_pairs = check_pairs
         self.held = 0  # review items held by that check
+        # The store generations its own vector writes made, when nothing else wrote
+        # between (the TUI redraws no fact for them: `wrote_only_vectors`).
+        self.vector_writes: deque[int] = deque(maxlen=256)
         # Facts given vectors and not compared yet: checked PAIR_CHECK_ROWS rows at a
         # time, or when the queue is empty, so a long import walks the agent's vectors
         # once per PAIR_CHECK_ROWS, not once per batch.
@@ -102,7 +106,12 @@ class Worker:
         matrix = np.zeros((len(rows), dimension), dtype=np.float32)
         if live:
             matrix[live] = vectors
+        before = self.store.generation()
         stored, skipped = self.store.store_vectors(self.embedder.model, rows, matrix)
+        if stored or skipped:
+            after = self.store.generation()
+            if after == before + 1:  # that write, and no other: it changed only vectors
+                self.vector_writes.append(after)
         if stored and self.embedder.dimension is None and live:
             self.embedder.dimension = dimension
         if stored:
@@ -112,6 +121,14 @@ class Worker:
                 if sum(len(r) for r, _ in self._unchecked) >= PAIR_CHECK_ROWS:
                     self.flush_pairs()
         return stored, skipped, 0
+
+    def wrote_only_vectors(self, since: int, generation: int) -> bool:
+        """Whether every write after store generation `since` up to `generation` was one
+        of this worker's vector writes (so nothing a person reads but the backlog moved)."""
+        if generation <= since or generation - since > len(self.vector_writes):
+            return False
+        mine = set(self.vector_writes)
+        return all(g in mine for g in range(since + 1, generation + 1))
 
     def flush_pairs(self) -> int:
         """The pair check by meaning (ADR 0068) of the facts given vectors since the last:

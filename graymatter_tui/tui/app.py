@@ -167,6 +167,9 @@ class GraymatterApp(App[None]):
     # The app's state (ADR 0017). Panes watch these and re-read what they show.
     agent: var[str] = var("", init=False)
     generation: var[int] = var(-1, init=False)  # the store's; moves with every write
+    # ... but this process's background embedder's vector writes, which move this instead:
+    # only the panes that show the backlog read again for them (Status), not every fact.
+    vectors_generation: var[int] = var(-1, init=False)
     settings: var[Settings] = var(Settings, init=False, always_update=True)
     reach: var[Reach] = var(CHECKING, init=False)  # the summariser's, probed here only
     # What the embedder of this process is doing, and the recall preview's last vector
@@ -320,6 +323,7 @@ class GraymatterApp(App[None]):
         self.read_only = bool(created.read_only_reason)
         # Another store: its generation is heard afresh, and every pane reads it.
         self.set_reactive(GraymatterApp.generation, -1)
+        self.set_reactive(GraymatterApp.vectors_generation, -1)
         for tab, _pane in self.PANES:
             if (pane := self._pane_or_none(tab)) is not None:
                 pane.stale = True
@@ -418,6 +422,18 @@ class GraymatterApp(App[None]):
         if self.closing:
             return
         self.embedding = self._embedding_now()
+        heard = max(self.generation, self.vectors_generation)
+        if (
+            self.agent
+            and self.generation >= 0
+            and self.embedder is not None
+            and self.embedder.worker.wrote_only_vectors(heard, generation)
+        ):
+            # Only this process's embedder wrote since (a batch of vectors): at 100k
+            # facts every pane reading again for each batch held the keys back for
+            # 0.7-3 s (benchmarks/graph_bench.py --embed).
+            self.vectors_generation = generation
+            return
         if generation > self.generation:
             if not self.agent:
                 # The first agent is chosen from the counts read next; then panes read.

@@ -151,3 +151,38 @@ async def test_an_agent_finds_a_paraphrase_through_memory_search(
     assert structured["facts"][0] == "Payments go through Polar"
     why = structured["explain"][0]
     assert why["vector_rank"] == 1 and why["keyword_rank"] is None
+
+
+async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does(
+    tmp_path: Path, server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAYMATTER_EMBED", "ollama")
+    monkeypatch.setenv("GRAYMATTER_EMBED_URL", server.url)
+    with open_store(tmp_path / "store") as store:
+        store.put(AGENT, "The first fact, so the app has an agent")
+        app = make_app(store)
+        async with running(app) as pilot:
+            assert app.embedder is not None
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: store.embed_state().vectors == 1, timeout=60, what="a vector"
+            )
+            for count, text in enumerate(TEXTS, start=2):
+                server.hold = threading.Event()  # the vector waits: the write is heard first
+                written = store.put(AGENT, text)
+                put_at = store.generation()
+                await wait_until(pilot, lambda g=put_at: app.generation == g, what="the write")
+                assert any(written.text in line for line in screen_text(app).splitlines())
+                server.hold.set()
+                app.embedder.nudge()
+                await wait_until(
+                    pilot,
+                    lambda g=put_at: app.vectors_generation == g + 1,
+                    timeout=60,
+                    what=f"vector {count} heard",
+                )
+                assert store.embed_state().vectors == count
+                assert app.generation == put_at  # no pane read every fact again for it
+            worker = app.embedder.worker
+            assert worker.wrote_only_vectors(put_at, put_at + 1)
+            assert not worker.wrote_only_vectors(put_at - 1, put_at + 1)  # the put between

@@ -49,7 +49,8 @@ def reach_text(reach: Reach) -> str:
 
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
-    DEPENDS_ON = ("reach", "embedding")  # the summariser and embedder lines
+    # the summariser and embedder lines, and the backlog the embedder's writes move
+    DEPENDS_ON = ("reach", "embedding", "vectors_generation")
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
     BINDINGS = [
         Action(
