@@ -172,7 +172,9 @@ async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does
                 written = store.put(AGENT, text)
                 put_at = store.generation()
                 await wait_until(pilot, lambda g=put_at: app.generation == g, what="the write")
-                assert any(written.text in line for line in screen_text(app).splitlines())
+                await wait_until(  # the Facts pane reads it in a worker, then draws it
+                    pilot, lambda t=written.text: t in screen_text(app), what="the fact drawn"
+                )
                 server.hold.set()
                 app.embedder.nudge()
                 await wait_until(
