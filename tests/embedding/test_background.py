@@ -74,11 +74,18 @@ async def test_the_mcp_server_embeds_in_the_background(
             assert (state.model, state.dimension, state.backlog) == ("nomic-embed-text", 768, 0)
 
 
-async def test_the_tui_embeds_in_the_background(
-    tmp_path: Path, server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture
+def embeds_with(
+    server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch, clean_graymatter_env: None
 ) -> None:
+    """The app's background embedder talks to the scripted server (set after the
+    environment is cleaned)."""
     monkeypatch.setenv("GRAYMATTER_EMBED", "ollama")
     monkeypatch.setenv("GRAYMATTER_EMBED_URL", server.url)
+
+
+@pytest.mark.usefixtures("embeds_with")
+async def test_the_tui_embeds_in_the_background(tmp_path: Path) -> None:
     with open_store(tmp_path / "store") as store:
         app = make_app(store)
         async with running(app) as pilot:
@@ -153,11 +160,10 @@ async def test_an_agent_finds_a_paraphrase_through_memory_search(
     assert why["vector_rank"] == 1 and why["keyword_rank"] is None
 
 
+@pytest.mark.usefixtures("embeds_with")
 async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does(
-    tmp_path: Path, server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, server: EmbeddingOverSocket
 ) -> None:
-    monkeypatch.setenv("GRAYMATTER_EMBED", "ollama")
-    monkeypatch.setenv("GRAYMATTER_EMBED_URL", server.url)
     with open_store(tmp_path / "store") as store:
         store.put(AGENT, "The first fact, so the app has an agent")
         app = make_app(store)
