@@ -95,6 +95,7 @@ from graymatter_tui.embedding.local import LocalEmbedder  # noqa: E402
 from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
 from graymatter_tui.embedding.settings import EmbedSettings  # noqa: E402
 from graymatter_tui.recall import ranking  # noqa: E402
+from graymatter_tui.recall.keyword_cache import KeywordCache  # noqa: E402
 from graymatter_tui.recall.ranking import Hit, rank  # noqa: E402
 from graymatter_tui.recall.vector_signal import NO_VECTORS  # noqa: E402
 from graymatter_tui.storage import NewFact  # noqa: E402
@@ -511,9 +512,11 @@ STEPS = {
     "search_matrix": "2b. vector search, matrix alone (`AgentMatrix.nearest`)",
     "search_float": "2b'. the same, float32 product only (no int8 first pass)",
     "search_blocks": "2c. vector search, blocks (`store.nearest`)",
-    "keyword": "3. keyword-only rank (`NO_VECTORS`)",
-    "hybrid_cached": "4. **hybrid rank, cached** (the goal's figure)",
-    "hybrid_serial": "4'. the same, the keyword signal read after the vector signal",
+    "keyword": "3. keyword-only rank (`NO_VECTORS`), the store's index",
+    "keyword_copy": "3'. the same from a copy of the postings (`KeywordCache`), empty at first",
+    "hybrid_cached": "4. **hybrid rank, cached**, as the MCP server (the goal's figure)",
+    "hybrid_no_copy": "4'. the same, keyword scores from the store's index (no copy)",
+    "hybrid_serial": "4''. the same as 4, the keyword signal read after the vector signal",
     "hybrid_oneshot": "5. hybrid rank, one-shot (blocks)",
 }
 
@@ -570,11 +573,20 @@ def measure_set(
     rows["keyword"], keyword = timed_pass(
         queries, warm, lambda q: rank(store, AGENT, q, k=k, vectors=NO_VECTORS)
     )
+    # A server's copy of the postings (ADR 0074): this pass fills it, as a server's first
+    # queries do; the hybrid rows then read it as a server that has been serving does.
+    copy = KeywordCache()
+    rows["keyword_copy"], by_copy = timed_pass(
+        queries, warm, lambda q: rank(store, AGENT, q, k=k, vectors=NO_VECTORS, keywords=copy)
+    )
+    assert by_copy == keyword, "the copy of the postings answered otherwise than the store"
     unused: list[str] = []
 
-    def hybrid(signal: StoreQueryVectors) -> Callable[[str], list[Hit]]:
+    def hybrid(
+        signal: StoreQueryVectors, keywords: KeywordCache | None = copy
+    ) -> Callable[[str], list[Hit]]:
         def run(query: str) -> list[Hit]:
-            hits = rank(store, AGENT, query, k=k, vectors=signal)
+            hits = rank(store, AGENT, query, k=k, vectors=signal, keywords=keywords)
             use = signal.last_use()
             if not use.used:
                 unused.append(f"{query!r}: {use.reason}")
@@ -583,6 +595,8 @@ def measure_set(
         return run
 
     rows["hybrid_cached"], by_cached = timed_pass(queries, warm, hybrid(cached))
+    rows["hybrid_no_copy"], by_no_copy = timed_pass(queries, warm, hybrid(cached, None))
+    assert by_no_copy == by_cached, "the copy of the postings changed a hybrid answer"
     # The same, the keyword signal read after the vector signal on one thread (ADR 0072).
     ranking.BESIDE = False
     try:
@@ -590,7 +604,7 @@ def measure_set(
     finally:
         ranking.BESIDE = True
     assert by_serial == by_cached, "reading the signals side by side changed an answer"
-    rows["hybrid_oneshot"], by_oneshot = timed_pass(queries, warm, hybrid(oneshot))
+    rows["hybrid_oneshot"], by_oneshot = timed_pass(queries, warm, hybrid(oneshot, None))
     assert not unused, f"queries ranked without their vector signal: {unused[:3]}"
 
     checks = {

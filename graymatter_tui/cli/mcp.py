@@ -154,6 +154,7 @@ def _serve(
     from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir, url_of
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
+    from graymatter_tui.recall.keyword_cache import KeywordCache
 
     settings = settings_for(data_dir)
     store = open_upgrading(settings, read_only=read_only)
@@ -177,6 +178,7 @@ def _serve(
             default_agent=agent,
             review=review,
             vectors=vectors,
+            keywords=KeywordCache(),
         )
         if where is None or listening is None:
             note(f"serving {store.location} over MCP on stdio{mode}")

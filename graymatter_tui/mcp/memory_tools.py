@@ -36,6 +36,7 @@ from graymatter_tui.recall.explain_fields import signal_fields
 from graymatter_tui.recall.ranking import (
     MAX_QUERY_BYTES,
     Hit,
+    KeywordScorer,
     RankOptions,
     check_query,
     lineages,
@@ -62,6 +63,9 @@ class Session:
     # Recall's vector signal, when the server has an embedder; None ranks on keywords
     # alone.
     vectors: QueryVectors | None = None
+    # Where recall's keyword scores come from: a long-running server keeps a copy of the
+    # postings it reads (ADR 0074); None reads the store's index for each query.
+    keywords: KeywordScorer | None = None
 
     def holds(self, action: str) -> bool:
         """Whether `action` is held for review rather than applied."""
@@ -139,6 +143,7 @@ def _hits(
         "vectors": vectors,
         "min_confidence": asked.minimum,
         "confidence_weight": asked.weight,
+        "keywords": session.keywords,
     }
     if session.read_only:
         return rank(session.store, agent, wanted, **options)

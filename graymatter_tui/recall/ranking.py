@@ -47,7 +47,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Container, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Final, TypedDict, Unpack
+from typing import Final, Protocol, TypedDict, Unpack
 
 from graymatter_tui.core.clock import parse_time
 from graymatter_tui.core.confidence import (
@@ -172,20 +172,47 @@ class Hit:
     date_part: float = 0.0
 
 
-def _impact(count: int, length: int) -> float:
+@dataclass(frozen=True)
+class KeywordPlan:
+    """What a query's keyword score reads, in the order it adds them: the informative
+    terms with their idf, rare ones (read whole) first by document frequency, then the
+    common ones (capped at their newest `POSTINGS_PER_TERM`), and the sum of their idfs
+    (the coordination's whole)."""
+
+    rare: list[tuple[str, float]]
+    common: list[tuple[str, float]]
+    total: float
+    frequencies: dict[str, int]  # each term's live facts, as the snapshot counts them
+
+
+def keyword_plan(tx: KeywordIndex, agent: str, terms: list[str]) -> KeywordPlan | None:
+    """The plan of `terms` over `agent`'s index; None when nothing can match."""
+    live = tx.live_count(agent)
+    if not live or not terms:
+        return None
+    unique = list(dict.fromkeys(terms))
+    frequencies = {t: tx.document_frequency(agent, t) for t in unique}
+    present = [t for t in unique if frequencies[t]]
+    informative = [t for t in present if frequencies[t] <= COMMON_TERM_SHARE * live] or present
+    if not informative:
+        return None
+    idfs = {t: math.log((live + 1) / (frequencies[t] + 1)) + 1.0 for t in informative}
+    ordered = sorted(informative, key=lambda t: frequencies[t])
+    rare = [(t, idfs[t]) for t in ordered if frequencies[t] <= POSTINGS_PER_TERM]
+    common = [(t, idfs[t]) for t in ordered[len(rare) :]]
+    return KeywordPlan(rare, common, sum(idfs.values()), frequencies)
+
+
+def impact(count: int, length: int) -> float:
     """A term's weight in one fact, before idf: more mentions count, longer facts less."""
     return (1.0 + math.log(count)) / (1.0 + math.log(max(length, 1)))
 
 
 def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str, float]:
-    live = tx.live_count(agent)
-    if not live or not terms:
+    """Each matching live fact's keyword score, read from the store's index."""
+    plan = keyword_plan(tx, agent, terms)
+    if plan is None:
         return {}
-    unique = list(dict.fromkeys(terms))
-    frequencies = {t: tx.document_frequency(agent, t) for t in unique}
-    present = [t for t in unique if frequencies[t]]
-    informative = [t for t in present if frequencies[t] <= COMMON_TERM_SHARE * live] or present
-    idfs = {t: math.log((live + 1) / (frequencies[t] + 1)) + 1.0 for t in informative}
     scores: dict[str, float] = {}
     matched: dict[str, float] = {}
     impacts: dict[tuple[int, int], float] = {}  # few distinct (count, length) pairs
@@ -194,21 +221,18 @@ def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str,
         # One loop per term, not a call per posting: a query adds thousands.
         score, match, impact_of = scores.get, matched.get, impacts.get
         for fact_id, posting in postings:
-            impact = impact_of(posting)
-            if impact is None:
-                impact = impacts[posting] = _impact(*posting)
-            scores[fact_id] = score(fact_id, 0.0) + impact * idf
+            weight = impact_of(posting)
+            if weight is None:
+                weight = impacts[posting] = impact(*posting)
+            scores[fact_id] = score(fact_id, 0.0) + weight * idf
             matched[fact_id] = match(fact_id, 0.0) + idf
 
     # Rare terms first, read whole: they pick out the facts a query is about.
-    capped = sorted(informative, key=lambda t: frequencies[t])
-    while capped and frequencies[capped[0]] <= POSTINGS_PER_TERM:
-        term = capped.pop(0)
-        add(((i, (c, n)) for i, c, n in tx.iter_postings(agent, term)), idfs[term])
+    for term, idf in plan.rare:
+        add(((i, (c, n)) for i, c, n in tx.iter_postings(agent, term)), idf)
     # A common term adds its newest postings, and its weight in every fact already found
     # (looked up directly), so a fact matching a rare term scores exactly as uncapped.
-    for term in capped:
-        idf = idfs[term]
+    for term, idf in plan.common:
         found = list(scores)
         newest = [(i, (c, n)) for i, c, n in tx.iter_postings(agent, term, POSTINGS_PER_TERM)]
         add(newest, idf)
@@ -217,10 +241,17 @@ def _keyword_scores(tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str,
         add(tx.postings_of(agent, term, unwalked).items(), idf)
     # Coordination: a fact matching the query's rare terms beats a shorter one that
     # matches only its common terms (so a summary holding the rare detail stays findable).
-    total = sum(idfs.values())
+    total = plan.total
     for fact_id in scores:
         scores[fact_id] *= matched[fact_id] / total
     return scores
+
+
+class KeywordScorer(Protocol):
+    """Where `rank` takes its keyword scores from, when not the store's index directly
+    (`recall.keyword_cache.KeywordCache`): the same numbers, however they are found."""
+
+    def scores(self, tx: KeywordIndex, agent: str, terms: list[str]) -> dict[str, float]: ...
 
 
 def check_query(query: str) -> None:
@@ -239,6 +270,7 @@ def rank(
     min_similarity: float | None = None,
     min_confidence: Confidence | None = None,
     confidence_weight: float = 0.0,
+    keywords: KeywordScorer | None = None,
 ) -> list[Hit]:
     """The top `k` live facts for `query`, without touching access counts (a preview).
 
@@ -246,7 +278,8 @@ def rank(
     configures for this store (GRAYMATTER_EMBED; none when embeddings are off, and a bad
     setting raises InvalidInput), `NO_VECTORS` ranks on keywords alone. `min_similarity`
     keeps vector neighbours below it out of the candidates (no floor by default).
-    `min_confidence` and `confidence_weight`: see the module's docstring."""
+    `min_confidence` and `confidence_weight`: see the module's docstring. `keywords`:
+    where the keyword scores come from (None: the store's index, read for this query)."""
     validate_agent(agent)
     check_query(query)
     if k < 1:
@@ -258,29 +291,28 @@ def rank(
     terms = store.read_index(lambda tx: tx.terms(query))
     if not terms:
         return []  # only stop-words or punctuation: nothing to look for, in any signal
+    keyword_scores = _keyword_scores if keywords is None else keywords.scores
     nearest = None
-    keywords: Future[dict[str, float]] | None = None
+    beside: Future[dict[str, float]] | None = None
     if vectors is not NO_VECTORS and weights.vector > 0:
         if BESIDE:
             # The keyword signal is read on another thread meanwhile (ADR 0072): the
             # query's embedding and the vector search spend most of their time outside
             # the GIL.
-            keywords = _beside().submit(
-                store.read_index, lambda tx: _keyword_scores(tx, agent, terms)
-            )
+            beside = _beside().submit(store.read_index, lambda tx: keyword_scores(tx, agent, terms))
         # Asked outside any read transaction: the signal may wait on an embedding server.
         limit = max(MIN_VECTOR_CANDIDATES, VECTOR_CANDIDATES_PER_HIT * k)
         try:
             nearest = vectors.nearest(agent, query, limit) or None
         except BaseException:
-            if keywords is not None:
-                keywords.cancel()
+            if beside is not None:
+                beside.cancel()
             raise
     floor = 0.0 if min_similarity is None else min_similarity
-    read = None if keywords is None else keywords.result()
+    read = None if beside is None else beside.result()
 
     def score_keywords(tx: KeywordIndex) -> tuple[dict[str, float], dict[str, Fact], Signals]:
-        scores = _keyword_scores(tx, agent, terms) if read is None else read
+        scores = keyword_scores(tx, agent, terms) if read is None else read
         facts: dict[str, Fact] = {}
         similarity = _live_neighbours(tx, agent, nearest or [], facts, floor)
         return scores, facts, Signals(similarity, tx.live_span(agent))
@@ -454,9 +486,6 @@ def _fuse(
             parts = dict.fromkeys(scored, (0.0, 0.0))
     else:
         parts = {fact_id: relevance(fact_id) for fact_id in scored}
-    keyword_rank = _Ranks(scores)
-    vector_rank = _shared_ranks(similarity)
-    by_age = sorted(candidates)  # ULIDs: oldest first
     oldest, newest = signals.span or (0, 0)
 
     def position(fact: Fact) -> float:
@@ -467,16 +496,19 @@ def _fuse(
     # Read in order of the best score each could reach (its relevance plus the whole
     # priors), until k distinct texts are found that nothing unread can beat or tie: with
     # R = D = 0 that is the exact order, and above 0 reads only what a prior could lift.
-    # The confidence factor can lift a fact by at most 1 + w.
+    # The confidence factor can lift a fact by at most 1 + w. A query naming a date lifts
+    # every bound, so hundreds of facts may be read: each costs a look-up and a compare
+    # with the k best so far (`top`: each text's best score only rises, so the k best
+    # texts are kept exactly by replacing the lowest), and a `Hit` is made only for the
+    # answer.
     lift = 1.0 + confidence.weight if confidence is not None else 1.0
     bound = {fact_id: sum(parts[fact_id]) + r + d for fact_id in scored}
     ordered = _best_first(bound, scored)
-    best: dict[str, tuple[float, str, str, Hit]] = {}  # text -> its best copy
+    best: dict[str, _Read] = {}  # text -> its best copy
+    top: dict[str, float] = {}  # the k best texts' scores
     for fact_id in ordered:
-        if len(best) >= k:
-            kth = heapq.nlargest(k, (entry[0] for entry in best.values()))[-1]
-            if bound[fact_id] * lift < kth:
-                break
+        if len(top) >= k and bound[fact_id] * lift < min(top.values()):
+            break
         fact = facts.get(fact_id) or tx.find(fact_id)
         if fact is None or not fact.is_live or fact.agent_id != agent:
             continue
@@ -492,33 +524,62 @@ def _fuse(
         if confidence is not None:
             multiplier = confidence_factor(fact.confidence, confidence.weight)
             score *= multiplier
-        cos, stand_in = cosine(fact_id) if with_vectors else (0.0, False)
-        hit = Hit(
-            fact,
-            score,
-            keyword_rank.of(fact_id),
-            len(by_age) - bisect_left(by_age, fact_id),  # newest first (ids are distinct)
-            vector_rank.get(fact_id),
-            scores.get(fact_id),
-            None if stand_in or not with_vectors else cos,
-            scores.get(fact_id, 0.0) / best_keyword if best_keyword > 0 else 0.0,
-            rec,
-            vector_part,
-            keyword_part,
-            recency_part,
-            stand_in and v > 0,
-            multiplier,
-            bool(signals.dates),
-            dated,
-            date_part,
-        )
         key = (score, fact.created_at, fact.id)
         held = best.get(fact.text)
-        if held is None or _before(key, held[:3]):
-            best[fact.text] = (*key, hit)
-    hits = [entry[3] for entry in best.values()]
-    hits.sort(key=lambda h: (-h.score, h.fact.created_at, h.fact.id))
-    return hits[:k]
+        if held is not None and not _before(key, held.key):
+            continue
+        best[fact.text] = _Read(key, fact, rec, recency_part, dated, date_part, multiplier)
+        if fact.text in top or len(top) < k:
+            top[fact.text] = max(score, top.get(fact.text, score))
+        else:
+            lowest = min(top, key=top.__getitem__)
+            if score > top[lowest]:
+                del top[lowest]
+                top[fact.text] = score
+    chosen = sorted(best.values(), key=lambda e: (-e.key[0], e.key[1], e.key[2]))[:k]
+    keyword_rank = _Ranks(scores)
+    vector_rank = _shared_ranks(similarity)
+    by_age = sorted(candidates)  # ULIDs: oldest first
+    hits = []
+    for entry in chosen:
+        fact, fact_id = entry.fact, entry.fact.id
+        vector_part, keyword_part = parts[fact_id]
+        cos, stand_in = cosine(fact_id) if with_vectors else (0.0, False)
+        hits.append(
+            Hit(
+                fact,
+                entry.key[0],
+                keyword_rank.of(fact_id),
+                len(by_age) - bisect_left(by_age, fact_id),  # newest first (ids are distinct)
+                vector_rank.get(fact_id),
+                scores.get(fact_id),
+                None if stand_in or not with_vectors else cos,
+                scores.get(fact_id, 0.0) / best_keyword if best_keyword > 0 else 0.0,
+                entry.rec,
+                vector_part,
+                keyword_part,
+                entry.recency_part,
+                stand_in and v > 0,
+                entry.multiplier,
+                bool(signals.dates),
+                entry.dated,
+                entry.date_part,
+            )
+        )
+    return hits
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A fact `_fuse` read, with what its `Hit` needs beyond the signals' parts."""
+
+    key: tuple[float, str, str]  # (score, created_at, id)
+    fact: Fact
+    rec: float
+    recency_part: float
+    dated: bool
+    date_part: float
+    multiplier: float | None
 
 
 class _Ranks:
@@ -607,6 +668,7 @@ class RankOptions(TypedDict, total=False):
     min_similarity: float | None
     min_confidence: Confidence | None
     confidence_weight: float
+    keywords: KeywordScorer | None
 
 
 def recall(store: MemoryStore, agent: str, query: str, **options: Unpack[RankOptions]) -> list[Hit]:

@@ -108,6 +108,10 @@ class PastIndex:
             return fact
         return msgspec.structs.replace(fact, superseded_by="")
 
+    def index_stamp(self, agent: str) -> None:
+        """Never copied: the past is read once per question."""
+        return None
+
     def live_span(self, agent: str) -> tuple[int, int] | None:
         """`created_at` (epoch ms) of the oldest and newest facts live then (first and last
         by id), for recall's recency prior over the memory as it was."""

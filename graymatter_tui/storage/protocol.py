@@ -8,7 +8,7 @@ engine's environment, transactions or files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
@@ -76,6 +76,12 @@ class KeywordIndex(Protocol):
     def live_span(self, agent: str) -> tuple[int, int] | None:
         """`created_at` (epoch ms) of the agent's oldest and newest live facts (first and
         last by id), or None without live facts."""
+        ...
+
+    def index_stamp(self, agent: str) -> Hashable | None:
+        """A value that differs whenever `agent`'s postings may have changed since it was
+        read, for a copy of them kept between snapshots (`recall.keyword_cache`); None
+        when this snapshot must not be copied (a write in progress, the past)."""
         ...
 
 

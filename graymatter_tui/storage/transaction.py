@@ -45,6 +45,10 @@ FLAG_TOMBSTONE = 2
 STEM_LANGUAGE = "stem_language"
 EMBED_MODEL = "embed_model"
 EMBED_DIM = "embed_dim"
+# A counter moved by every committed write that changed postings (ADR 0074): with the
+# agent's counts and the stemming language, what a process's copy of the keyword index
+# checks before it is trusted. Absent (0) in a store no release since has written to.
+INDEX_WRITES = "index_writes"
 # The activity feed keeps this many newest entries; an entry keeps this much of its text.
 ACTIVITY_KEEP = 100_000
 ACTIVITY_TEXT = 500
@@ -110,6 +114,9 @@ class Transaction(ABC):
         self._analyzer: Analyzer | None = None
         # Agent counts this transaction changed, written once at its end (`flush_counts`).
         self._counts: dict[str, AgentCounts] = {}
+        # Whether this transaction added or removed postings (the backends' `_index`,
+        # `_unindex` and `clear_index` say so): `flush_counts` then moves INDEX_WRITES.
+        self._index_moved = False
 
     # ---- how a write ends ------------------------------------------------------------
     def unchanged(self, result: T) -> T:
@@ -253,6 +260,27 @@ class Transaction(ABC):
                 counts.weight_sum = 0.0
             self._put_counts(agent, counts)
         self._counts.clear()
+        if self._index_moved:
+            self.bump(INDEX_WRITES)
+            self._index_moved = False
+
+    def index_stamp(self, agent: str) -> tuple[object, ...] | None:
+        """What changes whenever `agent`'s postings may have (`KeywordIndex.index_stamp`):
+        the store's count of index writes, for writers of this release, and the agent's
+        counts and the stemming language, which any release's write that changes the
+        index also changes. None in a write transaction: its own changes are not counted
+        until it ends."""
+        if self.write:
+            return None
+        counts = self.agent_counts(agent)
+        return (
+            self.meta_int(INDEX_WRITES),
+            self.analyzer.language,
+            counts.live,
+            counts.tombstones,
+            counts.pinned,
+            counts.weight_sum,
+        )
 
     # ---- the activity feed -------------------------------------------------------------
     def log(

@@ -362,6 +362,7 @@ class Tx(VectorTransaction):
         and leaves per-posting work to comprehensions and C."""
         if not facts:
             return
+        self._index_moved = True
         keys: list[bytes] = []
         values: list[bytes] = []
         added: Counter[bytes] = Counter()  # term key -> facts added holding it
@@ -388,6 +389,7 @@ class Tx(VectorTransaction):
         self.txn.cursor(db=self.dbs.postings).putmulti(zip(keys, values, strict=True))
 
     def _unindex(self, fact: Fact) -> None:
+        self._index_moved = True
         head = fact.agent_id.encode() + SEP
         tail = SEP + fact.id.encode()
         df = self._df
@@ -417,6 +419,7 @@ class Tx(VectorTransaction):
 
     def clear_index(self) -> None:
         """Empty the postings and term tables (a re-index follows in this transaction)."""
+        self._index_moved = True
         self.txn.drop(self.dbs.postings, delete=False)
         self.txn.drop(self.dbs.terms, delete=False)
         self._df.clear()

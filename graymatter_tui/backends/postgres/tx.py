@@ -207,6 +207,9 @@ class PgTx(VectorTransaction):
     def _index(self, facts: list[tuple[str, str, dict[str, int]]]) -> None:
         """Postings of live facts given as (agent, id, term counts), and their terms'
         document frequencies."""
+        if not facts:
+            return
+        self._index_moved = True
         added: Counter[tuple[str, str]] = Counter()
         with self.conn.cursor().copy(
             "COPY postings (agent_id, term, fact_id, count, length) FROM STDIN"
@@ -236,6 +239,7 @@ class PgTx(VectorTransaction):
             )
 
     def _unindex(self, fact: Fact) -> None:
+        self._index_moved = True
         terms = list(self.analyzer.term_counts(fact.text))
         self.conn.execute(
             "DELETE FROM postings WHERE agent_id = %s AND term = ANY(%s) AND fact_id = %s",
@@ -244,6 +248,7 @@ class PgTx(VectorTransaction):
         self._add_df(Counter({(fact.agent_id, t): -1 for t in terms}))
 
     def clear_index(self) -> None:
+        self._index_moved = True
         self.conn.execute("TRUNCATE postings, terms")
 
     def document_frequency(self, agent: str, term: str) -> int:
