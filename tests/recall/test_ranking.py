@@ -657,3 +657,26 @@ def test_recall_never_resurrects_a_tombstone(gm: LmdbStore, clock: Clock) -> Non
     assert third.id not in ids(recall(gm, AGENT, "router cable replaced", k=8))
     assert gm.require(third.id).access_count == 0
     assert_index_matches(gm)
+
+
+def test_a_prior_lifts_a_fact_read_late_into_the_top_k(gm: LmdbStore) -> None:
+    """Facts are read in order of the best score each could reach, and reading stops only
+    when no unread fact can beat the k-th best found, not the best: with recency on, the
+    newest fact, of low relevance and so read last, still takes second place."""
+    texts = [
+        "deploy",  # the best keyword score, the oldest: 1.0
+        "deploy alpha beta",  # the middle ones: 0.48 + 0.5 x (0.1 to 0.4)
+        "deploy gamma delta",
+        "deploy kappa omega",
+        "deploy sigma theta",
+        *(f"note {n} about the office plants" for n in range(5)),
+        "deploy north south east west",  # the newest: 0.38 + 0.5
+    ]
+    gm.put_many(
+        NewFact(AGENT, text, created_at=FIXED + timedelta(hours=n)) for n, text in enumerate(texts)
+    )
+    weights = RecallWeights(1.0, 0.5)
+    got = rank(gm, AGENT, "deploy", k=3, weights=weights)
+    want = reference_rank(gm.list_facts(AGENT, "live"), "deploy", k=3, weights=weights)
+    assert [(h.fact.id, round(h.score, 12)) for h in got] == [(i, round(s, 12)) for i, s in want]
+    assert [h.fact.text for h in got][:2] == ["deploy", texts[-1]]
