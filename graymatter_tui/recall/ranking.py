@@ -292,14 +292,19 @@ def rank(
     if not terms:
         return []  # only stop-words or punctuation: nothing to look for, in any signal
     keyword_scores = _keyword_scores if keywords is None else keywords.scores
+    hybrid = vectors is not NO_VECTORS and weights.vector > 0
+
+    def read_keywords(tx: KeywordIndex) -> KeywordSide:
+        return KeywordSide(keyword_scores(tx, agent, terms), by_score=hybrid)
+
     nearest = None
-    beside: Future[dict[str, float]] | None = None
-    if vectors is not NO_VECTORS and weights.vector > 0:
+    beside: Future[KeywordSide] | None = None
+    if hybrid:
         if BESIDE:
             # The keyword signal is read on another thread meanwhile (ADR 0072): the
             # query's embedding and the vector search spend most of their time outside
-            # the GIL.
-            beside = _beside().submit(store.read_index, lambda tx: keyword_scores(tx, agent, terms))
+            # the GIL, and so does the sorting of its scores that fusion needs.
+            beside = _beside().submit(store.read_index, read_keywords)
         # Asked outside any read transaction: the signal may wait on an embedding server.
         limit = max(MIN_VECTOR_CANDIDATES, VECTOR_CANDIDATES_PER_HIT * k)
         try:
@@ -311,23 +316,27 @@ def rank(
     floor = 0.0 if min_similarity is None else min_similarity
     read = None if beside is None else beside.result()
 
-    def score_keywords(tx: KeywordIndex) -> tuple[dict[str, float], dict[str, Fact], Signals]:
-        scores = keyword_scores(tx, agent, terms) if read is None else read
+    def score_keywords(tx: KeywordIndex) -> tuple[KeywordSide, dict[str, Fact], Signals]:
+        side = read_keywords(tx) if read is None else read
         facts: dict[str, Fact] = {}
         similarity = _live_neighbours(tx, agent, nearest or [], facts, floor)
-        return scores, facts, Signals(similarity, tx.live_span(agent))
+        return side, facts, Signals(similarity, tx.live_span(agent))
 
-    scores, facts, signals = store.read_index(score_keywords)
+    side, facts, signals = store.read_index(score_keywords)
     signals.dates = named_dates(query)
     if nearest is not None:
         # The farthest neighbour's cosine: where a fact the signal could not score stands.
         signals.stand_in = min(signals.similarity.values(), default=0.0)
-        signals.reachable = _reachable(k, weights, scores, facts, signals, confidence)
-        missing = [i for i in scores if i not in signals.similarity and i in signals.reachable]
+        signals.reachable = _reachable(k, weights, side, facts, signals, confidence)
+        similarity, scores = signals.similarity, side.scores
+        if isinstance(signals.reachable, set):
+            missing = [i for i in signals.reachable if i not in similarity]
+        else:
+            missing = [i for i in scores if i not in similarity]
         if missing and isinstance(vectors, CandidateSimilarity):
             signals.cosines = _finite(vectors.similarities(agent, query, missing))
     return store.read_index(
-        lambda tx: _fuse(tx, agent, k, weights, scores, facts, signals, confidence)
+        lambda tx: _fuse(tx, agent, k, weights, side, facts, signals, confidence)
     )
 
 
@@ -347,6 +356,22 @@ def _beside() -> ThreadPoolExecutor:
         if _BESIDE is None:
             _BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="recall-keywords")
         return _BESIDE
+
+
+class KeywordSide:
+    """The keyword scores, and the orders of them fusion needs, made where they are read
+    (beside the vector signal, off the critical path): the scores ascending (keyword
+    ranks, `_Ranks`), the ids sorted (recency ranks), and with `by_score` the ids best
+    first (`_reachable` takes the ones that can still reach the top k as a prefix)."""
+
+    __slots__ = ("ascending", "best", "by_score", "ids", "scores")
+
+    def __init__(self, scores: dict[str, float], *, by_score: bool) -> None:
+        self.scores = scores
+        self.ascending = sorted(scores.values())
+        self.best = self.ascending[-1] if self.ascending else 0.0
+        self.ids = sorted(scores)
+        self.by_score = sorted(scores, key=scores.__getitem__, reverse=True) if by_score else None
 
 
 @dataclass(frozen=True)
@@ -393,7 +418,7 @@ class Signals:
 def _reachable(
     k: int,
     weights: RecallWeights,
-    scores: dict[str, float],
+    side: KeywordSide,
     facts: dict[str, Fact],
     signals: Signals,
     confidence: ConfidenceRanking | None,
@@ -414,7 +439,7 @@ def _reachable(
         return _EVERY  # the priors must only add (parsed weights never are below 0)
     v, kw = weights.vector, weights.keyword
     share = v + kw
-    best_keyword = max(scores.values(), default=0.0)
+    scores, best_keyword = side.scores, side.best
     if share <= 0 or best_keyword <= 0:
         return _EVERY
     by_text: dict[str, float] = {}
@@ -433,7 +458,14 @@ def _reachable(
         return ceiling + kw * (score / best_keyword) / share + priors
 
     # (a margin of rounding: the two sums may add the same terms in another order)
-    kept = {i for i, score in scores.items() if best_possible(score) >= floor - 1e-9}
+    if side.by_score is None:
+        kept = {i for i, score in scores.items() if best_possible(score) >= floor - 1e-9}
+    else:  # `best_possible` never falls as the score rises: the kept are a prefix
+        kept = set()
+        for fact_id in side.by_score:
+            if best_possible(scores[fact_id]) < floor - 1e-9:
+                break
+            kept.add(fact_id)
     return kept | set(similarity)
 
 
@@ -446,20 +478,20 @@ def _fuse(
     agent: str,
     k: int,
     weights: RecallWeights,
-    scores: dict[str, float],
+    side: KeywordSide,
     facts: dict[str, Fact],
     signals: Signals,
     confidence: ConfidenceRanking | None = None,
 ) -> list[Hit]:
-    similarity = signals.similarity
-    candidates = [*scores, *(i for i in similarity if i not in scores)]
-    if not candidates:
+    similarity, scores = signals.similarity, side.scores
+    only_vectors = sorted(i for i in similarity if i not in scores)
+    if not scores and not only_vectors:
         return []
     with_vectors = signals.stand_in is not None
     v, kw, r = weights.vector if with_vectors else 0.0, weights.keyword, weights.recency
     d = weights.date if signals.dates else 0.0
     share = v + kw  # above 0 whenever v is
-    best_keyword = max(scores.values(), default=0.0)
+    best_keyword = side.best
 
     def cosine(fact_id: str) -> tuple[float, bool]:
         found = similarity.get(fact_id)
@@ -477,7 +509,8 @@ def _fuse(
         return v * cosine(fact_id)[0] / share, kw * normalised / share
 
     reachable = signals.reachable
-    scored = [i for i in candidates if i in reachable or i in similarity]
+    # (a set from `_reachable` holds every neighbour too)
+    scored = list(reachable) if isinstance(reachable, set) else [*scores, *only_vectors]
     if v <= 0:  # keywords alone: thousands of candidates, no call per candidate
         if best_keyword > 0 and kw > 0:
             got = scores.get
@@ -537,9 +570,15 @@ def _fuse(
                 del top[lowest]
                 top[fact.text] = score
     chosen = sorted(best.values(), key=lambda e: (-e.key[0], e.key[1], e.key[2]))[:k]
-    keyword_rank = _Ranks(scores)
+    keyword_rank = _Ranks(scores, side.ascending)
     vector_rank = _shared_ranks(similarity)
-    by_age = sorted(candidates)  # ULIDs: oldest first
+
+    def newer_than(fact_id: str) -> int:
+        """How many candidates are newer (ULIDs: later ids)."""
+        return (len(side.ids) - bisect_right(side.ids, fact_id)) + (
+            len(only_vectors) - bisect_right(only_vectors, fact_id)
+        )
+
     hits = []
     for entry in chosen:
         fact, fact_id = entry.fact, entry.fact.id
@@ -550,7 +589,7 @@ def _fuse(
                 fact,
                 entry.key[0],
                 keyword_rank.of(fact_id),
-                len(by_age) - bisect_left(by_age, fact_id),  # newest first (ids are distinct)
+                newer_than(fact_id) + 1,  # newest first
                 vector_rank.get(fact_id),
                 scores.get(fact_id),
                 None if stand_in or not with_vectors else cos,
@@ -587,9 +626,9 @@ class _Ranks:
     `_best_first(scores, list(scores))` would number them: worked out only for the facts
     that become hits (a dozen), not by sorting the thousands of candidates."""
 
-    def __init__(self, scores: dict[str, float]) -> None:
+    def __init__(self, scores: dict[str, float], ascending: list[float] | None = None) -> None:
         self.scores = scores
-        self.ascending = sorted(scores.values())
+        self.ascending = sorted(scores.values()) if ascending is None else ascending
 
     def of(self, fact_id: str) -> int | None:
         score = self.scores.get(fact_id)

@@ -10,7 +10,7 @@ checks every call they make on either backend, with no casts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypeVar, get_args
@@ -264,7 +264,7 @@ class Transaction(ABC):
             self.bump(INDEX_WRITES)
             self._index_moved = False
 
-    def index_stamp(self, agent: str) -> tuple[object, ...] | None:
+    def index_stamp(self, agent: str) -> Hashable | None:
         """What changes whenever `agent`'s postings may have (`KeywordIndex.index_stamp`):
         the store's count of index writes, for writers of this release, and the agent's
         counts and the stemming language, which any release's write that changes the
