@@ -3,6 +3,7 @@ and the scripted Ollama on a loopback socket (the app builds its own summariser)
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,12 +34,23 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
+_DEMO_TEMPLATE: list[Path] = []  # the demo store's data file, made once per worker
+
+
 @pytest.fixture
-def demo_store(store_path: Path) -> Iterator[LmdbStore]:
-    """The demo store (three agents, 100 facts each) on the fixed clock; closed after."""
+def demo_store(store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LmdbStore]:
+    """The demo store (three agents, 100 facts each) on the fixed clock; closed after.
+    Made once per test worker and copied for each test (the copy is the same store, ids
+    included: 50-60 ms saved in each of ~300 tests)."""
+    if not _DEMO_TEMPLATE:
+        made = tmp_path_factory.mktemp("demo-template") / "store"
+        with open_store(made) as template:
+            create_demo(template)
+        _DEMO_TEMPLATE.append(made / "data.mdb")
+    store_path.mkdir(parents=True)
+    shutil.copyfile(_DEMO_TEMPLATE[0], store_path / "data.mdb")
     store = open_store(store_path)
     try:
-        create_demo(store)
         yield store
     finally:
         store.close()

@@ -1,4 +1,4 @@
-"""The TUI never waits on the database: over a PostgreSQL server 100 ms away (a delaying
+"""The TUI never waits on the database: over a PostgreSQL server 50 ms away (a delaying
 proxy in front of the real throwaway cluster) the event loop keeps answering while a
 person types in the Facts filter and shows every tab, and another host's write still
 appears. A read that fails is said once on the error bar, and the next good read clears
@@ -38,7 +38,7 @@ from tests.tui.helpers import (
     wait_until,
 )
 
-DELAY = 0.1  # seconds added to every round trip to the server
+DELAY = 0.05  # seconds added to every round trip to the server
 
 
 class ThreadNotingStore(PgStore):
