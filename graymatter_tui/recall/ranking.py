@@ -442,11 +442,19 @@ def _reachable(
     scores, best_keyword = side.scores, side.best
     if share <= 0 or best_keyword <= 0:
         return _EVERY
+    # The neighbours' own scores, priors included (their facts are read): a floor under
+    # the k-th hit's. With a date named, a neighbour written on it lifts the floor as much
+    # as the date lifts every unread bound.
+    r, d = weights.recency, weights.date if signals.dates else 0.0
     by_text: dict[str, float] = {}
     for fact_id, cosine in similarity.items():
+        fact = facts[fact_id]
         relevance = v * cosine / share + kw * (scores.get(fact_id, 0.0) / best_keyword) / share
-        text = facts[fact_id].text
-        by_text[text] = max(relevance, by_text.get(text, -math.inf))
+        if r:
+            relevance += r * _position(fact, signals.span)
+        if d and written_on(parse_time(fact.created_at), signals.dates):
+            relevance += d
+        by_text[fact.text] = max(relevance, by_text.get(fact.text, -math.inf))
     if len(by_text) < k:
         return _EVERY
     floor = heapq.nlargest(k, by_text.values())[-1]
@@ -467,6 +475,14 @@ def _reachable(
                 break
             kept.add(fact_id)
     return kept | set(similarity)
+
+
+def _position(fact: Fact, span: tuple[int, int] | None) -> float:
+    """The fact's place between the agent's oldest (0) and newest (1) live fact."""
+    oldest, newest = span or (0, 0)
+    if newest <= oldest:
+        return 0.0
+    return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
 
 
 def _finite(found: dict[str, float]) -> dict[str, float]:
@@ -501,13 +517,6 @@ def _fuse(
             return signals.stand_in or 0.0, True
         return found, False
 
-    def relevance(fact_id: str) -> tuple[float, float]:
-        """(vector part, keyword part) of the fused score."""
-        normalised = scores.get(fact_id, 0.0) / best_keyword if best_keyword > 0 else 0.0
-        if v <= 0:  # keywords alone: exactly the normalised keyword score (or nothing)
-            return 0.0, normalised if kw > 0 else 0.0
-        return v * cosine(fact_id)[0] / share, kw * normalised / share
-
     reachable = signals.reachable
     # (a set from `_reachable` holds every neighbour too)
     scored = list(reachable) if isinstance(reachable, set) else [*scores, *only_vectors]
@@ -517,14 +526,19 @@ def _fuse(
             parts = {fact_id: (0.0, got(fact_id, 0.0) / best_keyword) for fact_id in scored}
         else:
             parts = dict.fromkeys(scored, (0.0, 0.0))
-    else:
-        parts = {fact_id: relevance(fact_id) for fact_id in scored}
-    oldest, newest = signals.span or (0, 0)
-
-    def position(fact: Fact) -> float:
-        if newest <= oldest:
-            return 0.0
-        return min(max((epoch_ms(fact.created_at) - oldest) / (newest - oldest), 0.0), 1.0)
+    else:  # (vector part, keyword part); a query naming a date may leave thousands
+        cosines = dict.fromkeys(scored, signals.stand_in or 0.0)
+        cosines.update(signals.cosines)
+        cosines.update(similarity)
+        got = scores.get
+        if best_keyword > 0:
+            parts = {
+                i: (v * cosines[i] / share, kw * (got(i, 0.0) / best_keyword) / share)
+                for i in scored
+            }
+        else:
+            parts = {i: (v * cosines[i] / share, kw * 0.0 / share) for i in scored}
+    span = signals.span
 
     # Read in order of the best score each could reach (its relevance plus the whole
     # priors), until k distinct texts are found that nothing unread can beat or tie: with
@@ -548,7 +562,7 @@ def _fuse(
         if confidence is not None and not admits(fact.confidence, confidence.minimum):
             continue
         vector_part, keyword_part = parts[fact_id]
-        rec = position(fact)
+        rec = _position(fact, span)
         recency_part = r * rec
         dated = bool(signals.dates) and written_on(parse_time(fact.created_at), signals.dates)
         date_part = d if dated else 0.0
