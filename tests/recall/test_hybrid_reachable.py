@@ -10,7 +10,7 @@ import hashlib
 import random
 import tempfile
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -168,3 +168,28 @@ def test_a_candidate_the_neighbours_leave_out_at_the_stand_in_cosine_is_still_fo
         (hit,) = rank(store, AGENT, "deploy window", k=1, weights=weights, vectors=vectors)
         assert hit.fact.id == left_out.id
         assert hit.vector_score == 0.8 and hit.vector_rank is None
+
+
+def test_a_fact_on_the_named_date_beats_a_floor_of_neighbours_not_written_on_it(
+    clean_graymatter_env: None, tmp_path: Path
+) -> None:
+    """The neighbours' floor counts the date prior only for a neighbour written on a date
+    the query names. Here none is: the best neighbour's score (0.63) is the floor, and
+    a keyword candidate the neighbours left out, written on the named date, reaches
+    0.65 with the prior. Counting the prior for every neighbour would put the floor above
+    anything the candidate could reach, and leave it unscored."""
+    june = datetime(2025, 6, 10, 9, tzinfo=UTC)
+    cosines = {"alpha release notes": 0.9, **{f"filler note {n}": 0.3 for n in range(49)}}
+    cosines["deploy checklist"] = 0.29  # just below the farthest neighbour: left out
+    with LmdbStore.open(tmp_path / "s", clock_fn=lambda: FIXED) as store:
+        store.put_many(
+            NewFact(AGENT, t, created_at=june if t == "deploy checklist" else FIXED)
+            for t in cosines
+        )
+        vectors = FixedCosines(store, cosines)
+        listed = {i for i, _ in vectors.nearest(AGENT, "deploy in june", 50) or []}
+        (wanted,) = [f for f in store.list_facts(AGENT, "live") if f.text == "deploy checklist"]
+        assert wanted.id not in listed
+        (hit,) = rank(store, AGENT, "deploy in june", k=1, vectors=vectors)
+        assert hit.fact.id == wanted.id
+        assert hit.written_on_named_date and hit.vector_rank is None
