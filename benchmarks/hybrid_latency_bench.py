@@ -7,7 +7,8 @@
 
 What is timed is the real pipeline of a long-running process (MCP server, TUI): the
 bundled local model (all-MiniLM-L6-v2 int8, GRAYMATTER_EMBED=local, in this process on
-its default threads), an LMDB store, and
+the threads the MCP server gives it: two unless GRAYMATTER_EMBED_THREADS says, ADR 0075),
+an LMDB store, and
 `rank(store, agent, query, k=8, vectors=StoreQueryVectors(store, embedder, timeout,
 cache=True))`, the per-process vector cache (ADR 0045) built and waited for before any
 clock starts. Beside it the one-shot path (`cache=False`: each query searches the
@@ -93,7 +94,7 @@ from graymatter_tui.embedding import vector_cache  # noqa: E402
 from graymatter_tui.embedding.factory import from_settings  # noqa: E402
 from graymatter_tui.embedding.local import LocalEmbedder  # noqa: E402
 from graymatter_tui.embedding.query import StoreQueryVectors  # noqa: E402
-from graymatter_tui.embedding.settings import EmbedSettings  # noqa: E402
+from graymatter_tui.embedding.settings import EmbedSettings, answer_queries  # noqa: E402
 from graymatter_tui.recall import ranking  # noqa: E402
 from graymatter_tui.recall.keyword_cache import KeywordCache  # noqa: E402
 from graymatter_tui.recall.ranking import Hit, rank  # noqa: E402
@@ -696,6 +697,7 @@ def main() -> None:
     rng.shuffle(pool)
     questions, warm = pool[: args.queries], pool[args.queries : args.queries + WARM]
 
+    answer_queries()  # the model's threads as the MCP server runs it (ADR 0075)
     settings = EmbedSettings.from_env()
     embedder = from_settings(settings)
     assert isinstance(embedder, LocalEmbedder), "GRAYMATTER_EMBED=local gives the local model"

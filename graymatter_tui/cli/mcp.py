@@ -151,11 +151,13 @@ def _serve(
 ) -> signal.Signals | None:
     from graymatter_tui.embedding import background
     from graymatter_tui.embedding.query import from_env
+    from graymatter_tui.embedding.settings import answer_queries
     from graymatter_tui.mcp.http_guard import TOKEN_FILE, load_or_create_token, token_dir, url_of
     from graymatter_tui.mcp.memory_tools import Session
     from graymatter_tui.mcp.server import serve_http, serve_stdio
     from graymatter_tui.recall.keyword_cache import KeywordCache
 
+    answer_queries()  # the model on two threads: a search waits on its query's embedding
     settings = settings_for(data_dir)
     store = open_upgrading(settings, read_only=read_only)
     mode = " (read-only)" if read_only else ""

@@ -35,6 +35,23 @@ DEFAULT_BATCH = 32
 # or the agent; 2 was slower on a loaded two-core machine (benchmarks/README.md).
 DEFAULT_THREADS = 1
 MAX_THREADS = 64
+# A process that answers queries (the MCP server) runs the model on two threads unless
+# told otherwise: a query's embedding 5.9 -> 4.3 ms, which puts hybrid recall at 100k
+# within its goal, at the cost of its background worker's throughput (92 -> 55 short
+# facts/s; ADR 0075). The TUI and the CLI keep one.
+QUERY_THREADS = 2
+_default_threads = DEFAULT_THREADS
+
+
+def answer_queries() -> None:
+    """Make this process's default for GRAYMATTER_EMBED_THREADS the query server's
+    (`QUERY_THREADS`, at most one per core it may run on); a setting still wins."""
+    global _default_threads
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every platform
+        cores = os.cpu_count() or 1
+    _default_threads = max(1, min(QUERY_THREADS, cores))
 
 
 def _text(name: str) -> str:
@@ -175,5 +192,5 @@ class EmbedSettings:
             batch=_count("GRAYMATTER_EMBED_BATCH", DEFAULT_BATCH),
             model_path=path,
             model_sha256=sha,
-            threads=_count("GRAYMATTER_EMBED_THREADS", DEFAULT_THREADS, MAX_THREADS),
+            threads=_count("GRAYMATTER_EMBED_THREADS", _default_threads, MAX_THREADS),
         )

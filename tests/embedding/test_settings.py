@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from graymatter_tui.core.errors import InvalidInput
+from graymatter_tui.embedding import settings as settings_module
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 
 VARIABLES = (
@@ -121,3 +124,18 @@ def test_a_bad_value_is_a_clear_error(
     monkeypatch.setenv(name, value)
     with pytest.raises(InvalidInput, match=said):
         EmbedSettings.from_env()
+
+
+def test_a_query_server_runs_the_model_on_two_threads_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`graymatter-tui mcp` calls `answer_queries()` (ADR 0075): two threads by default,
+    at most one per core; GRAYMATTER_EMBED_THREADS still decides when set."""
+    monkeypatch.setattr(settings_module, "_default_threads", settings_module.DEFAULT_THREADS)
+    monkeypatch.setenv("GRAYMATTER_EMBED", "local")
+    assert EmbedSettings.from_env().threads == 1
+    settings_module.answer_queries()
+    cores = len(os.sched_getaffinity(0))
+    assert EmbedSettings.from_env().threads == min(2, cores)
+    monkeypatch.setenv("GRAYMATTER_EMBED_THREADS", "1")
+    assert EmbedSettings.from_env().threads == 1
