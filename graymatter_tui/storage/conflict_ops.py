@@ -20,6 +20,7 @@ agent, whatever was decided.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
@@ -36,6 +37,10 @@ SUBJECT_TERMS = 4
 POSTINGS_PER_TERM = 256
 MAX_CANDIDATES = 12
 PAIR_KEY = "review_pair:"  # meta prefix: a pair raised once, never again
+# Of the facts the embedder's pass finds alike (cosine 0.6 or more), how many of the
+# closest each new fact is judged against: it gets at most one item of each kind, for
+# the closest that earns one.
+CLOSEST_PER_FACT = 32
 
 
 def pair_key(agent: str, one: str, other: str) -> str:
@@ -90,22 +95,28 @@ def _check_one(
     return raised
 
 
-def check_close(
+Judged = tuple[str, PairVerdict, Fact, Fact]  # (kind, verdict, new fact, held fact)
+
+
+def judge_close(
     tx: Transaction, agent: str, close: list[tuple[str, dict[str, float]]]
-) -> list[ReviewProposal]:
-    """Review items for pairs the embedding model finds alike: each (fact id, {live fact
-    id: cosine}) the embedder's pass found once the fact had a vector, judged by meaning
-    (`compare_profiles` given the cosine). Of each pair the newer fact is the new one; a
-    pair already asked (by the write path's check, or an earlier pass) is not asked
-    again, and each fact raises at most one item of each kind here, for the closest."""
-    wanted = sorted({i for fact_id, near in close for i in (fact_id, *near)})
+) -> list[Judged]:
+    """The pairs the embedding model finds alike that deserve a review item: each (fact
+    id, {live fact id: cosine}) the embedder's pass found once the fact had a vector,
+    judged by meaning (`compare_profiles` given the cosine) against its
+    `CLOSEST_PER_FACT` closest. Of each pair the newer fact is the new one; a pair already
+    asked (by the write path's check, or an earlier pass) is left out, and each fact
+    gets at most one item of each kind, for the closest. Only reads: a read snapshot
+    judges, so no writer waits on the profiles (`raise_judged` writes)."""
+    closest = [(fact_id, _closest(near)) for fact_id, near in close]
+    wanted = sorted({i for fact_id, near in closest for i in (fact_id, *(o for o, _ in near))})
     facts = {f.id: f for f in tx.find_many(wanted) if f is not None and f.is_live}
     best: dict[tuple[str, str], tuple[PairVerdict, Fact, Fact]] = {}
-    for fact_id, near in close:
+    for fact_id, near in closest:
         fact = facts.get(fact_id)
         if fact is None or fact.agent_id != agent:
             continue
-        for other_id, cosine in near.items():
+        for other_id, cosine in near:
             other = facts.get(other_id)
             if other is None or other.id == fact.id or other.agent_id != agent:
                 continue
@@ -122,12 +133,25 @@ def check_close(
             if tx.meta_get(pair_key(agent, new.text, held.text)) is not None:
                 continue
             best[(new.id, verdict.kind)] = (verdict, new, held)
+    return [(kind, *found) for (_, kind), found in sorted(best.items())]
+
+
+def raise_judged(tx: Transaction, agent: str, judged: list[Judged]) -> list[ReviewProposal]:
+    """Hold the pairs `judge_close` chose, in this write: a pair whose facts are no longer
+    both live with the texts judged (written meanwhile), or already asked, is left out."""
+    wanted = sorted({f.id for _, _, new, held in judged for f in (new, held)})
+    now = {f.id: f for f in tx.find_many(wanted) if f is not None and f.is_live}
     raised = []
-    one = len(best) == 1
-    for (_, kind), (verdict, new, held) in sorted(best.items()):
+    one = len(judged) == 1
+    for kind, verdict, judged_new, judged_held in judged:
+        new, held = now.get(judged_new.id), now.get(judged_held.id)
+        if new is None or held is None:
+            continue
+        if (new.text, held.text) != (judged_new.text, judged_held.text):
+            continue
         key = pair_key(agent, new.text, held.text)
         if tx.meta_get(key) is not None:
-            continue  # the same two texts, met from the other side in this pass
+            continue  # asked meanwhile, or the same two texts met from the other side
         item = review_ops.hold_pair(tx, kind, new, held, verdict.reason(), log=one)
         tx.meta_put(key, item.id)
         raised.append(item)
@@ -136,6 +160,15 @@ def check_close(
         text = f"held {items} found by meaning for review"
         tx.log("review", agent, text=text, count=len(raised))
     return raised
+
+
+def _closest(near: dict[str, float]) -> list[tuple[str, float]]:
+    """The `CLOSEST_PER_FACT` nearest of a fact's alike facts, closest first (ties by id).
+    In a store of facts written from one template each new fact may have thousands above
+    the floor, each a text to profile in Python."""
+    if len(near) <= CLOSEST_PER_FACT:
+        return list(near.items())
+    return heapq.nsmallest(CLOSEST_PER_FACT, near.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def candidates(tx: Transaction, fact: Fact, windows: _Windows | None = None) -> list[Fact]:

@@ -763,10 +763,15 @@ class BaseStore(ABC):
         self, agent: str, close: list[tuple[str, dict[str, float]]]
     ) -> list[ReviewProposal]:
         """Hold for review the duplicates and possible updates that the model's cosines
-        in `close` ((fact id, {fact id: cosine})) show by meaning (`conflict_ops.check_close`)."""
+        in `close` ((fact id, {fact id: cosine})) show by meaning: judged in a read
+        snapshot (`conflict_ops.judge_close`), then held in a short write that checks
+        the facts again (`conflict_ops.raise_judged`), so no writer waits on the judging."""
         if not close:
             return []
-        return self._write(lambda tx: conflict_ops.check_close(tx, agent, close))
+        judged = self._read(lambda tx: conflict_ops.judge_close(tx, agent, close))
+        if not judged:
+            return []
+        return self._write(lambda tx: conflict_ops.raise_judged(tx, agent, judged))
 
     def similarities(
         self, agent: str, model: str, vector: npt.NDArray[np.float32], fact_ids: Sequence[str]
