@@ -108,7 +108,7 @@ def _tally(soak: Soak, writes: list[Any], cycles: list[Any], checks: list[Any]) 
         if "refused" in entry:
             soak.refusals[f"{entry['op']}: {entry['refused']}"] += 1
     for entry in writes:
-        if "refused" not in entry:
+        if "refused" not in entry and entry["op"] != "pin-try":  # a try is said, not a write
             soak.writes += 1
             soak.write_ms.append(entry["ms"])
             if entry["op"] == "remember":
