@@ -287,31 +287,18 @@ class AgentMatrix:
         if last is not None and last[0] == vector.tobytes():
             scores = last[1]
         else:
-            # A query naming a date asks for thousands: gathered a chunk at a time.
+            # A query naming a date asks for thousands: scored a chunk at a time.
             positions = np.unique(
                 np.fromiter((p for _, rows in wanted for p in rows), dtype=np.int64)
             )
             scores = np.full(self.rows, -np.inf, dtype=np.float32)
-            scores[positions] = row_cosines(self._gather(positions), vector)
+            scores[positions] = self._exact(positions, vector)
         # One gather for the first rows (most facts have only one), then the rest.
         firsts = scores[[rows[0] for _, rows in wanted]].tolist()
         found: dict[str, float] = {}
         for (fact_id, rows), first in zip(wanted, firsts, strict=True):
             found[fact_id] = first if len(rows) == 1 else float(scores[list(rows)].max())
         return found
-
-    def _gather(self, positions: npt.NDArray[np.int64]) -> Vector:
-        """The rows at `positions` (sorted, distinct), in that order."""
-        import numpy as np
-
-        chunk_rows = self.chunk_rows
-        which = positions // chunk_rows
-        bounds = np.flatnonzero(np.diff(which)) + 1
-        parts = [
-            self.chunks[int(group[0] // chunk_rows)][group % chunk_rows]
-            for group in np.split(positions, bounds)
-        ]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 class VectorCache:
