@@ -121,8 +121,10 @@ def test_run_a_cycle_in_a_real_terminal(tmp_path: Path) -> None:
         tmux.send("3")
         tmux.wait_for(lambda s: "No cycle yet." in s, "the Consolidate tab")
         tmux.send("g")
-        screen = tmux.wait_for(lambda s: "Outcome: applied" in s, "the cycle to finish")
-        assert "✓ Apply" in screen and "2 facts tombstoned" in screen
+        screen = tmux.wait_for(
+            lambda s: "Outcome: applied" in s and "✓ Apply" in s and "2 facts tombstoned" in s,
+            "the cycle to finish and its stages to be drawn",
+        )
         assert "− The staging database listens on port 5432." in screen
 
         tmux.send("q")
@@ -272,8 +274,12 @@ def test_a_mistyped_dir_is_asked_about_before_anything_is_created(
         tmux.wait_for(lambda s: last_line(s) == PROMPT, "the shell prompt")
         env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
         tmux.send(app_command(missing, env), "Enter")
-        screen = tmux.wait_for(lambda s: "There is no store at" in s, "the question")
-        assert "Create it (c)" in screen and "Quit (q)" in screen
+        # The dialog paints over more than one frame: wait for its buttons, not its first line.
+        screen = tmux.wait_for(
+            lambda s: "There is no store at" in s and "Create it (c)" in s and "Quit (q)" in s,
+            "the question and its answers",
+        )
+        assert "Read-only" in screen or "(r)" in screen
         assert not (tmp_path / "stores").exists()
         tmux.send(answer)
         if answer != "q":
