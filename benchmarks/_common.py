@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from graymatter_tui.storage import NewFact
 
@@ -118,3 +120,24 @@ def postgres_url(given: str | None, database: str = "bench") -> Iterator[str]:
 
     with throwaway_cluster() as cluster:
         yield cluster.url(cluster.new_database(database))
+
+
+async def key_to_frame(app: Any, key: str, done: Callable[[], bool], limit: float = 60) -> float:
+    """Seconds from a key reaching the app (as the terminal driver hands it over) until
+    `done()` holds and a full frame is composed. Pilot's `press` is not used: it waits
+    for the whole process to go idle (up to a second per wait, by process CPU time), so
+    with any thread busy, a model embedding for one, it would time its own waiting."""
+    from textual import events
+
+    began = time.perf_counter()
+    char = " " if key == "space" else key if len(key) == 1 else None
+    event = events.Key(key, char)
+    event.set_sender(app)
+    app._driver.send_message(event)
+    deadline = began + limit
+    while not done():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{key!r}: not taken in {limit:.0f} s")
+        await asyncio.sleep(0.001)
+    app.screen._compositor.render_update(full=True)
+    return time.perf_counter() - began

@@ -19,6 +19,7 @@ from graymatter_tui.storage import MemoryStore
 
 if TYPE_CHECKING:  # numpy and httpx load only when embeddings are configured
     from graymatter_tui.embedding.base import Embedder
+    from graymatter_tui.embedding.worker import Worker
 
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 1.0
@@ -35,9 +36,12 @@ class BackgroundEmbedder:
         idle: float = IDLE_SECONDS,
         max_backoff: float = MAX_BACKOFF_SECONDS,
     ) -> None:
-        from graymatter_tui.embedding.worker import Worker
-
-        self.worker = Worker(store, embedder, batch=batch)
+        self.store = store
+        self.embedder = embedder
+        self.batch = batch
+        # Built on the embedder's own thread: the worker imports numpy (0.1 s), which a
+        # TUI's first frame would otherwise wait for.
+        self._worker: Worker | None = None
         self.idle = idle
         self.max_backoff = max_backoff
         self.stored = 0
@@ -52,12 +56,27 @@ class BackgroundEmbedder:
         self._thread = threading.Thread(target=self._run, name="graymatter-embedder", daemon=True)
 
     @property
+    def worker(self) -> Worker:
+        """The worker that takes the batches (built on first use)."""
+        if self._worker is None:
+            from graymatter_tui.embedding.worker import Worker
+
+            self._worker = Worker(self.store, self.embedder, batch=self.batch)
+        return self._worker
+
+    @property
     def model(self) -> str:
         """The model it embeds with, as the store will record it (or why it cannot)."""
         try:
-            return self.worker.embedder.model
+            return self.embedder.model
         except GraymatterError as exc:
-            return f"{self.worker.embedder.where} (not available: {exc})"
+            return f"{self.embedder.where} (not available: {exc})"
+
+    def wrote_only_vectors(self, since: int, generation: int) -> bool:
+        """Whether every store write after generation `since` up to `generation` was one
+        of this embedder's vector writes (False before its worker exists: it wrote none)."""
+        worker = self._worker
+        return worker is not None and worker.wrote_only_vectors(since, generation)
 
     def start(self) -> None:
         self._thread.start()
@@ -84,6 +103,7 @@ class BackgroundEmbedder:
         if self._delay and self._stop.wait(self._delay):
             return
         self.running = True
+        self.worker  # noqa: B018 (built here, off the caller's thread)
         while not self._stop.is_set():
             wait = self._one_round()
             if self._wake.wait(wait):

@@ -427,7 +427,7 @@ class GraymatterApp(App[None]):
             self.agent
             and self.generation >= 0
             and self.embedder is not None
-            and self.embedder.worker.wrote_only_vectors(heard, generation)
+            and self.embedder.wrote_only_vectors(heard, generation)
         ):
             # Only this process's embedder wrote since (a batch of vectors): at 100k
             # facts every pane reading again for each batch held the keys back for

@@ -5,6 +5,7 @@ drains again after a failure (back-off, not a give-up)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -194,3 +195,28 @@ async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does
             worker = app.embedder.worker
             assert worker.wrote_only_vectors(put_at, put_at + 1)
             assert not worker.wrote_only_vectors(put_at - 1, put_at + 1)  # the put between
+
+
+def test_a_configured_embedder_loads_numpy_on_its_own_thread_not_the_callers(
+    tmp_path: Path,
+) -> None:
+    """The TUI builds its embedder before its first frame: building it imports nothing
+    heavy (numpy alone is 0.1 s); the worker, and numpy with it, come on first use."""
+    code = (
+        "import sys\n"
+        "from graymatter_tui.backends.lmdb import LmdbStore\n"
+        "from graymatter_tui.embedding import background, query\n"
+        "with LmdbStore.open(sys.argv[1]) as store:\n"
+        "    vectors = query.from_env(store)\n"
+        "    embedder = background.from_env(store)\n"
+        "    print(type(embedder).__name__, vectors is not None, 'numpy' in sys.modules)\n"
+        "    embedder.worker\n"
+        "    print('numpy' in sys.modules)\n"
+    )
+    env = {**server_env(), "GRAYMATTER_EMBED": "local"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "store")],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["BackgroundEmbedder", "True", "False", "True"]
