@@ -21,7 +21,6 @@ from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
-from textual.lazy import Lazy
 from textual.reactive import var
 from textual.screen import Screen
 from textual.widget import Widget
@@ -71,6 +70,7 @@ from graymatter_tui.tui.screens.review import ReviewPane
 from graymatter_tui.tui.screens.status import StatusPane
 from graymatter_tui.tui.screens.tombstones import TombstonesPane
 from graymatter_tui.tui.widgets.key_bar import KeyBar
+from graymatter_tui.tui.widgets.lazy_pane import LazyPane
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.top_bar import TopBar
 from graymatter_tui.tui.widgets.virtual_list import VirtualList
@@ -237,7 +237,7 @@ class GraymatterApp(App[None]):
                 with TabPane(self._tab_label(number, pane_class), id=tab):
                     pane = pane_class(id=f"{tab}-pane")
                     # Hidden panes mount just after the first frame, so Facts paints sooner.
-                    yield pane if number == 1 else Lazy(pane)
+                    yield pane if number == 1 else LazyPane(pane)
         yield Static("", id="errorbar", markup=False)
         yield KeyBar()
 

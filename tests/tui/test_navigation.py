@@ -183,6 +183,18 @@ async def test_a_poll_tick_while_the_app_closes_is_harmless(demo_store: LmdbStor
     assert app.return_code == 0
 
 
+async def test_q_typed_as_the_app_starts_quits_cleanly(demo_store: LmdbStore) -> None:
+    """`q` in the first moment, before the hidden tabs' panes have mounted (they mount
+    just after the first frame): the exit must not try to mount them into tabs already
+    torn down (it raised MountError and printed a traceback on the way out)."""
+    app = make_app(demo_store)
+    async with app.run_test(size=SIZE) as pilot:
+        app.post_message(events.Key("q", "q"))  # no pause: before the first refresh
+        await pilot.pause()
+        assert not app.is_running
+    assert app.return_code == 0
+
+
 @pytest.mark.parametrize("key", ["e", "a", "A", "R", "question_mark"])
 async def test_a_key_typed_as_the_app_quits_opens_nothing(demo_store: LmdbStore, key: str) -> None:
     """`q` then `e` in one burst of input: the second key arrives after the app began to
