@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from textual import _wait as textual_wait
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.core import provenance
@@ -22,6 +23,15 @@ from tests.support.cli_process import run_in_process, wants_subprocess
 from tests.support.clock import ManualClock
 from tests.support.postgres import Cluster, ClusterUnavailable, throwaway_cluster
 from tests.support.suite_env import TEST_DEFAULTS  # no embeddings unless a test asks
+
+# Pilot's `press` and `pause` wait for the process to look idle: sleeps of 20 ms until one
+# shows almost no CPU used (textual._wait reads these two globals at each wait). Two waits
+# a key made typing the largest part of many tests. A 5 ms window still needs a whole
+# window without work; every test that waits for a result waits for the result itself
+# (helpers.wait_until, first_read, workers_done), not for an idle heuristic.
+textual_wait.SLEEP_GRANULARITY = 0.005
+textual_wait.SLEEP_IDLE = textual_wait.SLEEP_GRANULARITY / 20.0
+
 
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
