@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 
 from graymatter_tui.storage import MemoryStore
-from tests.support.concepts import concept_vector
+from tests.support.concepts import concept_dimension, concept_vector
 
 DIMENSION = 64  # plenty for the table; the cosine does not depend on the padding
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
@@ -73,7 +73,9 @@ class ConceptVectors:
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True))  # both are unit vectors
+    # Both are unit vectors, zero past the table's axes: the same sum, without the zeros.
+    used = concept_dimension()
+    return sum(x * y for x, y in zip(a[:used], b[:used], strict=True))
 
 
 class NoVectors:

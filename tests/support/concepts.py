@@ -10,6 +10,7 @@ gets the zero vector's stand-in: a unit vector on a dimension no concept uses.""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -63,6 +64,11 @@ def concept_vector(text: str, dimension: int = 768) -> list[float]:
     `concept_dimension()`)."""
     if dimension < concept_dimension():
         raise ValueError(f"dimension {dimension} cannot hold {len(CONCEPTS)} concepts")
+    return list(_concept_vector(text, dimension))
+
+
+@functools.lru_cache(maxsize=65536)  # the gate asks for the same few hundred texts often
+def _concept_vector(text: str, dimension: int) -> tuple[float, ...]:
     words = set(_WORD.findall(text.lower()))
     vector = [0.0] * dimension
     for position, members in enumerate(CONCEPTS.values()):
@@ -71,4 +77,4 @@ def concept_vector(text: str, dimension: int = 768) -> list[float]:
     if not any(vector):
         vector[len(CONCEPTS)] = 1.0
     norm = math.sqrt(sum(x * x for x in vector))
-    return [x / norm for x in vector]
+    return tuple(x / norm for x in vector)
