@@ -103,7 +103,6 @@ class BackgroundEmbedder:
         if self._delay and self._stop.wait(self._delay):
             return
         self.running = True
-        self.worker  # noqa: B018 (built here, off the caller's thread)
         while not self._stop.is_set():
             wait = self._one_round()
             if self._wake.wait(wait):
@@ -116,7 +115,7 @@ class BackgroundEmbedder:
     def _one_round(self) -> float:
         """One batch; how long to wait before the next."""
         try:
-            self.worker.ensure_model()
+            self.worker.ensure_model()  # the first round builds the worker, here
             stored, skipped, requeued = self.worker.step()
         except GraymatterError as exc:  # the server failed, or the store refused
             return self._failed(str(exc))
