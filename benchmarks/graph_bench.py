@@ -209,6 +209,7 @@ async def measure_tui(path: Path) -> dict[str, float]:
         out["loop_stall_p99_ms"] = lag["p99_ms"]
         out["loop_wakes_over_100ms"] = float(lag["over_100ms"])
         app.exit()
+    app.finish_background()  # before the store closes, as the CLI does
     store.close()
     return out
 

@@ -15,7 +15,9 @@ through the proxy) writes a fact every `--write-every` seconds. A probe coroutin
 5 ms in a loop on the app's event loop and records how late it wakes: a late wake is a
 stall, time in which no key, frame or timer was handled. Printed: the longest stall, the
 99th percentile, and how many wakes were 50 ms or 100 ms late, during the script and
-during start-up (from `run_test` until the first frame).
+during start-up (from `run_test` until the first frame); then how long a quit takes until
+the app has ended (the terminal would be the shell's again) and until its background
+embedder has finished its last write and pair check.
 """
 
 from __future__ import annotations
@@ -123,10 +125,14 @@ async def drive(store: Any, settings: Any, seconds: float) -> dict[str, Any]:
         keys = await script(pilot, seconds)
         scripted = probe.take()
         probe.stop()
-        app.exit()
-        await pilot.pause()
+        quit_began = time.perf_counter()
+        await app.action_quit()  # what `q` runs
+    quit_s = time.perf_counter() - quit_began  # until the terminal would be the shell's
+    app.finish_background()  # before the store closes, as the CLI does
     return {
         "first_frame_s": first_frame,
+        "quit_s": quit_s,
+        "quit_and_embedder_s": time.perf_counter() - quit_began,
         "keys": keys,
         "script": summary(scripted),
         "startup": summary(startup),
@@ -228,6 +234,10 @@ def main() -> None:
     delay = f", +{args.delay_ms:.0f} ms per round trip" if args.backend == "postgres" else ""
     print(f"tui_stall_bench: {args.backend}{delay}, {args.seconds:.0f} s scripted, 120x36")
     print(f"first frame {result['first_frame_s']:.2f} s; {result['keys']} keys pressed")
+    print(
+        f"quit: app ended in {result['quit_s']:.2f} s, its embedder "
+        f"{result['quit_and_embedder_s']:.2f} s after the quit"
+    )
     print("| phase | wakes | longest stall | p99 | ≥ 50 ms | ≥ 100 ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for phase in ("startup", "script"):

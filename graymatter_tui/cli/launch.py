@@ -146,6 +146,7 @@ def launch_tui(
         store=store,
     )
     app.run()
+    app.finish_background(notice=lambda line: print(line, file=sys.stderr, flush=True))
     if app.return_code:
         # An unhandled error in the app: Textual has restored the terminal and printed the
         # traceback; the exit status must say so too (1 = error).

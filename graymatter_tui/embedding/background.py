@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # numpy and httpx load only when embeddings are configured
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
+SETTLE_POLL_SECONDS = 0.02
 
 
 class BackgroundEmbedder:
@@ -61,7 +62,9 @@ class BackgroundEmbedder:
         if self._worker is None:
             from graymatter_tui.embedding.worker import Worker
 
-            self._worker = Worker(self.store, self.embedder, batch=self.batch)
+            self._worker = Worker(
+                self.store, self.embedder, batch=self.batch, cancelled=self._stop.is_set
+            )
         return self._worker
 
     @property
@@ -85,13 +88,51 @@ class BackgroundEmbedder:
         """Look at the queue now rather than after the idle wait."""
         self._wake.set()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Ask the thread to end and wait up to `timeout` s (a request in flight may hold
-        it to its own timeout; the thread is a daemon, so exit never waits for it)."""
+    def request_stop(self) -> None:
+        """Ask the thread to end, without waiting for it. A batch being embedded is not
+        stored (it stays queued); a batch being stored is, and the facts given vectors
+        since the last pair check are checked before the thread ends."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """`request_stop`, then wait up to `timeout` s; whether the thread has ended (the
+        thread is a daemon, so exit never waits for it)."""
+        self.request_stop()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for a stopped thread to end; whether it has."""
         if self._thread.is_alive():
             self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to `timeout` s, after `request_stop`, until the thread owes the store
+        nothing (`owes_the_store`); whether it does."""
+        deadline = time.monotonic() + timeout
+        while self.owes_the_store():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._thread.join(min(SETTLE_POLL_SECONDS, left))
+        return True
+
+    def owes_the_store(self) -> bool:
+        """Whether a stopped thread would still read or write the store: all but one
+        state. Waiting for the model's answer with no pair check owed, it touches the
+        store no more (the answer is dropped; its batch stays queued), so the store may
+        close and the process end under it."""
+        if not self._thread.is_alive():
+            return False
+        worker = self._worker
+        if worker is None or not self._stop.is_set():
+            return True
+        return not (worker.waiting_on_model and not worker.owes_pair_check)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def start_later(self, seconds: float) -> None:
         """Start, but take the first batch only after `seconds` (the TUI's first paint
@@ -109,6 +150,8 @@ class BackgroundEmbedder:
                 self._wake.clear()
         try:  # the facts embedded since the last pair check, before the process goes
             self.worker.flush_pairs()
+        except GraymatterError as exc:  # the store went (closed, unreachable): not checked
+            log.info("pair check by meaning not done: %s", exc)
         except Exception:  # never take the host process down
             log.exception("pair check by meaning failed")
 

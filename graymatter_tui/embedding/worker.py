@@ -10,6 +10,7 @@ same name: the store starts over in the new dimension."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,8 +46,13 @@ class Worker:
         batch: int = 32,
         agent: str | None = None,
         check_pairs: bool = True,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> None:
         self.store = store
+        # Asked between the model's answer and the store write: a batch embedded after a
+        # stop was asked for is not stored (it stays queued), so a stop waits for no write.
+        self.cancelled = cancelled
+        self.waiting_on_model = False  # in the model's call, where a stop drops the answer
         self.embedder = embedder
         self.batch = batch
         self.agent = agent
@@ -97,11 +103,18 @@ class Worker:
             rows.extend([(agent, fact_id, text)] * len(parts))
             pieces.extend(parts)
         live = [i for i, piece in enumerate(pieces) if piece is not None]
+        self.waiting_on_model = True
         try:
             vectors = self.embedder.embed([pieces[i] or "" for i in live])
         except DimensionChanged as exc:
+            if self.cancelled():
+                return 0, 0, 0
             requeued = self._dimension_switch(exc)
             return 0, 0, requeued
+        finally:
+            self.waiting_on_model = False
+        if self.cancelled():
+            return 0, 0, 0
         dimension = vectors.shape[1] if live else (self.embedder.dimension or 1)
         matrix = np.zeros((len(rows), dimension), dtype=np.float32)
         if live:
@@ -121,6 +134,11 @@ class Worker:
                 if sum(len(r) for r, _ in self._unchecked) >= PAIR_CHECK_ROWS:
                     self.flush_pairs()
         return stored, skipped, 0
+
+    @property
+    def owes_pair_check(self) -> bool:
+        """Whether facts were given vectors and not yet compared by meaning."""
+        return bool(self._unchecked)
 
     def wrote_only_vectors(self, since: int, generation: int) -> bool:
         """Whether every write after store generation `since` up to `generation` was one

@@ -78,6 +78,7 @@ from graymatter_tui.tui.workers import in_daemon_thread, off_thread
 from graymatter_tui.views.presentation import store_badges
 
 EMBED_START_SECONDS = 2.0  # the background embedder's first batch, after the first paint
+EMBED_FINISH_SECONDS = 5.0  # how long a quit waits for the embedder's last write and check
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
@@ -380,7 +381,34 @@ class GraymatterApp(App[None]):
         if self._watch is not None:
             self._watch.stop()
         if self.embedder is not None:
-            self.embedder.stop()
+            # Not waited for here: the screen would hang on a slow store while it finishes.
+            self.embedder.request_stop()
+
+    def finish_background(
+        self,
+        timeout: float = EMBED_FINISH_SECONDS,
+        *,
+        notice: Callable[[str], None] | None = None,
+        notice_after: float = 0.5,
+    ) -> bool:
+        """Once the app has ended (the terminal is the shell's again): wait up to
+        `timeout` s until the embedder owes the store nothing, that is the vectors it is
+        storing and the pair check of the facts it gave vectors (an answer the model has
+        not given yet is dropped: its batch stays queued). After `notice_after` s,
+        `notice` is told why the process has not ended yet. Whether it settled; the
+        store may be closed once it has."""
+        embedder = self.embedder
+        if embedder is None:
+            return True
+        embedder.request_stop()  # an app that never mounted never asked
+        if embedder.settle(min(notice_after, timeout)):
+            return True
+        if notice is not None:
+            notice(
+                "graymatter-tui: waiting for the embedder to store its vectors and check the "
+                f"new facts for contradictions (at most {timeout:g} s; ctrl-c skips it)"
+            )
+        return embedder.settle(max(0.0, timeout - notice_after))
 
     # ---- the store's watch: the one way the app learns the store moved -----------------------
     def _watch_store(self) -> None:

@@ -5,6 +5,7 @@ drains again after a failure (back-off, not a give-up)."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -220,3 +221,92 @@ def test_a_configured_embedder_loads_numpy_on_its_own_thread_not_the_callers(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["BackgroundEmbedder", "True", "False", "True"]
+
+
+@pytest.mark.usefixtures("embeds_with")
+async def test_quitting_the_tui_drops_the_models_answer_and_leaves_the_batch_queued(
+    tmp_path: Path, server: EmbeddingOverSocket
+) -> None:
+    """`q` while the model's answer is in flight and no pair check is owed: the app ends
+    at once and owes the store nothing (the process may end and the store close under the
+    request); the answer, when it comes, is not written: the batch stays queued."""
+    server.hold = threading.Event()
+    with open_store(tmp_path / "store") as store:
+        for text in TEXTS:
+            store.put(AGENT, text)
+        app = make_app(store)
+        async with app.run_test() as pilot:
+            assert app.embedder is not None
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: len(server.embed_requests()) == 1, timeout=60, what="a request"
+            )
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, what="the app ended")
+        embedder = app.embedder
+        told: list[str] = []
+        assert app.finish_background(0.0, notice=told.append, notice_after=0.0)
+        assert told == [] and embedder.alive  # settled while its request is still held
+        server.hold.set()
+        assert embedder.wait(60)
+        assert store.embed_state().vectors == 0
+        assert store.embed_backlog() == len(TEXTS)
+
+
+@pytest.mark.usefixtures("embeds_with")
+async def test_quitting_the_tui_waits_for_the_pair_check_it_owes_and_says_so(
+    tmp_path: Path, server: EmbeddingOverSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One fact given its vector (its pair check owed until the queue is empty), the next
+    one's answer hanging: after the quit the shell is told what it waits for, and once the
+    model gives up the check runs before the embedder ends."""
+    monkeypatch.setenv("GRAYMATTER_EMBED_BATCH", "1")
+    server.script(Fault(), Fault.hang(60))
+    with open_store(tmp_path / "store") as store:
+        for text in TEXTS:
+            store.put(AGENT, text)
+        app = make_app(store)
+        async with app.run_test() as pilot:
+            assert app.embedder is not None
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: len(server.embed_requests()) == 2, timeout=60, what="2 requests"
+            )
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, what="the app ended")
+        embedder = app.embedder
+        assert embedder.worker.owes_pair_check
+        told: list[str] = []
+        assert not app.finish_background(0.2, notice=told.append, notice_after=0.1)
+        assert len(told) == 1 and "check the new facts for contradictions" in told[0]
+        server.stopping.set()  # the hanging answer ends: the model failed
+        assert app.finish_background(60) and not embedder.alive
+        assert not embedder.worker.owes_pair_check
+        assert store.embed_state().vectors == 1 and store.embed_backlog() == 2
+
+
+def test_an_embedder_that_outlives_its_store_ends_without_a_traceback(
+    tmp_path: Path, server: EmbeddingOverSocket, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store closed under a stopping embedder (a host that could not wait for it): the
+    last pair check cannot run, and that is no error report on the terminal."""
+    caplog.set_level(logging.INFO, logger="graymatter_tui.embedding.background")
+    store = open_store(tmp_path / "store")
+    for text in TEXTS:
+        store.put(AGENT, text)
+    embedder = BackgroundEmbedder(
+        store, OllamaEmbedder(server.url, "nomic-embed-text", 30.0), batch=1, idle=0.05
+    )
+    embedder.worker.ensure_model()
+    assert embedder.worker.step() == (1, 0, 0)  # one fact given its vector, check owed
+    server.hold = threading.Event()  # the next fact's answer is held
+    embedder.start()
+    try:
+        _wait(lambda: len(server.embed_requests()) == 2, "the second request")
+        embedder.request_stop()
+        store.close()
+    finally:
+        server.hold.set()
+    assert embedder.wait(60)
+    assert [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
+    assert any("pair check by meaning not done" in r.getMessage() for r in caplog.records)

@@ -83,13 +83,18 @@ async def running(
     (test_navigation.py::test_a_poll_tick_while_the_app_closes_is_harmless), but exiting
     the app before leaving the block is the path a real user takes.
     """
-    async with app.run_test(size=size, notifications=True) as pilot:
-        await pilot.pause()
-        await first_read(pilot)
-        yield pilot
-        if app.is_running:
-            app.exit()
+    try:
+        async with app.run_test(size=size, notifications=True) as pilot:
             await pilot.pause()
+            await first_read(pilot)
+            yield pilot
+            if app.is_running:
+                app.exit()
+                await pilot.pause()
+    finally:
+        # As `graymatter-tui` does once the terminal is restored (cli/launch.py): the
+        # store is closed after the embedder's last write, not under it.
+        app.finish_background()
 
 
 # ---- reading the screen ----------------------------------------------------------------
