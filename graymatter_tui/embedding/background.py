@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
 SETTLE_POLL_SECONDS = 0.02
+STOP_SECONDS = 5.0  # how long a host's end waits for the embedder's write and pair check
 
 
 class BackgroundEmbedder:
@@ -215,12 +216,14 @@ def from_env(store: MemoryStore) -> BackgroundEmbedder | None:
 
 @contextmanager
 def running(store: MemoryStore) -> Iterator[BackgroundEmbedder | None]:
-    """The configured background embedder, running for the duration of the block."""
+    """The configured background embedder, running for the duration of the block; at
+    its end, the store may be closed (the embedder has settled, or 5 s have passed)."""
     embedder = from_env(store)
     if embedder is not None:
         embedder.start()
     try:
         yield embedder
     finally:
-        if embedder is not None:
-            embedder.stop()
+        if embedder is not None:  # what the store is owed, not an answer it would drop
+            embedder.request_stop()
+            embedder.settle(STOP_SECONDS)

@@ -78,7 +78,7 @@ from graymatter_tui.tui.workers import in_daemon_thread, off_thread
 from graymatter_tui.views.presentation import store_badges
 
 EMBED_START_SECONDS = 2.0  # the background embedder's first batch, after the first paint
-EMBED_FINISH_SECONDS = 5.0  # how long a quit waits for the embedder's last write and check
+EMBED_FINISH_SECONDS = embedding.STOP_SECONDS  # a quit's wait for its write and pair check
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
 # with the tab's number, the key that shows it).
