@@ -196,7 +196,9 @@ async def test_store_error_shows_the_error_bar_and_ctrl_r_recovers(demo_store: L
         app.store.close()  # every read now raises StoreError("the store is closed")
         await wait_until(pilot, lambda: errorbar.display, what="the error bar")
         assert static_text(app, "#errorbar") == " Store error: the store is closed — ctrl+r retries"
-        assert "Store error: the store is closed" in screen_text(app)
+        await wait_until(  # drawn at the next frame
+            pilot, lambda: "Store error: the store is closed" in screen_text(app), what="drawn"
+        )
         assert app.is_running
 
         # switching tabs and retrying while the store is still closed does not crash

@@ -148,7 +148,11 @@ async def test_palette_switch_agent_opens_the_chooser(demo_store: LmdbStore) -> 
         await type_in_palette(pilot, "Switch agent", shows="Choose the agent to show")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ChooseScreen), what="chooser")
-        assert "research-agent  (100 live, 0 tombstones)" in screen_text(app)
+        await wait_until(  # drawn at its first frame
+            pilot,
+            lambda: "research-agent  (100 live, 0 tombstones)" in screen_text(app),
+            what="the chooser drawn",
+        )
         await pilot.press("end", "enter")
         await settle(pilot)
         assert app.agent == SUPPORT

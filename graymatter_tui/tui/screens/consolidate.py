@@ -413,6 +413,7 @@ class ConsolidatePane(Vertical, Pane, can_focus=True):
                         await cycle.propose()
                     finally:
                         self._call_started = None
+                        self._tick()  # the "waiting for" line goes now, not at the next tick
                 else:
                     await asyncio.to_thread(cycle.advance)
                     if cycle.record.probes:  # the texts of the facts its probes name
