@@ -111,8 +111,12 @@ class Pane(Widget):
     stale = True  # nothing read yet
 
     def on_mount(self) -> None:
-        for name in ("generation", "agent", *self.DEPENDS_ON):
-            self.watch(self.app, name, self.invalidate, init=False)
+        # Another agent is other content: the read in flight is superseded. The store
+        # moving makes it only older: it is drawn, then read again (a store that moves
+        # faster than a read must not keep the pane from ever drawing).
+        self.watch(self.app, "agent", self.invalidate, init=False)
+        for name in ("generation", *self.DEPENDS_ON):
+            self.watch(self.app, name, self.store_moved, init=False)
 
     @classmethod
     def pane_bindings(cls) -> list[BindingType]:

@@ -49,8 +49,13 @@ def reach_text(reach: Reach) -> str:
 
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
-    # the summariser and embedder lines, and the backlog the embedder's writes move
-    DEPENDS_ON = ("reach", "embedding", "vectors_generation")
+    # the backlog the embedder's writes move
+    DEPENDS_ON = ("vectors_generation",)
+    # The summariser's and the embedder's lines come from the app's memory, not the store:
+    # a change draws again what was last read. (A re-read each time superseded the read in
+    # flight, and while the model embeds they change faster than 100k facts are read.)
+    REDRAWN_ON = ("reach", "embedding")
+    _last_read: tuple[StatusPayload, list[float]] | None = None
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
     BINDINGS = [
         Action(
@@ -137,6 +142,8 @@ class StatusPane(VerticalScroll, Pane):
         self.scroll_home(animate=False)
 
     def on_mount(self) -> None:
+        for name in self.REDRAWN_ON:
+            self.watch(self.app, name, self._redraw, init=False)
         # The histogram carries the old theme's colours: draw it again (when shown).
         redraw_on_theme_change(self, self.invalidate)
         self._show_view()
@@ -208,7 +215,16 @@ class StatusPane(VerticalScroll, Pane):
         if texts and charts.size.width and charts.size.width != width:
             self.invalidate()  # drawn before the charts' width was known: once more
 
+    def _redraw(self) -> None:
+        if self._last_read is None or self.showing_history:
+            return
+        if self.showing:
+            self._draw(*self._last_read)
+        else:
+            self.stale = True  # drawn from a fresh read when shown
+
     def _draw(self, p: StatusPayload, weights: list[float]) -> None:
+        self._last_read = (p, weights)
         out = Table.grid(padding=(0, 2))
         out.add_column(style="bold", justify="right")
         out.add_column()
