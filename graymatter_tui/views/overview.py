@@ -48,11 +48,27 @@ class StatusPayload(TypedDict):
 
 
 def status_payload(store: MemoryStore) -> StatusPayload:
+    """The figures, read in one snapshot: they agree with each other while others write,
+    and on a server they cost one transaction, not one each."""
+    exists = not store.absent
+    return store.in_one_snapshot(lambda view: _payload(view, exists))
+
+
+def status_and_weights(store: MemoryStore, agent: str) -> tuple[StatusPayload, list[float]]:
+    """`status_payload` and the weights of `agent`'s live facts, in one snapshot."""
+    exists = not store.absent
+
+    def read(view: MemoryStore) -> tuple[StatusPayload, list[float]]:
+        return _payload(view, exists), list(view.weights(agent, "live").values())
+
+    return store.in_one_snapshot(read)
+
+
+def _payload(store: MemoryStore, exists: bool) -> StatusPayload:
     agents = store.agents()
     counters = store.counters()
     info = store.info()
     embed_model, embed_dim = store.embed_model()
-    exists = not store.absent
     return {
         "data_dir": info.data_dir,
         "schema_version": info.schema_version,

@@ -242,10 +242,13 @@ class PgStore(BaseStore):
     def _read_pg(self, fn: Callable[[PgTx], T]) -> T:
         """`fn` over one snapshot: REPEATABLE READ, READ ONLY."""
         now = self._clock()
+        psycopg, _ = psycopg_modules()
 
         def run(conn: Any, attempt: retry.Attempt) -> T:
+            # Said in BEGIN itself: a SET after it would be one more round trip per read.
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
             with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 return fn(PgTx(conn, now, write=False))
 
         return self._run(run, write=False)
@@ -267,6 +270,7 @@ class PgStore(BaseStore):
             # Said in BEGIN (no extra round trip), not left to the database's default: a
             # SERIALIZABLE default would fail every writer that waited for the lock.
             conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            conn.read_only = None  # the pooled connection's last read said READ ONLY
             with conn.transaction():
                 # The lock statement also tells every watch (watch.py) of the write: the
                 # server delivers the notification, with the new generation, once this commits.

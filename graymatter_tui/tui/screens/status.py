@@ -25,7 +25,7 @@ from graymatter_tui.views.history import COLUMNS, LEGEND, HistoryPoint, cells, h
 from graymatter_tui.views.overview import (
     StatusPayload,
     size_text,
-    status_payload,
+    status_and_weights,
     weight_histogram,
 )
 
@@ -172,8 +172,7 @@ class StatusPane(VerticalScroll, Pane):
             return history_job
 
         def job() -> Draw:
-            weights = list(store.weights(agent, "live").values())
-            return partial(self._draw, status_payload(store), weights)
+            return partial(self._draw, *status_and_weights(store, agent))
 
         return job
 
