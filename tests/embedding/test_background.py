@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding.background import BackgroundEmbedder
 from graymatter_tui.embedding.ollama import OllamaEmbedder
+from graymatter_tui.tui.app import GraymatterApp
 from tests.mcp_server.client import ROOT, Agent, server_env
 from tests.support.embedding_fake import EmbeddingOverSocket, Fault
 from tests.tui.helpers import make_app, open_store, running, screen_text, wait_until
@@ -223,6 +224,28 @@ def test_a_configured_embedder_loads_numpy_on_its_own_thread_not_the_callers(
     assert done.stdout.split() == ["BackgroundEmbedder", "True", "False", "True"]
 
 
+async def _quit_once_asked(
+    store: LmdbStore, server: EmbeddingOverSocket, *, requests: int
+) -> GraymatterApp:
+    """The TUI over `store` (holding TEXTS), quit with `q` once the model has been asked
+    `requests` times; the app, ended, its embedder maybe still running."""
+    for text in TEXTS:
+        store.put(AGENT, text)
+    app = make_app(store)
+    async with app.run_test() as pilot:
+        assert app.embedder is not None
+        app.embedder.nudge()
+        await wait_until(
+            pilot,
+            lambda: len(server.embed_requests()) == requests,
+            timeout=60,
+            what=f"{requests} requests",
+        )
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running, what="the app ended")
+    return app
+
+
 @pytest.mark.usefixtures("embeds_with")
 async def test_quitting_the_tui_drops_the_models_answer_and_leaves_the_batch_queued(
     tmp_path: Path, server: EmbeddingOverSocket
@@ -232,18 +255,9 @@ async def test_quitting_the_tui_drops_the_models_answer_and_leaves_the_batch_que
     request); the answer, when it comes, is not written: the batch stays queued."""
     server.hold = threading.Event()
     with open_store(tmp_path / "store") as store:
-        for text in TEXTS:
-            store.put(AGENT, text)
-        app = make_app(store)
-        async with app.run_test() as pilot:
-            assert app.embedder is not None
-            app.embedder.nudge()
-            await wait_until(
-                pilot, lambda: len(server.embed_requests()) == 1, timeout=60, what="a request"
-            )
-            await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, what="the app ended")
+        app = await _quit_once_asked(store, server, requests=1)
         embedder = app.embedder
+        assert embedder is not None
         told: list[str] = []
         assert app.finish_background(0.0, notice=told.append, notice_after=0.0)
         assert told == [] and embedder.alive  # settled while its request is still held
@@ -263,18 +277,9 @@ async def test_quitting_the_tui_waits_for_the_pair_check_it_owes_and_says_so(
     monkeypatch.setenv("GRAYMATTER_EMBED_BATCH", "1")
     server.script(Fault(), Fault.hang(60))
     with open_store(tmp_path / "store") as store:
-        for text in TEXTS:
-            store.put(AGENT, text)
-        app = make_app(store)
-        async with app.run_test() as pilot:
-            assert app.embedder is not None
-            app.embedder.nudge()
-            await wait_until(
-                pilot, lambda: len(server.embed_requests()) == 2, timeout=60, what="2 requests"
-            )
-            await pilot.press("q")
-            await wait_until(pilot, lambda: not app.is_running, what="the app ended")
+        app = await _quit_once_asked(store, server, requests=2)
         embedder = app.embedder
+        assert embedder is not None
         assert embedder.worker.owes_pair_check
         told: list[str] = []
         assert not app.finish_background(0.2, notice=told.append, notice_after=0.1)
