@@ -111,7 +111,7 @@ def judge_close(
     closest = [(fact_id, _closest(near)) for fact_id, near in close]
     wanted = sorted({i for fact_id, near in closest for i in (fact_id, *(o for o, _ in near))})
     facts = {f.id: f for f in tx.find_many(wanted) if f is not None and f.is_live}
-    best: dict[tuple[str, str], tuple[PairVerdict, Fact, Fact]] = {}
+    found: list[tuple[PairVerdict, Fact, Fact, str]] = []
     for fact_id, near in closest:
         fact = facts.get(fact_id)
         if fact is None or fact.agent_id != agent:
@@ -122,18 +122,22 @@ def judge_close(
                 continue
             new, held = (fact, other) if fact.id > other.id else (other, fact)
             verdict = compare_profiles(profile(new.text), profile(held.text), cosine)
-            if verdict.kind not in PAIR_ACTIONS:
-                continue
-            chosen = best.get((new.id, verdict.kind))
-            if chosen is not None and (chosen[0].similarity, chosen[2].id) >= (
-                verdict.similarity,
-                held.id,
-            ):
-                continue
-            if tx.meta_get(pair_key(agent, new.text, held.text)) is not None:
-                continue
-            best[(new.id, verdict.kind)] = (verdict, new, held)
-    return [(kind, *found) for (_, kind), found in sorted(best.items())]
+            if verdict.kind in PAIR_ACTIONS:
+                found.append((verdict, new, held, pair_key(agent, new.text, held.text)))
+    # Whether each pair was asked before, read together: one round trip on a server.
+    asked = tx.meta_many(sorted({key for *_, key in found}))
+    best: dict[tuple[str, str], tuple[PairVerdict, Fact, Fact]] = {}
+    for verdict, new, held, key in found:
+        if asked[key] is not None:
+            continue
+        chosen = best.get((new.id, verdict.kind))
+        if chosen is not None and (chosen[0].similarity, chosen[2].id) >= (
+            verdict.similarity,
+            held.id,
+        ):
+            continue
+        best[(new.id, verdict.kind)] = (verdict, new, held)
+    return [(kind, *pair) for (_, kind), pair in sorted(best.items())]
 
 
 def raise_judged(tx: Transaction, agent: str, judged: list[Judged]) -> list[ReviewProposal]:
@@ -141,20 +145,24 @@ def raise_judged(tx: Transaction, agent: str, judged: list[Judged]) -> list[Revi
     both live with the texts judged (written meanwhile), or already asked, is left out."""
     wanted = sorted({f.id for _, _, new, held in judged for f in (new, held)})
     now = {f.id: f for f in tx.find_many(wanted) if f is not None and f.is_live}
-    raised = []
-    one = len(judged) == 1
-    for kind, verdict, judged_new, judged_held in judged:
+    keys = [pair_key(agent, new.text, held.text) for _, _, new, held in judged]
+    asked = tx.meta_many(sorted(set(keys)))
+    holding: dict[str, tuple[str, Fact, Fact, str]] = {}
+    for key, (kind, verdict, judged_new, judged_held) in zip(keys, judged, strict=True):
         new, held = now.get(judged_new.id), now.get(judged_held.id)
         if new is None or held is None:
             continue
         if (new.text, held.text) != (judged_new.text, judged_held.text):
             continue
-        key = pair_key(agent, new.text, held.text)
-        if tx.meta_get(key) is not None:
+        if asked[key] is not None or key in holding:
             continue  # asked meanwhile, or the same two texts met from the other side
-        item = review_ops.hold_pair(tx, kind, new, held, verdict.reason(), log=one)
-        tx.meta_put(key, item.id)
-        raised.append(item)
+        holding[key] = (kind, new, held, verdict.reason())
+    if len(holding) == 1:
+        ((key, (kind, new, held, why)),) = holding.items()
+        raised = [review_ops.hold_pair(tx, kind, new, held, why)]
+    else:
+        raised = review_ops.hold_pairs(tx, list(holding.values()))
+    tx.meta_put_many([(key, item.id) for key, item in zip(holding, raised, strict=True)])
     if len(raised) > 1:
         items = counted_pairs(len(raised))
         text = f"held {items} found by meaning for review"

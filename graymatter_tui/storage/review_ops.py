@@ -11,6 +11,7 @@ matches it, and is otherwise discarded with a reason naming what changed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import msgspec
 
@@ -23,6 +24,7 @@ from graymatter_tui.core.model import (
     RETIRED,
     CycleRecord,
     Fact,
+    HeldAction,
     HeldMatch,
     ReviewProposal,
     ReviewStatus,
@@ -88,7 +90,7 @@ def hold(
         if pinned:
             raise Conflict(f"fact {pinned[0]} is pinned; unpin it before forgetting it")
     proposal = ReviewProposal(
-        id=_new_proposal_id(tx),
+        id=_new_proposal_ids(tx, 1)[0],
         agent_id=agent,
         action=action,  # narrowed by the check against HELD_ACTIONS above
         target="" if action == "add" else target,
@@ -115,23 +117,7 @@ def hold_pair(
     """Hold the pair (`new`, just written; `held`, a live fact of the same agent) as a
     `duplicate` or `possible_update` item for a person. Nothing changes until approved.
     `log` False: the caller writes one activity entry for many (a bulk write)."""
-    if kind not in PAIR_ACTIONS:
-        raise InvalidInput(f"{kind!r} is not a pair; one of {', '.join(PAIR_ACTIONS)}")
-    proposal = ReviewProposal(
-        id=_new_proposal_id(tx),
-        agent_id=new.agent_id,
-        action=kind,  # narrowed by the check against PAIR_ACTIONS above
-        target=held.text,
-        text=new.text,
-        source=new.source or tx.source,
-        created_at=clock.format_time(tx.now),
-        matches=[_fingerprint(held), _fingerprint(new)],
-        fact_id=new.id,
-        held_id=held.id,
-        why=why,
-    )
-    tx.put_proposal(proposal.id, encode(proposal))
-    tx.bump(PENDING_KEY)
+    (proposal,) = hold_pairs(tx, [(kind, new, held, why)])
     if log:
         shown = kind.replace("_", " ")
         tx.log(
@@ -144,15 +130,55 @@ def hold_pair(
     return proposal
 
 
+def hold_pairs(
+    tx: Transaction, pairs: Sequence[tuple[str, Fact, Fact, str]]
+) -> list[ReviewProposal]:
+    """`hold_pair` of each (kind, new, held, why), with no activity entry (the caller
+    writes one for all): their ids checked and the pending count raised once, not once
+    an item (on a server, each of those is a round trip)."""
+    checked = [(_pair_action(kind), new, held, why) for kind, new, held, why in pairs]
+    ids = _new_proposal_ids(tx, len(checked))
+    held_items = []
+    for proposal_id, (kind, new, held, why) in zip(ids, checked, strict=True):
+        proposal = ReviewProposal(
+            id=proposal_id,
+            agent_id=new.agent_id,
+            action=kind,
+            target=held.text,
+            text=new.text,
+            source=new.source or tx.source,
+            created_at=clock.format_time(tx.now),
+            matches=[_fingerprint(held), _fingerprint(new)],
+            fact_id=new.id,
+            held_id=held.id,
+            why=why,
+        )
+        held_items.append(proposal)
+    if held_items:
+        tx.put_proposals([(item.id, encode(item)) for item in held_items])
+        tx.bump(PENDING_KEY, len(held_items))
+    return held_items
+
+
+def _pair_action(kind: str) -> HeldAction:
+    if kind not in PAIR_ACTIONS:
+        raise InvalidInput(f"{kind!r} is not a pair; one of {', '.join(PAIR_ACTIONS)}")
+    return kind
+
+
 def _fingerprint(fact: Fact) -> HeldMatch:
     return HeldMatch(id=fact.id, text=fact.text, pinned=fact.pinned, cycle_id=fact.cycle_id)
 
 
-def _new_proposal_id(tx: Transaction) -> str:
-    while True:
-        candidate = tx.new_id()
-        if tx.proposal(candidate) is None:
-            return candidate
+def _new_proposal_ids(tx: Transaction, count: int) -> list[str]:
+    """`count` new ids held by no fact, journal record or review item, asked of the store
+    together; minted in order, so a write run again gets the same ones."""
+    ids: list[str] = []
+    while len(ids) < count:
+        minted = [tx.mint(tx.now) for _ in range(count - len(ids))]
+        taken = tx.ids_in_use(minted) | tx.proposals_in_use(minted)
+        ids += [i for i in minted if i not in taken and i not in ids]
+    return ids
 
 
 # ---- reading --------------------------------------------------------------------------

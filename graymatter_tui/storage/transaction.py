@@ -185,6 +185,20 @@ class Transaction(ABC):
         """`meta_get` of each key (a backend may read them in one round trip)."""
         return {key: self.meta_get(key) for key in keys}
 
+    def meta_put_many(self, items: Sequence[tuple[str, str]]) -> None:
+        """`meta_put` of each (key, value) (a backend may send them in one round trip)."""
+        for key, value in items:
+            self.meta_put(key, value)
+
+    def put_proposals(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """`put_proposal` of each (id, record) (a backend may send them in one round trip)."""
+        for proposal_id, record in items:
+            self.put_proposal(proposal_id, record)
+
+    def proposals_in_use(self, ids: list[str]) -> set[str]:
+        """Those of `ids` a review item already has (a backend may ask in one round trip)."""
+        return {i for i in ids if self.proposal(i) is not None}
+
     # ---- lookups that must find ----------------------------------------------------------
     def require(self, fact_id: str) -> Fact:
         """The fact with this id; NotFound when there is none (`find` returns None)."""

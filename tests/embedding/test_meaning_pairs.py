@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from itertools import product
 
 import numpy as np
 import pytest
@@ -138,3 +139,51 @@ def test_embed_reports_the_items_it_held(
     assert json.loads(done.stdout)["held_for_review"] == 1
     listed = run("review", "list")
     assert "possible_update" in listed.stdout and "8:20" in listed.stdout
+
+
+# ---- holding many at once (the model's cosines given by hand) --------------------------
+SCHOOL = "The kids' school in {} starts at 8:00 a.m."
+SCHOOL_NOW = "School for the kids of {} now begins at 8:20."
+# Made-up town names ("Balara", "Dimora"): for the words, each its own subject.
+TOWNS = [c + v + d + w + "ra" for c, v, d, w in product("BDKLMPRT", "aeiou", "lmnrst", "ao")]
+
+
+def _alike(store: AnyStore, towns: list[str]) -> list[tuple[str, dict[str, float]]]:
+    """For each town an older fact and a reworded update the words miss, and the
+    pass's finding that each newer one is close to its older one."""
+    close = []
+    for town in towns:
+        older = store.put(AGENT, SCHOOL.format(town))
+        newer = store.put(AGENT, SCHOOL_NOW.format(town))
+        close.append((newer.id, {older.id: 0.95}))
+    return close
+
+
+def test_many_pairs_held_at_once_are_each_an_item_under_one_activity_entry(
+    any_store: AnyStore,
+) -> None:
+    close = _alike(any_store, TOWNS[:4])
+    assert _pairs(any_store) == []  # the words see two subjects in each pair
+    before = any_store.last_activity()
+    held = any_store.hold_close_pairs(AGENT, close)
+    assert [p.action for p in held] == ["possible_update"] * 4
+    assert len({p.id for p in held}) == 4
+    assert sorted(p.fact_id for p in held) == sorted(fact_id for fact_id, _ in close)
+    assert any_store.pending_count() == 4
+    [entry] = any_store.activity(after=before)
+    assert entry.text == "held 4 duplicates or possible updates found by meaning for review"
+    assert any_store.hold_close_pairs(AGENT, close) == []  # each asked once
+    assert any_store.pending_count() == 4
+
+
+def test_a_pass_that_holds_one_pair_says_which_in_the_activity_feed(
+    any_store: AnyStore,
+) -> None:
+    first, second = _alike(any_store, TOWNS[:2])
+    [asked] = any_store.hold_close_pairs(AGENT, [first])
+    before = any_store.last_activity()
+    [held] = any_store.hold_close_pairs(AGENT, [first, second])
+    assert held.fact_id == second[0] and held.id != asked.id
+    [entry] = any_store.activity(after=before)
+    assert entry.fact_id == second[0] and held.id in entry.text
+    assert any_store.pending_count() == 2

@@ -54,6 +54,14 @@ VALUE_PAGE = 32
 PAGE_BYTES = 8 << 20
 MAX_PAGE = 20_000
 ANALYZE_AFTER = 1000  # facts inserted in one call after which the tables are analysed
+META_PUT = (
+    "INSERT INTO graymatter_meta (key, value) VALUES (%s, %s) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+PROPOSAL_PUT = (
+    "INSERT INTO proposals (id, record) VALUES (%s, %s::json) "
+    "ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record"
+)
 
 STATE_SQL: dict[FactState, str] = {
     "live": " AND superseded_by = ''",
@@ -383,11 +391,12 @@ class PgTx(VectorTransaction):
         return found
 
     def meta_put(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO graymatter_meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            (key, value),
-        )
+        self.conn.execute(META_PUT, (key, value))
+
+    def meta_put_many(self, items: Sequence[tuple[str, str]]) -> None:
+        if items:  # the driver pipelines executemany: one round trip for them all
+            with self.conn.cursor() as cursor:
+                cursor.executemany(META_PUT, list(items))
 
     def meta_many(self, keys: Sequence[str]) -> dict[str, str | None]:
         rows = self.conn.execute(
@@ -543,17 +552,24 @@ class PgTx(VectorTransaction):
             yield term, raw.encode()
 
     def put_proposal(self, proposal_id: str, record: bytes) -> None:
-        self.conn.execute(
-            "INSERT INTO proposals (id, record) VALUES (%s, %s::json) "
-            "ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record",
-            (proposal_id, record.decode()),
-        )
+        self.conn.execute(PROPOSAL_PUT, (proposal_id, record.decode()))
+
+    def put_proposals(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if items:
+            rows = [(proposal_id, record.decode()) for proposal_id, record in items]
+            with self.conn.cursor() as cursor:
+                cursor.executemany(PROPOSAL_PUT, rows)
 
     def proposal(self, proposal_id: str) -> bytes | None:
         if not proposal_id or len(proposal_id) > 64 or "\x00" in proposal_id:
             return None
         raw = self._one("SELECT record::text FROM proposals WHERE id = %s", (proposal_id,))
         return None if raw is None else str(raw).encode()
+
+    def proposals_in_use(self, ids: list[str]) -> set[str]:
+        wanted = [i for i in ids if i and len(i) <= 64 and "\x00" not in i]
+        rows = self.conn.execute("SELECT id FROM proposals WHERE id = ANY(%s)", (wanted,))
+        return {row[0] for row in rows.fetchall()}
 
     def iter_proposals(self, *, newest_first: bool = True) -> Iterator[bytes]:
         order = "DESC" if newest_first else "ASC"
