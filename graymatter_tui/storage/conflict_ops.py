@@ -157,11 +157,10 @@ def raise_judged(tx: Transaction, agent: str, judged: list[Judged]) -> list[Revi
         if asked[key] is not None or key in holding:
             continue  # asked meanwhile, or the same two texts met from the other side
         holding[key] = (kind, new, held, verdict.reason())
-    if len(holding) == 1:
-        ((key, (kind, new, held, why)),) = holding.items()
-        raised = [review_ops.hold_pair(tx, kind, new, held, why)]
-    else:
-        raised = review_ops.hold_pairs(tx, list(holding.values()))
+    pairs = list(holding.values())
+    # One item is logged as the write path logs one; several get one entry, below.
+    one = len(pairs) == 1
+    raised = [review_ops.hold_pair(tx, *pairs[0])] if one else review_ops.hold_pairs(tx, pairs)
     tx.meta_put_many([(key, item.id) for key, item in zip(holding, raised, strict=True)])
     if len(raised) > 1:
         items = counted_pairs(len(raised))
