@@ -36,7 +36,7 @@ from graymatter_tui.embedding import background as embedding
 from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
-from graymatter_tui.tui.heap import StartupHeap
+from graymatter_tui.tui.heap import QuietCollector, StartupHeap
 from graymatter_tui.tui.messages import StoreMoved, StoreUnreadable
 from graymatter_tui.tui.screens.actions import (
     Action,
@@ -69,6 +69,7 @@ from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.screens.review import ReviewPane
 from graymatter_tui.tui.screens.status import StatusPane
 from graymatter_tui.tui.screens.tombstones import TombstonesPane
+from graymatter_tui.tui.strip_cycles import mend_strip_divide
 from graymatter_tui.tui.widgets.key_bar import KeyBar
 from graymatter_tui.tui.widgets.lazy_pane import LazyPane
 from graymatter_tui.tui.widgets.literal import literal
@@ -218,6 +219,8 @@ class GraymatterApp(App[None]):
         self.probe_check_seconds = probe_check_seconds
         self.due_probe_runs: DueProbeRuns | None = None
         self.startup_heap = StartupHeap()
+        self.quiet_collector = QuietCollector()
+        mend_strip_divide()  # rendered lines freed without a full pass (tui/strip_cycles.py)
 
     @property
     def store(self) -> MemoryStore:
@@ -253,6 +256,9 @@ class GraymatterApp(App[None]):
         for number, (tab, pane_class) in enumerate(self.PANES, 1):
             if pane_class.NARROW_TITLE:
                 tabs.get_tab(tab).label = self._tab_label(number, pane_class, event.size.width)
+
+    def on_load(self) -> None:
+        self.quiet_collector.hold()
 
     def on_mount(self) -> None:
         self.query_one("#errorbar", Static).display = False
@@ -368,13 +374,18 @@ class GraymatterApp(App[None]):
         self.due_probe_runs = DueProbeRuns(self.store, check_every=self.probe_check_seconds)
 
     def _freeze_startup_heap(self) -> None:
-        """Once every pane has mounted (just after the first frame): tui/heap.py."""
+        """Once every pane has mounted (just after the first frame): tui/heap.py. Not once
+        the app is closing: its unmount, which undoes both, may already have run."""
+        if not self.is_running:
+            return
         if all(self._pane_or_none(tab) is not None for tab, _pane in self.PANES):
             self.startup_heap.freeze()
-        elif self.is_running:
+            self.quiet_collector.start()
+        else:
             self.set_timer(0.05, self._freeze_startup_heap)
 
     def on_unmount(self) -> None:
+        self.quiet_collector.stop()
         self.startup_heap.thaw()
         if self.due_probe_runs is not None:
             self.due_probe_runs.close()

@@ -1,6 +1,6 @@
 """The app keeps its start-up objects out of the collector's full passes while it runs
-(tui/heap.py, ADR 0068), and gives them back when it ends; memory it frees goes back to
-the system."""
+(tui/heap.py, ADR 0068), makes the full passes itself at quiet moments (ADR 0077), and
+gives both back when it ends; memory it frees goes back to the system."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.heap import QuietCollector
 from tests.tui.helpers import first_read, make_app, running, wait_until
 
 
@@ -35,6 +36,21 @@ async def test_the_start_up_heap_is_frozen_while_the_app_runs_and_thawed_after(
         # frame, a timer's handle) still leaves the frozen set, so the count may dip.
         assert gc.get_freeze_count() > frozen * 0.9
     assert gc.get_freeze_count() == 0
+
+
+async def test_full_passes_are_the_apps_own_while_it_runs(demo_store: LmdbStore) -> None:
+    found = gc.get_threshold()
+    app = make_app(demo_store)
+    async with running(app) as pilot:
+        await first_read(pilot)
+        assert gc.get_threshold()[2] == QuietCollector.NEVER  # from the app's start
+        await wait_until(pilot, lambda: app.quiet_collector.running)
+        # Young collections as a person's typing makes them; the loop is quiet between.
+        for _ in range(QuietCollector().due):
+            gc.collect(1)
+        await wait_until(pilot, lambda: app.quiet_collector.passes > 0)
+    assert not app.quiet_collector.running
+    assert gc.get_threshold() == found
 
 
 # A fresh interpreter, so the heap holds only what the script frees: 64 MB in 2 KiB
