@@ -19,6 +19,7 @@ from graymatter_tui.core.conflicts import SAME_MEANING
 from graymatter_tui.core.progress import Report
 from graymatter_tui.embedding.base import DimensionChanged, Embedder
 from graymatter_tui.storage import MemoryStore
+from graymatter_tui.storage.conflict_ops import CLOSEST_PER_FACT
 
 PROBE_TEXT = "graymatter dimension probe"
 # Rows of new vectors compared by meaning in one walk over an agent's vectors (16 of the
@@ -167,8 +168,9 @@ class Worker:
             by_agent.setdefault(agent, []).append(index)
         held = 0
         for agent, indexes in by_agent.items():
+            # The closest that `judge_close` judges, and one more: each fact finds itself.
             found = self.store.facts_close_to(
-                agent, self.embedder.model, matrix[indexes], SAME_MEANING
+                agent, self.embedder.model, matrix[indexes], SAME_MEANING, CLOSEST_PER_FACT + 1
             )
             if not found:
                 continue

@@ -233,7 +233,12 @@ class MemoryStore(Protocol):
         self, agent: str, model: str, vector: npt.NDArray[np.float32], limit: int
     ) -> list[tuple[str, float]] | None: ...
     def facts_close_to(
-        self, agent: str, model: str, vectors: npt.NDArray[np.float32], floor: float
+        self,
+        agent: str,
+        model: str,
+        vectors: npt.NDArray[np.float32],
+        floor: float,
+        limit: int | None = None,
     ) -> list[dict[str, float]] | None: ...
     def hold_close_pairs(
         self, agent: str, close: list[tuple[str, dict[str, float]]]

@@ -752,12 +752,20 @@ class BaseStore(ABC):
         return self._read_in_place(lambda tx: vector_ops.nearest(tx, agent, model, vector, limit))
 
     def facts_close_to(
-        self, agent: str, model: str, vectors: npt.NDArray[np.float32], floor: float
+        self,
+        agent: str,
+        model: str,
+        vectors: npt.NDArray[np.float32],
+        floor: float,
+        limit: int | None = None,
     ) -> list[dict[str, float]] | None:
         """For each row of `vectors` (unit vectors of `model`), `agent`'s live facts whose
-        best row's cosine to it is at least `floor`, with that cosine; None when the
-        store holds no vectors of that model and dimension."""
-        return self._read_in_place(lambda tx: vector_ops.close_to(tx, agent, model, vectors, floor))
+        best row's cosine to it is at least `floor`, with that cosine (with `limit`, the
+        `limit` closest, ties by id); None when the store holds no vectors of that model
+        and dimension."""
+        return self._read_in_place(
+            lambda tx: vector_ops.close_to(tx, agent, model, vectors, floor, limit)
+        )
 
     def hold_close_pairs(
         self, agent: str, close: list[tuple[str, dict[str, float]]]

@@ -140,3 +140,40 @@ def test_a_batch_that_stores_nothing_records_no_dimension(store: LmdbStore) -> N
     store.retire(fact.id)
     assert store.store_vectors("concepts", rows, np.zeros((1, 1), dtype=np.float32)) == (0, 1)
     assert store.embed_model() == ("concepts", None)
+
+
+def test_close_to_with_a_limit_gives_the_closest_facts_as_brute_force_ranks_them(
+    store: LmdbStore,
+) -> None:
+    """The embedder's pass asks for the closest few of each new fact (a template store
+    has every fact above the floor): over several blocks, facts of several rows, free
+    slots, the limit's facts are the brute-force best by (-cosine, id)."""
+    store.start_embedding("random")
+    facts = store.put_many(NewFact(AGENT, f"fact number {i}") for i in range(BLOCK_ROWS * 2 + 7))
+    rng = np.random.default_rng(11)
+    rows_of = {
+        f.id: _unit(rng.standard_normal((1 + n % 3, 32)).tolist()) for n, f in enumerate(facts)
+    }
+    for fact in facts:
+        rows = rows_of[fact.id]
+        stored, _ = store.store_vectors("random", [(AGENT, fact.id, fact.text)] * len(rows), rows)
+        assert stored == 1
+    for gone in facts[:30:4]:
+        store.retire(gone.id)
+        del rows_of[gone.id]
+    queries = _unit(rng.standard_normal((9, 32)).tolist())
+    floor = 0.05
+    unbounded = store.facts_close_to(AGENT, "random", queries, floor)
+    assert unbounded is not None
+    for limit in (1, 4, 33):
+        bounded = store.facts_close_to(AGENT, "random", queries, floor, limit)
+        assert bounded is not None and len(bounded) == len(queries)
+        for query, whole, closest in zip(queries, unbounded, bounded, strict=True):
+            best = {i: float((rows @ query).max()) for i, rows in rows_of.items()}
+            ranked = sorted(
+                ((i, s) for i, s in best.items() if s >= floor), key=lambda p: (-p[1], p[0])
+            )
+            assert set(whole) == {i for i, _ in ranked}
+            assert list(closest) == [i for i, _ in ranked[:limit]]
+            for fact_id, cosine in closest.items():
+                assert cosine == pytest.approx(best[fact_id], abs=1e-5)
