@@ -382,6 +382,7 @@ async def measure_memory(path: Path) -> dict[str, float]:
         await pilot.pause(1.5)  # past the pane's return of freed memory
         out["cleared_rows"] = float(len(facts.source))
         settle("cleared")
+    app.finish_background()  # as the CLI does: no model run outlives the store
     store.close()
     out.update(watch.stop())
     out["peak_vmhwm_mb"] = _status_mb("VmHWM")

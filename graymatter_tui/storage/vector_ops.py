@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from graymatter_tui.storage.transaction import EMBED_DIM, EMBED_MODEL, SEP, VectorTransaction
@@ -31,6 +32,8 @@ from graymatter_tui.storage.vector_layout import (
     slot_key,
 )
 from graymatter_tui.storage.vector_rank import best_per_fact, row_cosines
+
+QUEUE_CHUNK = 10_000  # facts queued per call when a model starts
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not by every command
     import numpy as np
@@ -69,9 +72,15 @@ def start(tx: VectorTransaction, name: str, dimension: int | None = None) -> int
     if dimension is not None:
         tx.meta_put(EMBED_DIM, str(dimension))
     tx.embedding_started()
-    entries = [(agent, i) for agent in tx.agent_names() for i in tx.iter_ids(agent, "live")]
-    tx.queue_put_many(entries)
-    return len(entries)
+    # A chunk at a time: a store of 1M facts made a list of 1M entries, then one of 1M
+    # keys, 200 MB at once in a TUI whose embedder starts while a person types.
+    queued = 0
+    for agent in sorted(tx.agent_names()):
+        ids = tx.iter_ids(agent, "live", newest_first=False)
+        while chunk := list(islice(ids, QUEUE_CHUNK)):
+            tx.queue_put_many([(agent, fact_id) for fact_id in chunk])
+            queued += len(chunk)
+    return queued
 
 
 def waiting(

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from graymatter_tui.backends.lmdb import LmdbStore
-from graymatter_tui.storage import NewFact
+from graymatter_tui.storage import NewFact, vector_ops
 from graymatter_tui.storage.vector_layout import BLOCK_ROWS
+from tests.support.backends import AnyStore
 from tests.support.concepts import concept_dimension, concept_vector
 
 pytestmark = pytest.mark.usefixtures("clean_graymatter_env")
@@ -177,3 +178,22 @@ def test_close_to_with_a_limit_gives_the_closest_facts_as_brute_force_ranks_them
             assert list(closest) == [i for i, _ in ranked[:limit]]
             for fact_id, cosine in closest.items():
                 assert cosine == pytest.approx(best[fact_id], abs=1e-5)
+
+
+def test_a_new_model_queues_every_live_fact_a_chunk_at_a_time(
+    any_store: AnyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of three (a store of 1M facts queues 10,000 at a time): every live fact of
+    every agent waits once, in queue order, whatever the chunks' edges."""
+    monkeypatch.setattr(vector_ops, "QUEUE_CHUNK", 3)
+    first = any_store.put_many(NewFact("agent-b", f"b fact {i}") for i in range(7))
+    second = any_store.put_many(NewFact(AGENT, f"a fact {i}") for i in range(5))
+    for gone in (first[2], second[4]):
+        any_store.retire(gone.id)
+    assert any_store.start_embedding("random") == 10
+    waiting = [(agent, fact_id) for agent, fact_id, _ in any_store.embed_waiting(100)]
+    live = [
+        (f.agent_id, f.id) for f in (*first, *second) if f.id not in (first[2].id, second[4].id)
+    ]
+    assert waiting == sorted(live)
+    assert any_store.embed_backlog() == 10

@@ -318,11 +318,9 @@ class Tx(VectorTransaction):
         self.txn.put(queue_key(agent, fact_id), b"", db=self._vector_table("embed_queue"))
 
     def queue_put_many(self, entries: list[tuple[str, str]]) -> None:
-        """Queue facts in key order; appended at the end of an empty queue."""
-        queue = self._vector_table("embed_queue")
+        """Queue facts in key order; those past the queue's last key are appended."""
         keys = sorted(queue_key(agent, fact_id) for agent, fact_id in entries)
-        empty = self.txn.stat(queue)["entries"] == 0
-        self.txn.cursor(db=queue).putmulti(((k, b"") for k in keys), append=empty)
+        self._put_in_order(self._vector_table("embed_queue"), [(k, b"") for k in keys])
 
     def queued(self, agent: str, fact_id: str) -> bool:
         key = queue_key(agent, fact_id)
