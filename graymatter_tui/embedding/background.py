@@ -76,11 +76,12 @@ class BackgroundEmbedder:
         except GraymatterError as exc:
             return f"{self.embedder.where} (not available: {exc})"
 
-    def wrote_only_vectors(self, since: int, generation: int) -> bool:
-        """Whether every store write after generation `since` up to `generation` was one
-        of this embedder's vector writes (False before its worker exists: it wrote none)."""
+    def own_writes(self, since: int, generation: int) -> frozenset[str] | None:
+        """What this embedder's writes changed when every store write after generation
+        `since` up to `generation` was one of them (`Worker.own_writes`); None otherwise,
+        and before its worker exists (it wrote none)."""
         worker = self._worker
-        return worker is not None and worker.wrote_only_vectors(since, generation)
+        return None if worker is None else worker.own_writes(since, generation)
 
     def start(self) -> None:
         self._thread.start()

@@ -61,9 +61,10 @@ class Worker:
         # Whether facts given vectors are compared by meaning with the agent's others.
         self.check_pairs = check_pairs
         self.held = 0  # review items held by that check
-        # The store generations its own vector writes made, when nothing else wrote
-        # between (the TUI redraws no fact for them: `wrote_only_vectors`).
-        self.vector_writes: deque[int] = deque(maxlen=256)
+        # The store generations its own writes made when nothing else wrote between, and
+        # what each changed: "vectors" (a batch stored) or "review" (pairs held by
+        # meaning). The TUI reads again only the panes that show those (`own_writes`).
+        self.own_write_log: deque[tuple[int, str]] = deque(maxlen=256)
         # Facts given vectors and not compared yet: checked PAIR_CHECK_ROWS rows at a
         # time, or when the queue is empty, so a long import walks the agent's vectors
         # once per PAIR_CHECK_ROWS, not once per batch.
@@ -123,9 +124,7 @@ class Worker:
         before = self.store.generation()
         stored, skipped = self.store.store_vectors(self.embedder.model, rows, matrix)
         if stored or skipped:
-            after = self.store.generation()
-            if after == before + 1:  # that write, and no other: it changed only vectors
-                self.vector_writes.append(after)
+            self._note_own_write(before, "vectors")
         if stored and self.embedder.dimension is None and live:
             self.embedder.dimension = dimension
         if stored:
@@ -141,13 +140,24 @@ class Worker:
         """Whether facts were given vectors and not yet compared by meaning."""
         return bool(self._unchecked)
 
-    def wrote_only_vectors(self, since: int, generation: int) -> bool:
-        """Whether every write after store generation `since` up to `generation` was one
-        of this worker's vector writes (so nothing a person reads but the backlog moved)."""
-        if generation <= since or generation - since > len(self.vector_writes):
-            return False
-        mine = set(self.vector_writes)
-        return all(g in mine for g in range(since + 1, generation + 1))
+    def _note_own_write(self, before: int, kind: str) -> None:
+        """After a write that began at store generation `before`: one more is exactly
+        this write, with nothing else's between."""
+        after = self.store.generation()
+        if after == before + 1:
+            self.own_write_log.append((after, kind))
+
+    def own_writes(self, since: int, generation: int) -> frozenset[str] | None:
+        """What this worker's writes changed ("vectors", "review") when every write after
+        store generation `since` up to `generation` was one of them; None when any was
+        not (another process's, or this process's own)."""
+        if generation <= since or generation - since > len(self.own_write_log):
+            return None
+        mine = dict(self.own_write_log)
+        kinds = [mine.get(g) for g in range(since + 1, generation + 1)]
+        if None in kinds:
+            return None
+        return frozenset(kind for kind in kinds if kind is not None)
 
     def flush_pairs(self) -> int:
         """The pair check by meaning (ADR 0068) of the facts given vectors since the last:
@@ -182,7 +192,13 @@ class Worker:
                     if other != fact_id and cosine > merged.get(other, -2.0):
                         merged[other] = cosine
             close_pairs = [(fact_id, others) for fact_id, others in near.items() if others]
-            held += len(self.store.hold_close_pairs(agent, close_pairs))
+            if not close_pairs:
+                continue
+            before = self.store.generation()
+            raised = self.store.hold_close_pairs(agent, close_pairs)
+            if raised:  # it wrote (with nothing held, it may not have: not noted)
+                self._note_own_write(before, "review")
+            held += len(raised)
         return held
 
     def _dimension_switch(self, exc: DimensionChanged) -> int:

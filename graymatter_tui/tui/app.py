@@ -169,9 +169,11 @@ class GraymatterApp(App[None]):
     # The app's state (ADR 0017). Panes watch these and re-read what they show.
     agent: var[str] = var("", init=False)
     generation: var[int] = var(-1, init=False)  # the store's; moves with every write
-    # ... but this process's background embedder's vector writes, which move this instead:
-    # only the panes that show the backlog read again for them (Status), not every fact.
+    # ... but this process's background embedder's writes, which move these instead: only
+    # the panes that show what they change read again, not every fact. A batch of vectors
+    # moves the backlog (Status); pairs held by meaning move the review queue and the feed.
     vectors_generation: var[int] = var(-1, init=False)
+    review_generation: var[int] = var(-1, init=False)
     settings: var[Settings] = var(Settings, init=False, always_update=True)
     reach: var[Reach] = var(CHECKING, init=False)  # the summariser's, probed here only
     # What the embedder of this process is doing, and the recall preview's last vector
@@ -331,6 +333,7 @@ class GraymatterApp(App[None]):
         # Another store: its generation is heard afresh, and every pane reads it.
         self.set_reactive(GraymatterApp.generation, -1)
         self.set_reactive(GraymatterApp.vectors_generation, -1)
+        self.set_reactive(GraymatterApp.review_generation, -1)
         for tab, _pane in self.PANES:
             if (pane := self._pane_or_none(tab)) is not None:
                 pane.stale = True
@@ -461,17 +464,21 @@ class GraymatterApp(App[None]):
         if self.closing:
             return
         self.embedding = self._embedding_now()
-        heard = max(self.generation, self.vectors_generation)
-        if (
-            self.agent
-            and self.generation >= 0
-            and self.embedder is not None
-            and self.embedder.wrote_only_vectors(heard, generation)
-        ):
-            # Only this process's embedder wrote since (a batch of vectors): at 100k
-            # facts every pane reading again for each batch held the keys back for
-            # 0.7-3 s (benchmarks/graph_bench.py --embed).
+        heard = max(self.generation, self.vectors_generation, self.review_generation)
+        own = (
+            self.embedder.own_writes(heard, generation)
+            if self.agent and self.generation >= 0 and self.embedder is not None
+            else None
+        )
+        if own is not None:
+            # Only this process's embedder wrote since: at 100k facts every pane reading
+            # again for each batch of vectors held the keys back for 0.7-3 s
+            # (benchmarks/graph_bench.py --embed), and at 1M the Facts tab read its
+            # million ids again for each pair the meaning pass held (ADR 0073).
             self.vectors_generation = generation
+            if "review" in own:
+                self.review_generation = generation
+                self._read_counts()  # the top bar's count of items to review
             return
         if generation > self.generation:
             if not self.agent:

@@ -195,8 +195,54 @@ async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does
                 assert store.embed_state().vectors == count
                 assert app.generation == put_at  # no pane read every fact again for it
             worker = app.embedder.worker
-            assert worker.wrote_only_vectors(put_at, put_at + 1)
-            assert not worker.wrote_only_vectors(put_at - 1, put_at + 1)  # the put between
+            assert worker.own_writes(put_at, put_at + 1) == {"vectors"}
+            assert worker.own_writes(put_at - 1, put_at + 1) is None  # the put between
+
+
+@pytest.mark.usefixtures("embeds_with")
+async def test_a_pair_the_tuis_embedder_holds_moves_the_review_queue_not_the_facts(
+    tmp_path: Path, server: EmbeddingOverSocket
+) -> None:
+    """The two texts share no word the write path's check goes by, and mean the same to
+    the concept table (money, schedule): the meaning pass holds them. Its write moves the
+    Review tab and the top bar's count; the Facts tab (at 1M facts, a million ids read
+    again) stays as it is."""
+    older = "Payments are billed on fridays at 9:00."
+    newer = "Invoices now go out every weekend at 11:00."
+    with open_store(tmp_path / "store") as store:
+        store.put(AGENT, "The first fact, so the app has an agent")
+        app = make_app(store)
+        async with running(app) as pilot:
+            assert app.embedder is not None
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: store.embed_state().vectors == 1, timeout=60, what="a vector"
+            )
+            server.hold = threading.Event()
+            store.put(AGENT, older)
+            store.put(AGENT, newer)
+            assert store.pending_count() == 0  # the words see two subjects
+            put_at = store.generation()
+            await wait_until(pilot, lambda: app.generation == put_at, what="the writes")
+            await wait_until(pilot, lambda: newer in screen_text(app), what="the facts drawn")
+            server.hold.set()
+            app.embedder.nudge()
+            await wait_until(
+                pilot, lambda: app.review_generation > put_at, timeout=60, what="the pair held"
+            )
+            assert store.pending_count() == 1
+            assert app.generation == put_at  # the Facts tab read nothing again
+            assert app.embedder.worker.own_writes(put_at, app.review_generation) == {
+                "vectors",
+                "review",
+            }
+            await wait_until(
+                pilot, lambda: "[1 TO REVIEW]" in screen_text(app), what="the top bar's count"
+            )
+            await pilot.press("7")
+            await wait_until(
+                pilot, lambda: "Invoices now go out" in screen_text(app), what="the Review tab"
+            )
 
 
 def test_a_configured_embedder_loads_numpy_on_its_own_thread_not_the_callers(

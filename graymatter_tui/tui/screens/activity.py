@@ -49,6 +49,8 @@ def no_match_text(feed_filter: FeedFilter) -> str:
 class ActivityPane(Vertical, Pane):
     TITLE = "Activity"
     FOCUS = "#activity-list"
+    # Pairs the embedder's pass holds move only the review queue and the feed (app.py).
+    DEPENDS_ON = ("review_generation",)
     HELP_KEYS = (Binding("enter", "", "Open the fact, or the cycle in the Journal"),)
     BINDINGS = [
         Action(

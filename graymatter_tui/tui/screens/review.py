@@ -66,6 +66,8 @@ def _what(proposal: ReviewProposal) -> str:
 class ReviewPane(Vertical, Pane):
     TITLE = "Review"
     FOCUS = "#review-table"
+    # Pairs the embedder's pass holds move only the review queue and the feed (app.py).
+    DEPENDS_ON = ("review_generation",)
     HELP_KEYS = (Binding("j,k", "", "Next / previous held change"),)
     BINDINGS = [
         Action(

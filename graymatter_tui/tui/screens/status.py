@@ -50,7 +50,7 @@ def reach_text(reach: Reach) -> str:
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
     # the backlog the embedder's writes move
-    DEPENDS_ON = ("vectors_generation",)
+    DEPENDS_ON = ("vectors_generation", "review_generation")
     # The summariser's and the embedder's lines come from the app's memory, not the store:
     # a change draws again what was last read. (A re-read each time superseded the read in
     # flight, and while the model embeds they change faster than 100k facts are read.)
