@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,8 @@ IDLE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 60.0
 SETTLE_POLL_SECONDS = 0.02
 STOP_SECONDS = 5.0  # how long a host's end waits for the embedder's write and pair check
+QUIET_WITHIN_SECONDS = 10.0  # the longest the first batch waits for a quiet host
+QUIET_POLL_SECONDS = 0.05
 
 
 class BackgroundEmbedder:
@@ -53,6 +55,8 @@ class BackgroundEmbedder:
         self.running = False  # past the start delay
         self._rounds: deque[tuple[float, int]] = deque(maxlen=64)  # (when, facts) per batch
         self._delay = 0.0
+        self._quiet: Callable[[], bool] | None = None
+        self._quiet_within = QUIET_WITHIN_SECONDS
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graymatter-embedder", daemon=True)
@@ -136,15 +140,30 @@ class BackgroundEmbedder:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def start_later(self, seconds: float) -> None:
+    def start_later(
+        self,
+        seconds: float,
+        *,
+        quiet: Callable[[], bool] | None = None,
+        quiet_within: float = QUIET_WITHIN_SECONDS,
+    ) -> None:
         """Start, but take the first batch only after `seconds` (the TUI's first paint
-        comes before the local model's import and load)."""
+        comes before the local model's import and load) and, given `quiet`, once it says
+        the host is quiet (or `quiet_within` s later at most): the model's import holds
+        the interpreter's lock for about 20 ms, which a key's frame would wait for."""
         self._delay = seconds
+        self._quiet = quiet
+        self._quiet_within = quiet_within
         self._thread.start()
 
     def _run(self) -> None:
         if self._delay and self._stop.wait(self._delay):
             return
+        if self._quiet is not None:
+            deadline = time.monotonic() + self._quiet_within
+            while not self._quiet() and time.monotonic() < deadline:
+                if self._stop.wait(QUIET_POLL_SECONDS):
+                    return
         self.running = True
         while not self._stop.is_set():
             wait = self._one_round()

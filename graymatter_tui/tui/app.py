@@ -79,6 +79,7 @@ from graymatter_tui.tui.workers import in_daemon_thread, off_thread
 from graymatter_tui.views.presentation import store_badges
 
 EMBED_START_SECONDS = 2.0  # the background embedder's first batch, after the first paint
+QUIET_INPUT_SECONDS = 0.3  # ... and after a pause in the keys of this long
 EMBED_FINISH_SECONDS = embedding.STOP_SECONDS  # a quit's wait for its write and pair check
 
 # Every tab: its id and its pane (the pane's TITLE labels the tab, its help section and,
@@ -221,6 +222,7 @@ class GraymatterApp(App[None]):
         self.probe_check_seconds = probe_check_seconds
         self.due_probe_runs: DueProbeRuns | None = None
         self.startup_heap = StartupHeap()
+        self.last_input_at = 0.0  # time.monotonic() of the last key or click
         self.quiet_collector = QuietCollector()
         mend_strip_divide()  # rendered lines freed without a full pass (tui/strip_cycles.py)
 
@@ -352,8 +354,18 @@ class GraymatterApp(App[None]):
             return
         self.embedder = embedder
         if embedder is not None:
-            # After the first paint: loading the local model takes a second of CPU.
-            embedder.start_later(EMBED_START_SECONDS)
+            # After the first paint (loading the local model takes a second of CPU), and
+            # at a pause in the keys.
+            embedder.start_later(EMBED_START_SECONDS, quiet=self._no_recent_input)
+
+    def _no_recent_input(self) -> bool:
+        """No key or click for a moment (read from the embedder's thread)."""
+        return time.monotonic() - self.last_input_at >= QUIET_INPUT_SECONDS
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown):
+            self.last_input_at = time.monotonic()
+        await super().on_event(event)
 
     def _embedding_now(self) -> tuple[str, str]:
         """(this process's embedder, the recall preview's last vector use) in words."""

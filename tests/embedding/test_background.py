@@ -361,3 +361,31 @@ def test_an_embedder_that_outlives_its_store_ends_without_a_traceback(
     assert embedder.wait(60)
     assert [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
     assert any("pair check by meaning not done" in r.getMessage() for r in caplog.records)
+
+
+def test_the_first_batch_waits_for_a_quiet_host_and_no_longer_than_its_bound(
+    store: LmdbStore, server: EmbeddingOverSocket
+) -> None:
+    """The TUI starts its embedder at a pause in the keys (the model's import holds the
+    interpreter's lock a key's frame waits for); a host that never pauses still gets its
+    facts embedded once the bound has passed."""
+    store.put(AGENT, TEXTS[0])
+    quiet = threading.Event()
+    waiting = BackgroundEmbedder(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
+    waiting.start_later(0.01, quiet=quiet.is_set, quiet_within=60.0)
+    try:
+        time.sleep(0.5)
+        assert not waiting.running and server.embed_requests() == []
+        quiet.set()
+        _wait(lambda: store.embed_state().vectors == 1, "the vector once quiet")
+    finally:
+        waiting.stop()
+    store.put(AGENT, TEXTS[1])
+    bounded = BackgroundEmbedder(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
+    started = time.monotonic()
+    bounded.start_later(0.01, quiet=lambda: False, quiet_within=0.3)
+    try:
+        _wait(lambda: store.embed_state().vectors == 2, "the vector past the bound")
+        assert time.monotonic() - started >= 0.3
+    finally:
+        bounded.stop()
