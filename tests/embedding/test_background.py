@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from textual.pilot import Pilot
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.embedding.background import BackgroundEmbedder
@@ -163,10 +164,11 @@ async def test_an_agent_finds_a_paraphrase_through_memory_search(
     assert why["vector_rank"] == 1 and why["keyword_rank"] is None
 
 
-@pytest.mark.usefixtures("embeds_with")
-async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does(
-    tmp_path: Path, server: EmbeddingOverSocket
-) -> None:
+@asynccontextmanager
+async def _embedding_app(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[LmdbStore, GraymatterApp, BackgroundEmbedder, Pilot[None]]]:
+    """The TUI over a store of one fact, once its embedder has given that fact a vector."""
     with open_store(tmp_path / "store") as store:
         store.put(AGENT, "The first fact, so the app has an agent")
         app = make_app(store)
@@ -176,27 +178,35 @@ async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does
             await wait_until(
                 pilot, lambda: store.embed_state().vectors == 1, timeout=60, what="a vector"
             )
-            for count, text in enumerate(TEXTS, start=2):
-                server.hold = threading.Event()  # the vector waits: the write is heard first
-                written = store.put(AGENT, text)
-                put_at = store.generation()
-                await wait_until(pilot, lambda g=put_at: app.generation == g, what="the write")
-                await wait_until(  # the Facts pane reads it in a worker, then draws it
-                    pilot, lambda t=written.text: t in screen_text(app), what="the fact drawn"
-                )
-                server.hold.set()
-                app.embedder.nudge()
-                await wait_until(
-                    pilot,
-                    lambda g=put_at: app.vectors_generation == g + 1,
-                    timeout=60,
-                    what=f"vector {count} heard",
-                )
-                assert store.embed_state().vectors == count
-                assert app.generation == put_at  # no pane read every fact again for it
-            worker = app.embedder.worker
-            assert worker.own_writes(put_at, put_at + 1) == {"vectors"}
-            assert worker.own_writes(put_at - 1, put_at + 1) is None  # the put between
+            yield store, app, app.embedder, pilot
+
+
+@pytest.mark.usefixtures("embeds_with")
+async def test_the_tuis_own_vector_writes_redraw_no_fact_but_anothers_write_does(
+    tmp_path: Path, server: EmbeddingOverSocket
+) -> None:
+    async with _embedding_app(tmp_path) as (store, app, embedder, pilot):
+        for count, text in enumerate(TEXTS, start=2):
+            server.hold = threading.Event()  # the vector waits: the write is heard first
+            written = store.put(AGENT, text)
+            put_at = store.generation()
+            await wait_until(pilot, lambda g=put_at: app.generation == g, what="the write")
+            await wait_until(  # the Facts pane reads it in a worker, then draws it
+                pilot, lambda t=written.text: t in screen_text(app), what="the fact drawn"
+            )
+            server.hold.set()
+            embedder.nudge()
+            await wait_until(
+                pilot,
+                lambda g=put_at: app.vectors_generation == g + 1,
+                timeout=60,
+                what=f"vector {count} heard",
+            )
+            assert store.embed_state().vectors == count
+            assert app.generation == put_at  # no pane read every fact again for it
+        worker = embedder.worker
+        assert worker.own_writes(put_at, put_at + 1) == {"vectors"}
+        assert worker.own_writes(put_at - 1, put_at + 1) is None  # the put between
 
 
 @pytest.mark.usefixtures("embeds_with")
@@ -209,40 +219,32 @@ async def test_a_pair_the_tuis_embedder_holds_moves_the_review_queue_not_the_fac
     again) stays as it is."""
     older = "Payments are billed on fridays at 9:00."
     newer = "Invoices now go out every weekend at 11:00."
-    with open_store(tmp_path / "store") as store:
-        store.put(AGENT, "The first fact, so the app has an agent")
-        app = make_app(store)
-        async with running(app) as pilot:
-            assert app.embedder is not None
-            app.embedder.nudge()
-            await wait_until(
-                pilot, lambda: store.embed_state().vectors == 1, timeout=60, what="a vector"
-            )
-            server.hold = threading.Event()
-            store.put(AGENT, older)
-            store.put(AGENT, newer)
-            assert store.pending_count() == 0  # the words see two subjects
-            put_at = store.generation()
-            await wait_until(pilot, lambda: app.generation == put_at, what="the writes")
-            await wait_until(pilot, lambda: newer in screen_text(app), what="the facts drawn")
-            server.hold.set()
-            app.embedder.nudge()
-            await wait_until(
-                pilot, lambda: app.review_generation > put_at, timeout=60, what="the pair held"
-            )
-            assert store.pending_count() == 1
-            assert app.generation == put_at  # the Facts tab read nothing again
-            assert app.embedder.worker.own_writes(put_at, app.review_generation) == {
-                "vectors",
-                "review",
-            }
-            await wait_until(
-                pilot, lambda: "[1 TO REVIEW]" in screen_text(app), what="the top bar's count"
-            )
-            await pilot.press("7")
-            await wait_until(
-                pilot, lambda: "Invoices now go out" in screen_text(app), what="the Review tab"
-            )
+    async with _embedding_app(tmp_path) as (store, app, embedder, pilot):
+        server.hold = threading.Event()
+        store.put(AGENT, older)
+        store.put(AGENT, newer)
+        assert store.pending_count() == 0  # the words see two subjects
+        put_at = store.generation()
+        await wait_until(pilot, lambda: app.generation == put_at, what="the writes")
+        await wait_until(pilot, lambda: newer in screen_text(app), what="the facts drawn")
+        server.hold.set()
+        embedder.nudge()
+        await wait_until(
+            pilot, lambda: app.review_generation > put_at, timeout=60, what="the pair held"
+        )
+        assert store.pending_count() == 1
+        assert app.generation == put_at  # the Facts tab read nothing again
+        assert embedder.worker.own_writes(put_at, app.review_generation) == {
+            "vectors",
+            "review",
+        }
+        await wait_until(
+            pilot, lambda: "[1 TO REVIEW]" in screen_text(app), what="the top bar's count"
+        )
+        await pilot.press("7")
+        await wait_until(
+            pilot, lambda: "Invoices now go out" in screen_text(app), what="the Review tab"
+        )
 
 
 def test_a_configured_embedder_loads_numpy_on_its_own_thread_not_the_callers(
