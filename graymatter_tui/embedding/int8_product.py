@@ -6,12 +6,14 @@ float32 one); onnxruntime's MatMulInteger takes 1.5-2 ms.
 The graph is one MatMulInteger node. It is written here as the few bytes of ONNX's
 protobuf it takes, so no `onnx` package is needed at run time: a ModelProto with an
 opset import and a graph of one node, two inputs and one output, every dimension but the
-row count fixed."""
+row count fixed (`protobuf_wire`)."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING
+
+from graymatter_tui.embedding.protobuf_wire import field
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,32 +25,12 @@ _OPSET = 13  # MatMulInteger is in every opset since 10
 _IR_VERSION = 8
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes | str | int) -> bytes:
-    """One protobuf field: a varint for an int, length-delimited bytes otherwise."""
-    if isinstance(payload, int):
-        return _varint(number << 3) + _varint(payload)
-    data = payload.encode() if isinstance(payload, str) else payload
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
 def _tensor_info(name: str, element: int, shape: tuple[int | str, ...]) -> bytes:
     """A ValueInfoProto: name, and a tensor type of `element` with `shape` (an int is a
     fixed dimension, a str a named one)."""
-    dims = b"".join(_field(1, _field(1, d) if isinstance(d, int) else _field(2, d)) for d in shape)
-    tensor = _field(1, element) + _field(2, dims)
-    return _field(1, name) + _field(2, _field(1, tensor))
+    dims = b"".join(field(1, field(1, d) if isinstance(d, int) else field(2, d)) for d in shape)
+    tensor = field(1, element) + field(2, dims)
+    return field(1, name) + field(2, field(1, tensor))
 
 
 def graph_bytes(dimension: int) -> bytes:
@@ -56,18 +38,18 @@ def graph_bytes(dimension: int) -> bytes:
     int32 dot product of the query with each column of `rows`. No zero-point input: with
     one, onnxruntime takes a path three times slower; the query is shifted by 128 into
     uint8 instead and the shift taken off afterwards (`Int8Product.scores`)."""
-    node = _field(1, "query") + _field(1, "rows") + _field(2, "scores") + _field(3, "dot")
-    node += _field(4, "MatMulInteger")
+    node = field(1, "query") + field(1, "rows") + field(2, "scores") + field(3, "dot")
+    node += field(4, "MatMulInteger")
     graph = (
-        _field(1, node)
-        + _field(2, "int8_product")
-        + _field(11, _tensor_info("query", _UINT8, (1, dimension)))
-        + _field(11, _tensor_info("rows", _INT8, (dimension, "N")))
-        + _field(12, _tensor_info("scores", _INT32, (1, "N")))
+        field(1, node)
+        + field(2, "int8_product")
+        + field(11, _tensor_info("query", _UINT8, (1, dimension)))
+        + field(11, _tensor_info("rows", _INT8, (dimension, "N")))
+        + field(12, _tensor_info("scores", _INT32, (1, "N")))
     )
-    opset = _field(1, "") + _field(2, _OPSET)
-    head = _field(1, _IR_VERSION) + _field(2, "graymatter-tui")
-    return head + _field(7, graph) + _field(8, opset)
+    opset = field(1, "") + field(2, _OPSET)
+    head = field(1, _IR_VERSION) + field(2, "graymatter-tui")
+    return head + field(7, graph) + field(8, opset)
 
 
 class Int8Product:

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError
+from graymatter_tui.embedding.int8_rows import gather_rows_first
 from graymatter_tui.embedding.model_files import ModelFiles, stored_name, verify
 from graymatter_tui.embedding.model_files import bundled as bundled_files
 from graymatter_tui.embedding.model_files import own as own_files
@@ -89,9 +93,10 @@ class Runtime:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         try:
-            self.session = ort.InferenceSession(
-                str(files.model), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            with _graph(files) as graph:
+                self.session = ort.InferenceSession(
+                    graph, sess_options=options, providers=["CPUExecutionProvider"]
+                )
         except Exception as exc:  # onnxruntime raises its own, for a file it cannot run
             raise EmbedError(f"{files.where}: cannot load {files.model}: {_first(exc)}") from None
         self.inputs = {i.name for i in self.session.get_inputs()}
@@ -234,6 +239,37 @@ def _stat_key(files: ModelFiles) -> tuple[int, ...]:
         except OSError:
             found += [-1, -1, -1, -1]
     return tuple(found)
+
+
+@contextmanager
+def _graph(files: ModelFiles) -> Iterator[bytes | str]:
+    """What onnxruntime loads: the model with its int8 tables looked up before they are
+    made float32 (`int8_rows`: 35 MB less resident for the bundled model, the same
+    vectors), or the file's path when there is nothing to rewrite.
+
+    A rewritten model is handed over as an in-memory file where the system has them:
+    onnxruntime keeps a model given as bytes for the session's whole life, and one read
+    from a path only while it loads."""
+    try:
+        rewritten = gather_rows_first(files.model.read_bytes())
+    except OSError:
+        rewritten = None  # onnxruntime opens the path and says why it cannot
+    if rewritten is None:
+        yield str(files.model)
+        return
+    try:
+        descriptor = os.memfd_create("graymatter-model", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # not Linux, or not allowed here
+        yield rewritten
+        return
+    try:
+        view = memoryview(rewritten)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        del view, rewritten
+        yield f"/proc/self/fd/{descriptor}"
+    finally:
+        os.close(descriptor)
 
 
 def load(files: ModelFiles, threads: int) -> Runtime:
