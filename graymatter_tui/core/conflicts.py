@@ -26,6 +26,7 @@ from graymatter_tui.core.details import (
     detail_key,
     fold,
     key_details,
+    without_addresses,
 )
 from graymatter_tui.core.lexicon import CALENDAR, EMAIL, URL, WORD
 from graymatter_tui.core.model import BY_MEANING
@@ -114,7 +115,9 @@ def profile(text: str) -> TextProfile:
     with many held ones, and a long-lived server sees the same held ones again)."""
     extra, rest = pair_details(text)
     found = key_details(rest)
-    found += _COMPOUND.findall(EMAIL.sub(" ", URL.sub(" ", rest)))
+    plain = without_addresses(rest)
+    if "-" in plain:
+        found += _COMPOUND.findall(plain)
     details = {detail_key(d): d for d in found}
     kinds = {key: detail_kind(d) for key, d in details.items()}
     for key, written, kind in extra:
@@ -122,8 +125,9 @@ def profile(text: str) -> TextProfile:
         kinds.setdefault(key, "id" if kind == "id" else "value")
     # An address is left out of the subject's words whole: "escalations@…" does not take
     # the word "escalations" from the sentence around it.
-    plain = EMAIL.sub(" ", URL.sub(" ", rest))
-    addresses = {detail_key(d) for d in EMAIL.findall(rest) + URL.findall(rest)}
+    addresses = set()
+    if plain is not rest:
+        addresses = {detail_key(d) for d in EMAIL.findall(rest) + URL.findall(rest)}
     detail_words = {w for key in details if key not in addresses for w in key.split()}
     subject = frozenset(w[:6] for w in content_words(plain) if w not in detail_words)
     head = fold(text.lstrip())

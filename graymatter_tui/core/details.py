@@ -19,6 +19,22 @@ NUMBER = re.compile(
     r"(?<![\w.])[-+]?\d{1,3}(?:[ ,.\u00a0\u202f]\d{3})+(?:[.,]\d+)?(?!\w)|\d+(?:[.,]\d+)?"
 )
 SENTENCE_END = re.compile(r"[.!?:;]\s+|\n")
+# Most sentences people write hold no digit, and most patterns here need one: a text
+# without one is not scanned by them (the pair check profiles every fact written).
+DIGIT = re.compile(r"\d")
+
+
+def has_digit(text: str) -> bool:
+    """Whether `text` holds what `\\d` matches: a pattern that needs one cannot match
+    a text without one."""
+    return DIGIT.search(text) is not None
+
+
+def without_addresses(text: str) -> str:
+    """`text` with its URLs and email addresses blanked."""
+    if "@" in text:
+        text = EMAIL.sub(" ", text)
+    return URL.sub(" ", text) if "://" in text else text
 
 
 def fold(text: str) -> str:
@@ -79,19 +95,27 @@ def key_details(text: str) -> list[str]:
 def _key_details(text: str) -> tuple[str, ...]:
     found: list[str] = []
     rest = text
-    for pattern in (URL, EMAIL):
-        for match in pattern.findall(rest):
-            found.append(match.rstrip(".,;:"))
-        rest = pattern.sub(" ", rest)
-    for pattern in (ISO_DATE, CLOCK_TIME, SCIENTIFIC):
-        found.extend(pattern.findall(rest))
-        rest = pattern.sub(" ", rest)
-    for match in IDENTIFIER.findall(rest):
-        if not match.isdigit() and any(c.isdigit() for c in match) and not _is_plain_number(match):
-            found.append(match)
-    rest = IDENTIFIER.sub(" ", rest)
-    for match in NUMBER.findall(rest):
-        found.append(match.strip())
+    # Each pattern is skipped where it cannot match: a URL needs "://", an email "@",
+    # and the rest a digit.
+    for pattern, needs in ((URL, "://"), (EMAIL, "@")):
+        if needs in rest:
+            for match in pattern.findall(rest):
+                found.append(match.rstrip(".,;:"))
+            rest = pattern.sub(" ", rest)
+    if has_digit(rest):
+        for pattern in (ISO_DATE, CLOCK_TIME, SCIENTIFIC):
+            found.extend(pattern.findall(rest))
+            rest = pattern.sub(" ", rest)
+        for match in IDENTIFIER.findall(rest):
+            if (
+                not match.isdigit()
+                and any(c.isdigit() for c in match)
+                and not _is_plain_number(match)
+            ):
+                found.append(match)
+        rest = IDENTIFIER.sub(" ", rest)
+        for match in NUMBER.findall(rest):
+            found.append(match.strip())
     found.extend(_proper_names(rest))
     seen: set[str] = set()
     out = []

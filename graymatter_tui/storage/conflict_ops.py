@@ -204,15 +204,11 @@ def candidates(tx: Transaction, fact: Fact, windows: _Windows | None = None) -> 
 
 def _most_shared(shared: Counter[str], limit: int, least: int) -> list[str]:
     """The `limit` ids sharing most terms (`least` at least), the newer first among
-    equals. Counts are at most SUBJECT_TERMS, so one pass per count beats a sort of
-    every id by its count."""
-    out: list[str] = []
-    for count in range(max(shared.values(), default=0), max(least, 1) - 1, -1):
-        tied = sorted((i for i, n in shared.items() if n == count), reverse=True)
-        out += tied[: limit - len(out)]
-        if len(out) >= limit:
-            break
-    return out
+    equals. Only the ids at or over `least` are ordered: with two terms needed, most of
+    a bulk write's postings share one term and are passed over in one comprehension."""
+    floor = max(least, 1)
+    ranked = heapq.nlargest(limit, [(n, i) for i, n in shared.items() if n >= floor])
+    return [i for _, i in ranked]
 
 
 class _Windows:

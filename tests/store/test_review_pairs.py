@@ -17,6 +17,7 @@ import pytest
 
 from graymatter_tui.consolidation.invariants import check_invariants
 from graymatter_tui.core import provenance
+from graymatter_tui.core.conflicts import profile
 from graymatter_tui.core.errors import InvalidInput
 from graymatter_tui.core.model import RETIRED, Fact, ReviewProposal
 from graymatter_tui.exchange import transfer
@@ -61,6 +62,17 @@ def test_a_possible_update_is_held_naming_both_facts_and_changes_nothing(
     assert _live_texts(any_store) == sorted([MARCH_3, MARCH_10, OTHER])
     assert any_store.activity(limit=1)[0].action == "review"
     _clean(any_store)
+
+
+def test_a_text_holding_nul_around_numbers_is_checked_like_any_other(any_store: AnyStore) -> None:
+    # The check marks a URL it keeps whole with NUL and a number; a text holding that
+    # itself once crashed `remember` (IndexError) as soon as it had a candidate.
+    text = "Deploy notes for billing-api at https://ops.example.com/notes \x000\x00 and \x001\x00."
+    held = any_store.put(AGENT, text)
+    written = any_store.remember(AGENT, text + " Confirmed.")
+    [item] = written.held
+    assert (item.action, item.held_id) == ("duplicate", held.id)
+    assert profile(text).details["https ops example com notes"] == "https://ops.example.com/notes"
 
 
 def test_a_duplicate_is_held_and_an_unrelated_fact_holds_nothing(any_store: AnyStore) -> None:
