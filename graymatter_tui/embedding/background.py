@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from graymatter_tui.core.errors import GraymatterError
+from graymatter_tui.embedding.native_heap import give_back
 from graymatter_tui.embedding.settings import EmbedSettings
 from graymatter_tui.storage import MemoryStore
 
@@ -192,6 +193,8 @@ class BackgroundEmbedder:
         self.busy = bool(stored + skipped + requeued)
         if stored:
             self._rounds.append((time.monotonic(), stored))
+            if self._quiet is None or self._quiet():  # not while a person types
+                give_back()
         return 0.0 if self.busy else self.idle
 
     def rate(self, window: float = 30.0) -> float:

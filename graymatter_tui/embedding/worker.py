@@ -18,6 +18,7 @@ import numpy as np
 from graymatter_tui.core.conflicts import SAME_MEANING
 from graymatter_tui.core.progress import Report
 from graymatter_tui.embedding.base import DimensionChanged, Embedder
+from graymatter_tui.embedding.native_heap import give_back
 from graymatter_tui.storage import MemoryStore
 from graymatter_tui.storage.conflict_ops import CLOSEST_PER_FACT
 
@@ -233,6 +234,8 @@ class Worker:
             result.stored += stored
             result.skipped += skipped
             done += stored + skipped
+            if stored:
+                give_back()  # the runs' freed buffers (native_heap)
             if progress is not None:
                 progress("embedding", min(done, total), total)
             if stored == 0 and skipped and not requeued and self._stuck():
