@@ -204,11 +204,20 @@ def candidates(tx: Transaction, fact: Fact, windows: _Windows | None = None) -> 
 
 def _most_shared(shared: Counter[str], limit: int, least: int) -> list[str]:
     """The `limit` ids sharing most terms (`least` at least), the newer first among
-    equals. Only the ids at or over `least` are ordered: with two terms needed, most of
-    a bulk write's postings share one term and are passed over in one comprehension."""
+    equals. Counts are at most SUBJECT_TERMS: the lowest count the answer needs is found
+    from how many ids have each, and only the ids at or over it are sorted (a bulk
+    write's facts each meet about a thousand ids, most sharing one or two terms)."""
     floor = max(least, 1)
-    ranked = heapq.nlargest(limit, [(n, i) for i, n in shared.items() if n >= floor])
-    return [i for _, i in ranked]
+    ids_with = Counter(shared.values())
+    cut, enough = floor, 0
+    for count in sorted(ids_with, reverse=True):
+        if count < floor:
+            break
+        cut, enough = count, enough + ids_with[count]
+        if enough >= limit:
+            break
+    ranked = sorted([(n, i) for i, n in shared.items() if n >= cut], reverse=True)
+    return [i for _, i in ranked[:limit]]
 
 
 class _Windows:
