@@ -14,21 +14,14 @@ threshold: in the middle of a frame, or of a key's handling, the two stalls addi
 `QuietCollector` turns those automatic passes off while the app runs and makes them itself,
 as a callback of their own, at a moment the loop has just been idle (ADR 0077).
 
-glibc keeps the pages of freed memory for reuse instead of returning them: clearing the
-Facts filter at 1M facts freed its text index (~100 MB) and the process stayed that much
-larger until it ended. `return_freed_memory` asks for them back (`malloc_trim`); where the
-C library has no such call it does nothing.
+The pages of freed memory go back to the system through `core.c_heap`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import functools
 import gc
-import sys
 import time
-from collections.abc import Callable
 
 
 class StartupHeap:
@@ -113,22 +106,3 @@ class QuietCollector:
                 gc.collect(2)
                 self.passes += 1
                 self.overdue_passes += not quiet
-
-
-def return_freed_memory() -> bool:
-    """Hand the C heap's free pages back to the system; whether any were returned."""
-    trim = _malloc_trim()
-    return bool(trim is not None and trim(0))
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # glibc; musl has it too, as a no-op
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim

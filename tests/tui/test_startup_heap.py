@@ -58,7 +58,7 @@ async def test_full_passes_are_the_apps_own_while_it_runs(demo_store: LmdbStore)
 # allocator cannot give the freed pages back by shrinking its heap's end.
 FREED_SCRIPT = """
 import json
-from graymatter_tui.tui.heap import return_freed_memory
+from graymatter_tui.core.c_heap import return_free_pages
 
 def anon_mb():
     for line in open("/proc/self/status"):
@@ -69,7 +69,7 @@ chunks = [bytes(2048 - 33) + str(i).encode() for i in range(32_768)]
 kept = bytes(2048 - 33) + b"kept"
 del chunks
 before = anon_mb()
-returned = return_freed_memory()
+returned = return_free_pages()
 print(json.dumps({"before": before, "after": anon_mb(), "returned": returned}))
 """
 

@@ -16,9 +16,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from graymatter_tui.core.c_heap import return_free_pages
 from graymatter_tui.core.confidence import CONFIDENCES, UNKNOWN, known
 from graymatter_tui.core.model import Fact
-from graymatter_tui.tui.heap import return_freed_memory
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Read
 from graymatter_tui.tui.screens.dialogs import ConfirmScreen, TextEntryScreen
@@ -412,7 +412,7 @@ class FactsPane(Vertical, Pane):
         self._texts = None
         self._last_match = None
         if held:  # once a cancelled build or search has stopped and dropped its share
-            self.set_timer(RETURN_MEMORY_AFTER, return_freed_memory)
+            self.set_timer(RETURN_MEMORY_AFTER, return_free_pages)
 
     def _search(self, query: str) -> None:
         self.query_one("#facts-info", Static).update("searching…")
