@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import statistics
 import time
@@ -12,6 +13,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from graymatter_tui.storage import NewFact
+
+# onnxruntime's telemetry off, as the product has it (ADR 0080), for the benchmarks that
+# import onnxruntime themselves and the processes they start.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WORDS = [

@@ -281,6 +281,7 @@ def product_embedder(cache_dir: Path | None) -> Embedding | None:
 def module_embedder(path: Path, threads: int, cache_dir: Path | None) -> Embedding:
     """`Embedder` of the Python file at `path` (onnxruntime loads before anything else
     that may bring its own C++ runtime)."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # as the product has it (ADR 0080)
     with contextlib.suppress(ImportError):
         import onnxruntime  # noqa: F401
     spec = importlib.util.spec_from_file_location("bench_embedder", path)

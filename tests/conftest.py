@@ -36,6 +36,9 @@ textual_wait.SLEEP_IDLE = textual_wait.SLEEP_GRANULARITY / 20.0
 # Every CLI run sees this clock unless a test overrides GRAYMATTER_NOW.
 FIXED_NOW = "2026-03-01T12:00:00Z"
 CLI_TIMEOUT = 120
+# onnxruntime's own telemetry opt-out, as the product sets it (ADR 0080): for this process,
+# whose tests may import onnxruntime directly, and every process it starts.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from graymatter_tui.embedding.onnx_import import onnxruntime
 from graymatter_tui.embedding.protobuf_wire import field
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class Int8Product:
     an int8 [dimension, N] matrix, exact (no rounding: integers throughout)."""
 
     def __init__(self, dimension: int, threads: int = 1) -> None:
-        import onnxruntime as ort
+        ort = onnxruntime()
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads

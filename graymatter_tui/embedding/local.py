@@ -30,6 +30,7 @@ from graymatter_tui.embedding.int8_rows import gather_rows_first
 from graymatter_tui.embedding.model_files import ModelFiles, stored_name, verify
 from graymatter_tui.embedding.model_files import bundled as bundled_files
 from graymatter_tui.embedding.model_files import own as own_files
+from graymatter_tui.embedding.onnx_import import onnxruntime
 from graymatter_tui.embedding.settings import DEFAULT_THREADS, DEFAULT_TIMEOUT, EmbedSettings
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class Runtime:
     """A loaded model: the tokenizers and the onnxruntime session. Build with `load`."""
 
     def __init__(self, files: ModelFiles, threads: int) -> None:
-        import onnxruntime as ort
+        ort = onnxruntime()
         from tokenizers import Tokenizer
 
         self.files = files
