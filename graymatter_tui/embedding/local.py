@@ -258,19 +258,36 @@ def _graph(files: ModelFiles) -> Iterator[bytes | str]:
     if rewritten is None:
         yield str(files.model)
         return
-    try:
-        descriptor = os.memfd_create("graymatter-model", os.MFD_CLOEXEC)
-    except (AttributeError, OSError):  # not Linux, or not allowed here
+    held = _in_memory_file(rewritten)
+    if held is None:
         yield rewritten
         return
+    del rewritten  # the file holds it now: not twice in memory while onnxruntime loads
+    descriptor, name = held
     try:
-        view = memoryview(rewritten)
-        while view:
-            view = view[os.write(descriptor, view) :]
-        del view, rewritten
-        yield f"/proc/self/fd/{descriptor}"
+        yield name
     finally:
         os.close(descriptor)
+
+
+def _in_memory_file(data: bytes) -> tuple[int, str] | None:
+    """(descriptor, path) of an in-memory file holding `data`; None where the system has
+    none (not Linux), refuses one, or has no /proc to name it by."""
+    try:
+        descriptor = os.memfd_create("graymatter-model", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    name = f"/proc/self/fd/{descriptor}"
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        if os.path.exists(name):
+            return descriptor, name
+    except OSError:
+        pass
+    os.close(descriptor)
+    return None
 
 
 def load(files: ModelFiles, threads: int) -> Runtime:
