@@ -205,7 +205,7 @@ def pair_details(text: str) -> tuple[list[tuple[str, str, str]], str]:
     rest = take(PATH, lambda m: m.group(0).rstrip("/") or "/", rest, needs=_has_slash)
     # A region or a group of settings ("eu-west-2", "orders-v2") is a value of what the
     # fact is about, where a ticket or a service name picks out another subject.
-    rest = take(COMPOUND, lambda m: m.group(0) if _has_digit(m.group(0)) else "", rest, has_digit)
+    rest = take(COMPOUND, lambda m: m.group(0) if has_digit(m.group(0)) else "", rest, has_digit)
     rest = take(NUMBER_WORD, lambda m: _NUMBER_WORDS[fold(m.group(0))], rest)
     if kept:
         held = re.compile(f"{mark}([0-9]+){mark}")
@@ -229,10 +229,6 @@ def _weekday(match: re.Match[str]) -> str:
     name = fold(match.group(0))
     day = _WEEKDAY.get(name) or _WEEKDAY.get(name[:-1])
     return f"weekday {day}" if day else ""
-
-
-def _has_digit(text: str) -> bool:
-    return any(c.isdigit() for c in text)
 
 
 def _date_key(match: re.Match[str]) -> str:

@@ -181,15 +181,17 @@ def _tensor(found: wire.Field) -> tuple[str, Tensor]:
     location = next((f.value for f in parts if f.number == TENSOR_LOCATION), 0)
     dims = wire.packed_or_repeated([f for f in parts if f.number == TENSOR_DIMS])
     tensor = Tensor(tuple(dims), kind if isinstance(kind, int) else 0, location == EXTERNAL)
-    return _name(found, TENSOR_NAME), tensor
+    name = next((f.text for f in parts if f.number == TENSOR_NAME), "")
+    return name, tensor
 
 
 def _of(parts: list[wire.Field], number: int) -> list[wire.Field]:
     return [f for f in parts if f.number == number and f.wire == wire.BYTES]
 
 
-def _name(found: wire.Field, number: int = VALUE_NAME) -> str:
-    return next((f.text for f in wire.fields(found.data) if f.number == number), "")
+def _name(found: wire.Field) -> str:
+    """The name of a ValueInfoProto."""
+    return next((f.text for f in wire.fields(found.data) if f.number == VALUE_NAME), "")
 
 
 def _signed(value: int) -> int:
