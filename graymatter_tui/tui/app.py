@@ -64,6 +64,7 @@ from graymatter_tui.tui.screens.health import HealthScreen
 from graymatter_tui.tui.screens.help import HelpScreen
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane, JournalTable
 from graymatter_tui.tui.screens.layout import NARROW_COLUMNS, SHORT_ROWS
+from graymatter_tui.tui.screens.main_screen import MainScreen
 from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.screens.recall import RecallScreen
 from graymatter_tui.tui.screens.review import ReviewPane
@@ -238,6 +239,9 @@ class GraymatterApp(App[None]):
             self._watch_store()
 
     # ---- layout ----------------------------------------------------------------------
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(id="_default")  # Textual's own id for the default screen
+
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         with TabbedContent(initial=self.PANES[0][0], id="tabs"):
