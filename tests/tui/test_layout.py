@@ -20,7 +20,7 @@ from graymatter_tui.tui.screens.consolidate import ConsolidatePane
 from graymatter_tui.tui.screens.facts import FactsPane
 from graymatter_tui.tui.screens.journal import CycleDiffScreen, JournalPane
 from graymatter_tui.tui.screens.review import ReviewPane
-from graymatter_tui.tui.widgets.key_bar import Key, plan
+from graymatter_tui.tui.widgets.key_bar import Key, KeyBar, plan
 from graymatter_tui.tui.widgets.top_bar import shorten_path
 from tests.tui.helpers import (
     OPS,
@@ -83,9 +83,12 @@ async def test_at_80_columns_the_review_keys_fit_whole(demo_store: LmdbStore) ->
         assert "a Approve  x Reject  ? Help" in screen_lines(app)[-1]
 
 
-async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_store: LmdbStore) -> None:
+async def test_the_footer_keeps_its_key_widgets_and_writes_new_keys_into_them(
+    demo_store: LmdbStore,
+) -> None:
     """Textual asks the footer to recompose on every change of bindings (each focus move);
-    one that would show the same keys keeps its widgets, one that would not is rebuilt."""
+    one that would show the same keys changes nothing, one that would not writes the new
+    keys into the widgets it has (and mounts only the palette key, not shown before)."""
     app = make_app(demo_store)
     async with running(app, size=(80, 24)) as pilot:
         before = list(app.screen.query("FooterKey"))
@@ -96,12 +99,42 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change(demo_store: LmdbS
         await pilot.press(REVIEW_KEY)
         await settle(pilot)
         after = footer_keys(app)
-        assert not set(after.values()) & set(before)
         for binding in ReviewPane.BINDINGS:
             assert binding.action in after, binding.action  # type: ignore[union-attr]
+        new = set(after.values()) - set(before)
+        assert [key.action for key in new] == ["command_palette"]  # type: ignore[attr-defined]
         await pilot.press("1")
         await settle(pilot)
+        assert set(footer_keys(app).values()) == set(before)
         assert set(footer_keys(app)) == {key.action for key in before}  # type: ignore[attr-defined]
+
+
+def shown_keys(app: GraymatterApp) -> list[tuple[str, str, str, bool, str]]:
+    """What each footer key on screen says and does, left to right."""
+    keys = sorted(footer_keys(app).values(), key=lambda key: key.region.x)
+    return [
+        (key.key, key.key_display, key.description, key.has_class("-disabled"), key.action)
+        for key in keys
+    ]
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (200, 40)], ids=["60", "80", "200"])
+async def test_a_footer_written_in_place_reads_as_one_built_afresh(
+    demo_store: LmdbStore, size: tuple[int, int]
+) -> None:
+    app = make_app(demo_store)
+    async with running(app, size=size) as pilot:
+        bar = app.query_one(KeyBar)
+        for tab in [*(str(n) for n in range(1, len(TABS) + 1)), "1", REVIEW_KEY, "3", "1"]:
+            await pilot.press(tab)
+            await settle(pilot)
+            in_place = shown_keys(app), screen_lines(app)[-1]
+            old = set(app.screen.query("FooterKey"))
+            bar._shown = None  # as before its first compose: Textual's own rebuild
+            bar.call_later(bar.recompose)
+            await settle(pilot)
+            assert not set(app.screen.query("FooterKey")) & old
+            assert (shown_keys(app), screen_lines(app)[-1]) == in_place, tab
 
 
 @pytest.mark.parametrize("tab", ["1", "2", "3", "4", "5", REVIEW_KEY])

@@ -10,6 +10,13 @@ off, whatever they are. This one picks its form by the room it has:
 3. cut: when even the pane's short keys do not fit, the ones that do, "…", `? Help`.
 
 `? Help` is always on screen: the help screen lists every key the footer left out.
+
+Textual rebuilds a footer on every change of bindings: every focus move and tab switch
+removes each key widget and mounts new ones, and each mount styles the key (two virtual
+nodes for its component styles). That churn was most of what the app's full collections
+freed, and their longest passes (ADR 0081). This one keeps its key widgets and writes the
+new keys into them; it mounts more only when a pane has more keys than any before it, and
+rebuilds only when the palette key's binding changes.
 """
 
 from __future__ import annotations
@@ -110,6 +117,23 @@ def plan(keys: list[Key], width: int) -> Layout:
     return Layout(chosen, help_key, compact=True, short=short, palette=False, more=False)
 
 
+# Keys docked to the right edge; every other key is one of the footer's reusable places.
+_DOCKED = frozenset({"-help", "-command-palette"})
+
+
+def _write(widget: FooterKey, key: Key, *, short: bool) -> None:
+    """Make a shown key widget say `key` (what FooterKey's constructor would have set)."""
+    widget.key = key.key
+    widget.key_display = key.display
+    widget.description = key.label(short=short)
+    widget.action = key.action
+    widget._disabled = not key.enabled
+    widget.set_class(not key.enabled, "-disabled")
+    widget.tooltip = key.tooltip or None
+    widget.display = True
+    widget.refresh(layout=True)
+
+
 class KeyBar(Footer):
     """A Footer that fits its width (see the module docstring)."""
 
@@ -125,11 +149,47 @@ class KeyBar(Footer):
 
     async def recompose(self) -> None:
         # Textual recomposes the footer whenever bindings change (every focus move, every
-        # screen refresh of bindings); most of those leave the keys as they were, and a
-        # recompose mounts and styles every key again.
-        if self._bindings_ready and self.is_attached and self._shown == self._signature():
+        # screen refresh of bindings); most of those leave the keys as they were, and the
+        # others change only what the keys say.
+        if not (self._bindings_ready and self.is_attached) or self._shown is None:
+            await super().recompose()
             return
-        await super().recompose()
+        signature = self._signature()
+        if signature == self._shown:
+            return
+        if signature[1:] != self._shown[1:]:  # the palette key's binding: rare, rebuilt
+            await super().recompose()
+            return
+        await self._show(signature)
+
+    async def _show(self, signature: tuple[Layout, bool | None, bool]) -> None:
+        """Write `signature`'s keys into the widgets there, mounting only what is missing."""
+        layout = signature[0]
+        self._shown = signature
+        self._laid_out_width = self.app.size.width
+        self.compact = layout.compact
+        pool = [key for key in self.query_children(FooterKey) if not key.classes & _DOCKED]
+        for widget, key in zip(pool, layout.keys, strict=False):
+            _write(widget, key, short=layout.short)
+        for widget in pool[len(layout.keys) :]:
+            widget.display = False
+        more = self.query_children(".key-bar-more").first(Label)
+        more.display = layout.more
+        missing = [self._footer_key(key, short=layout.short) for key in layout.keys[len(pool) :]]
+        if missing:
+            await self.mount_all(missing, before=more)
+        helps = self.query_children(".-help")
+        if layout.help is None:
+            helps.set(display=False)
+        elif helps:
+            _write(helps.first(FooterKey), layout.help, short=True)
+        else:
+            await self.mount(self._footer_key(layout.help, short=True, classes="-help"))
+        palettes = self.query_children(".-command-palette")
+        if palettes:
+            palettes.set(display=layout.palette)
+        elif layout.palette:
+            await self.mount_all(list(self._palette_key()))
 
     def _signature(self) -> tuple[Layout, bool | None, bool]:
         """What compose would show now: the plan, and the palette key's state (enabled,
@@ -172,8 +232,9 @@ class KeyBar(Footer):
         self.compact = layout.compact
         for key in layout.keys:
             yield self._footer_key(key, short=layout.short)
-        if layout.more:
-            yield Label(MORE, classes="key-bar-more")
+        more = Label(MORE, classes="key-bar-more")
+        more.display = layout.more  # kept hidden: the place before which keys are added
+        yield more
         if layout.help is not None:
             yield self._footer_key(layout.help, short=True, classes="-help")
         if layout.palette:
