@@ -125,7 +125,9 @@ async def test_a_footer_written_in_place_reads_as_one_built_afresh(
     app = make_app(demo_store)
     async with running(app, size=size) as pilot:
         bar = app.query_one(KeyBar)
-        for tab in [*(str(n) for n in range(1, len(TABS) + 1)), "1", REVIEW_KEY, "3", "1"]:
+        tabs = [str(n) for n in range(1, len(TABS) + 1)]
+        # Every tab, back and forth, then focus moves inside Facts (filter, list, tab bar).
+        for tab in [*tabs, "1", REVIEW_KEY, "3", "1", "slash", "escape", "tab", "tab"]:
             await pilot.press(tab)
             await settle(pilot)
             in_place = shown_keys(app), screen_lines(app)[-1]
