@@ -65,23 +65,22 @@ class Runtime:
         self.lock = threading.Lock()
         try:
             tokenizer = Tokenizer.from_file(str(files.tokenizer))
-            raw = Tokenizer.from_file(str(files.tokenizer))
         except Exception as exc:  # tokenizers raises its own Exception subclasses
             raise EmbedError(
                 f"{files.where}: cannot read {files.tokenizer}: {_first(exc)}"
             ) from None
         # The TRAP of the vendored tokenizer.json: truncation at 128 and padding fixed at
         # 128. Texts are cut at the model's window instead, and each run is padded to its
-        # own longest text (`_run`), never to a fixed length.
-        tokenizer.enable_truncation(max_length=files.max_tokens)
+        # own longest text (`_run`), never to a fixed length. One tokenizer, read once (a
+        # read holds the interpreter's lock ~30 ms and keeps ~8 MB): it sees texts whole
+        # (`windows`) and truncates only while `embed` encodes, the two taking turns.
+        tokenizer.no_truncation()
         tokenizer.no_padding()
         pad = tokenizer.token_to_id("[PAD]")
         self.pad = 0 if pad is None else pad
-        raw.no_truncation()
-        raw.no_padding()
         self.tokenizer = tokenizer
-        self.raw = raw
-        self.unknown = raw.token_to_id("[UNK]")
+        self.tokenizing = threading.Lock()
+        self.unknown = tokenizer.token_to_id("[UNK]")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -115,7 +114,8 @@ class Runtime:
         """`text` as windows of at most max_tokens - 2 word-pieces, cut at word
         boundaries, overlapping by OVERLAP (less when MAX_WINDOWS would not cover it);
         [] when the model knows none of its word-pieces (only emoji, symbols, blanks)."""
-        encoding = self.raw.encode(text, add_special_tokens=False)
+        with self.tokenizing:
+            encoding = self.tokenizer.encode(text, add_special_tokens=False)
         ids = encoding.ids
         if not ids or all(i == self.unknown for i in ids):
             return []
@@ -159,7 +159,7 @@ class Runtime:
         at most TOKEN_BUDGET padded word-pieces; the lock is taken per run."""
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(texts) if texts else []
+        encodings = self._encode_cut(texts) if texts else []
         lengths = [len(e.ids) for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         out: Matrix | None = None
@@ -181,6 +181,16 @@ class Runtime:
         if out is None:
             return np.zeros((0, 0), dtype=np.float32)
         return out
+
+    def _encode_cut(self, texts: list[str]) -> list[Any]:
+        """`texts` as the model reads them: special tokens added, cut at its window."""
+        with self.tokenizing:
+            self.tokenizer.enable_truncation(max_length=self.files.max_tokens)
+            try:
+                encodings: list[Any] = self.tokenizer.encode_batch(texts)
+            finally:
+                self.tokenizer.no_truncation()
+        return encodings
 
     def _run(self, rows: list[list[int]], width: int, deadline: float) -> Matrix:
         import numpy as np

@@ -8,7 +8,8 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,47 @@ def test_the_window_is_256_word_pieces_not_the_tokenizer_files_128(
     whole, cut, topic = embedder.embed([text, head, "the quarterly invoice for Acme is overdue"])
     assert not np.allclose(whole, cut, atol=1e-3)
     assert _cos(whole, topic) > _cos(cut, topic) + 0.05
+
+
+def test_windows_and_embedding_taking_turns_on_one_tokenizer_see_what_they_would_alone(
+    embedder: LocalEmbedder,
+) -> None:
+    """The runtime has one tokenizer: it truncates only while `embed` encodes. Threads
+    cutting windows while others embed must see texts whole, and the embedded texts cut at
+    the model's window, exactly as each alone."""
+    long = " ".join(f"Release {n} of billing-gateway shipped on day {n}." for n in range(90))
+    texts = [long, "We never deploy on Fridays.", " ".join(["data"] * 300)]
+    windows_alone = [embedder.pieces(text) for text in texts]
+    vectors_alone = embedder.embed(texts)
+    assert len(windows_alone[0]) > 1  # longer than a window: truncation would show
+    failures: list[str] = []
+
+    def cut_windows() -> None:
+        for _ in range(20):
+            if [embedder.pieces(text) for text in texts] != windows_alone:
+                failures.append("windows")
+
+    def embed() -> None:
+        for _ in range(8):
+            if not np.array_equal(embedder.embed(texts), vectors_alone):
+                failures.append("vectors")
+
+    def noted(job: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                job()
+            except Exception as exc:  # a thread's error would otherwise only be printed
+                failures.append(repr(exc))
+
+        return run
+
+    jobs = (cut_windows, embed, cut_windows, embed)
+    threads = [threading.Thread(target=noted(job)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
 
 
 # ---- windows ---------------------------------------------------------------------------
