@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError
-from graymatter_tui.embedding.int8_rows import gather_rows_first
+from graymatter_tui.embedding.int8_rows import rows_first_pieces
 from graymatter_tui.embedding.model_files import ModelFiles, stored_name, verify
 from graymatter_tui.embedding.model_files import bundled as bundled_files
 from graymatter_tui.embedding.model_files import own as own_files
@@ -262,7 +262,7 @@ def _graph(files: ModelFiles) -> Iterator[bytes | str]:
     onnxruntime keeps a model given as bytes for the session's whole life, and one read
     from a path only while it loads."""
     try:
-        rewritten = gather_rows_first(files.model.read_bytes())
+        rewritten = rows_first_pieces(files.model.read_bytes())
     except OSError:
         rewritten = None  # onnxruntime opens the path and says why it cannot
     if rewritten is None:
@@ -270,7 +270,7 @@ def _graph(files: ModelFiles) -> Iterator[bytes | str]:
         return
     held = _in_memory_file(rewritten)
     if held is None:
-        yield rewritten
+        yield b"".join(rewritten)
         return
     del rewritten  # the file holds it now: not twice in memory while onnxruntime loads
     descriptor, name = held
@@ -280,18 +280,19 @@ def _graph(files: ModelFiles) -> Iterator[bytes | str]:
         os.close(descriptor)
 
 
-def _in_memory_file(data: bytes) -> tuple[int, str] | None:
-    """(descriptor, path) of an in-memory file holding `data`; None where the system has
-    none (not Linux), refuses one, or has no /proc to name it by."""
+def _in_memory_file(pieces: list[bytes | memoryview]) -> tuple[int, str] | None:
+    """(descriptor, path) of an in-memory file holding `pieces` one after another; None
+    where the system has none (not Linux), refuses one, or has no /proc to name it by."""
     try:
         descriptor = os.memfd_create("graymatter-model", os.MFD_CLOEXEC)
     except (AttributeError, OSError):
         return None
     name = f"/proc/self/fd/{descriptor}"
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(descriptor, view) :]
         if os.path.exists(name):
             return descriptor, name
     except OSError:
