@@ -48,7 +48,9 @@ def model_copy(tmp_path: Path) -> Iterator[Path]:
 
 
 def _tokens(embedder: LocalEmbedder, text: str) -> int:
-    return len(embedder.runtime().raw.encode(text, add_special_tokens=False).ids)
+    runtime = embedder.runtime()
+    with runtime.tokenizing:  # the runtime's one tokenizer, as `windows` reads it
+        return len(runtime.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
