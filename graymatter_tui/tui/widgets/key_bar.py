@@ -164,10 +164,7 @@ class KeyBar(Footer):
 
     async def _show(self, signature: tuple[Layout, bool | None, bool]) -> None:
         """Write `signature`'s keys into the widgets there, mounting only what is missing."""
-        layout = signature[0]
-        self._shown = signature
-        self._laid_out_width = self.app.size.width
-        self.compact = layout.compact
+        layout = self._adopt(signature)
         pool = [key for key in self.query_children(FooterKey) if not key.classes & _DOCKED]
         for widget, key in zip(pool, layout.keys, strict=False):
             _write(widget, key, short=layout.short)
@@ -190,6 +187,13 @@ class KeyBar(Footer):
             palettes.set(display=layout.palette)
         elif layout.palette:
             await self.mount_all(list(self._palette_key()))
+
+    def _adopt(self, signature: tuple[Layout, bool | None, bool]) -> Layout:
+        """Note `signature` as what the footer shows, at this width, in its form."""
+        self._shown = signature
+        self._laid_out_width = self.app.size.width
+        self.compact = signature[0].compact
+        return signature[0]
 
     def _signature(self) -> tuple[Layout, bool | None, bool]:
         """What compose would show now: the plan, and the palette key's state (enabled,
@@ -226,10 +230,7 @@ class KeyBar(Footer):
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
-        self._laid_out_width = self.app.size.width
-        self._shown = self._signature()
-        layout = self._shown[0]
-        self.compact = layout.compact
+        layout = self._adopt(self._signature())
         for key in layout.keys:
             yield self._footer_key(key, short=layout.short)
         more = Label(MORE, classes="key-bar-more")
