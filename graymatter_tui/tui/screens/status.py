@@ -3,24 +3,31 @@ one key away (`h`), the agent's history as charts, or (`t`) as a table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from graymatter_tui.core.config import Settings
+from graymatter_tui.core.errors import GraymatterError
 from graymatter_tui.core.words import counted
 from graymatter_tui.recall.probes import run_probes
 from graymatter_tui.storage import ProbeSchedule, interval_text
 from graymatter_tui.tui.screens.actions import Action
 from graymatter_tui.tui.screens.base import Draw, Pane, Reach, Read
 from graymatter_tui.tui.screens.health import HealthScreen
+from graymatter_tui.tui.widgets.drawn_lines import DrawnLines, DrawnStatic, draw_lines
 from graymatter_tui.tui.widgets.history_charts import HistoryCharts, build_charts
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
+from graymatter_tui.tui.workers import off_thread
 from graymatter_tui.views.history import COLUMNS, LEGEND, HistoryPoint, cells, history
 from graymatter_tui.views.overview import (
     StatusPayload,
@@ -47,6 +54,22 @@ def reach_text(reach: Reach) -> str:
     return REACH_TEXT[reach.state] + reach.detail
 
 
+# What the overview reads from the store: its counters, and the agent's live weights.
+Found = tuple[StatusPayload, list[float]]
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the overview shows besides what it read (the app's state, the theme's
+    colours), taken on the UI thread for a drawing made in a worker."""
+
+    agent: str
+    embedding: tuple[str, str]  # (this process's embedder, recall's last vector use)
+    settings: Settings
+    reach: Reach
+    bars: dict[str, Style]  # WEIGHT and WEIGHT_LOW
+
+
 class StatusPane(VerticalScroll, Pane):
     TITLE = "Status"
     # the backlog the embedder's writes move
@@ -55,7 +78,7 @@ class StatusPane(VerticalScroll, Pane):
     # a change draws again what was last read. (A re-read each time superseded the read in
     # flight, and while the model embeds they change faster than 100k facts are read.)
     REDRAWN_ON = ("reach", "embedding")
-    _last_read: tuple[StatusPayload, list[float]] | None = None
+    _last_read: Found | None = None
     COMPONENT_CLASSES = {WEIGHT, WEIGHT_LOW}
     BINDINGS = [
         Action(
@@ -97,7 +120,7 @@ class StatusPane(VerticalScroll, Pane):
     history_as_table = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="status-body", markup=False)
+        yield DrawnStatic(id="status-body")
         with Vertical(id="status-history"):
             yield Static("", id="history-head", markup=False)
             yield HistoryCharts(id="history-charts")
@@ -171,8 +194,12 @@ class StatusPane(VerticalScroll, Pane):
 
             return history_job
 
+        look, draw = self._drawer()
+
         def job() -> Draw:
-            return partial(self._draw, *status_and_weights(store, agent))
+            # Drawn here too: Rich measures the tables twice per layout on the UI thread.
+            found = status_and_weights(store, agent)
+            return partial(self._show, found, look, draw(found))
 
         return job
 
@@ -214,81 +241,137 @@ class StatusPane(VerticalScroll, Pane):
         if texts and charts.size.width and charts.size.width != width:
             self.invalidate()  # drawn before the charts' width was known: once more
 
+    def on_drawn_static_resized(self, message: DrawnStatic.Resized) -> None:
+        self._redraw()  # at the width the overview now has
+
+    # One redraw at a time: changes that come while it is drawn make one more after it
+    # (a redraw superseded by each change would never be shown while they keep coming).
+    _redrawing = False
+    _redraw_again = False
+
     def _redraw(self) -> None:
+        """The overview drawn again from what was last read (in a worker, as a read's)."""
         if self._last_read is None or self.showing_history:
             return
-        if self.showing:
-            self._draw(*self._last_read)
-        else:
+        if not self.showing:
             self.stale = True  # drawn from a fresh read when shown
+            return
+        if self._redrawing:
+            self._redraw_again = True
+            return
+        self._redrawing = True
+        found, (look, draw) = self._last_read, self._drawer()
+        off_thread(
+            self,
+            lambda: draw(found),
+            partial(self._redrawn, found, look),
+            self._not_redrawn,
+            group="status-redraw",
+            exclusive=False,
+        )
 
-    def _draw(self, p: StatusPayload, weights: list[float]) -> None:
-        self._last_read = (p, weights)
-        out = Table.grid(padding=(0, 2))
-        out.add_column(style="bold", justify="right")
-        out.add_column()
-        out.add_row("store", literal(p["data_dir"]))
-        out.add_row(
-            "facts",
-            f"{p['live_facts']} live · {counted(p['tombstones'], 'tombstone')} · "
-            f"{p['pinned']} pinned",
-        )
-        out.add_row(
-            "cycles",
-            f"{p['cycles']} run · {p['consolidations']} applied "
-            f"({counted(p['facts_consumed'], 'fact')} consumed) · {p['reverts']} reverted",
-        )
-        out.add_row("size", size_text(p, grows_note=True))
-        # No store yet: no schema, engine or generation of its own to show.
-        schema = (
-            f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
-            if p["store_exists"]
-            else "none yet · "
-        )
-        out.add_row("schema", f"{schema}stemming {p['stem_language']}")
-        embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
-        out.add_row("embedding", embedding)
-        doing, recall_said = self.host.embedding
-        if doing:
-            out.add_row("embedder", literal(doing))
-        if recall_said:
-            out.add_row("vectors", literal(recall_said))
-        s = self.host.settings
-        out.add_row(
-            "summariser",
-            f"{s.summariser} — {reach_text(self.host.reach)}",
-        )
-        out.add_row(
-            "policy",
-            f"half-life {s.half_life_hours:.0f} h · threshold {s.threshold} · max batch "
-            f"{s.max_batch} · guard {s.guard}",
-        )
-        out.add_row("health", literal(f"h: the health rules of {self.host.agent}'s memory"))
-        agents = Table(title="Agents", title_justify="left", expand=False)
-        for column in ("agent", "live", "tombstones", "pinned", "avg weight"):
-            agents.add_column(column, justify="left" if column == "agent" else "right")
-        for a in p["agents"]:
-            agents.add_row(
-                literal(a["agent_id"]),
-                str(a["live_facts"]),
-                str(a["tombstones"]),
-                str(a["pinned"]),
-                f"{a['avg_weight']:.3f}",
-            )
-        counts = weight_histogram(weights)
-        # Bold is the base style: the bars and counts below are bold too.
-        histogram = Text("\n", style="bold")
-        histogram.append_text(literal(f"Weights of {self.host.agent}'s live facts"))
-        histogram.append("\n")
+    def _redrawn(self, found: Found, look: Look, lines: DrawnLines) -> None:
+        self._redrawing = False
+        again, self._redraw_again = self._redraw_again, False
+        if found is self._last_read:  # else a newer read was shown meanwhile
+            self._show(found, look, lines)
+        if again:
+            self._redraw()
+
+    def _not_redrawn(self, _error: GraymatterError) -> None:
+        # Drawing reads nothing, so no store error comes here: off_thread asks for it.
+        self._redrawing = False
+
+    def _drawer(self) -> tuple[Look, Callable[[Found], DrawnLines]]:
+        """On the UI thread: what the overview shows besides the read, and a function that
+        draws it at the body's width, for a worker."""
+        look = self._look()
+        console, options = self.app.console, self.app.console_options
+        body = self.query_one("#status-body", DrawnStatic)
+        # Not laid out yet: the app's width; the body asks again once it has its own.
+        width = body.content_size.width or self.content_size.width or self.app.size.width
+
+        def draw(found: Found) -> DrawnLines:
+            return draw_lines(overview(*found, look), console, options, width)
+
+        return look, draw
+
+    def _look(self) -> Look:
+        host = self.host
         bars = component_styles(self, (WEIGHT, WEIGHT_LOW))
-        peak = max(counts) or 1
-        for index, count in enumerate(counts):
-            low = index / len(counts)
-            bar = "█" * round(30 * count / peak)
-            histogram.append(f"  {low:.1f}–{low + 0.1:.1f} ")
-            histogram.append(f"{bar:<30}", style=bars[WEIGHT if low >= 0.1 else WEIGHT_LOW])
-            histogram.append(f" {count}\n", style="dim")
-        self.query_one("#status-body", Static).update(Group(out, Text(""), agents, histogram))
+        return Look(host.agent, host.embedding, host.settings, host.reach, bars)
+
+    def _show(self, found: Found, look: Look, lines: DrawnLines) -> None:
+        """A read's overview, drawn in its worker."""
+        self._last_read = found
+        self.query_one("#status-body", DrawnStatic).show(lines)
+        if look != self._look():
+            self._redraw()  # the app's state moved while it was drawn
+
+
+def overview(p: StatusPayload, weights: list[float], look: Look) -> RenderableType:
+    """The Status tab's overview: the store's counters, a table of agents and the weights
+    of the agent's live facts as a histogram. Pure: drawn in a worker."""
+    out = Table.grid(padding=(0, 2))
+    out.add_column(style="bold", justify="right")
+    out.add_column()
+    out.add_row("store", literal(p["data_dir"]))
+    out.add_row(
+        "facts",
+        f"{p['live_facts']} live · {counted(p['tombstones'], 'tombstone')} · {p['pinned']} pinned",
+    )
+    out.add_row(
+        "cycles",
+        f"{p['cycles']} run · {p['consolidations']} applied "
+        f"({counted(p['facts_consumed'], 'fact')} consumed) · {p['reverts']} reverted",
+    )
+    out.add_row("size", size_text(p, grows_note=True))
+    # No store yet: no schema, engine or generation of its own to show.
+    schema = (
+        f"{p['schema_version']} · {p['engine']} · generation {p['generation']} · "
+        if p["store_exists"]
+        else "none yet · "
+    )
+    out.add_row("schema", f"{schema}stemming {p['stem_language']}")
+    embedding = embedding_text(p["embed_model"], p["embed_dim"], p["embed_backlog"])
+    out.add_row("embedding", embedding)
+    doing, recall_said = look.embedding
+    if doing:
+        out.add_row("embedder", literal(doing))
+    if recall_said:
+        out.add_row("vectors", literal(recall_said))
+    s = look.settings
+    out.add_row("summariser", f"{s.summariser} — {reach_text(look.reach)}")
+    out.add_row(
+        "policy",
+        f"half-life {s.half_life_hours:.0f} h · threshold {s.threshold} · max batch "
+        f"{s.max_batch} · guard {s.guard}",
+    )
+    out.add_row("health", literal(f"h: the health rules of {look.agent}'s memory"))
+    agents = Table(title="Agents", title_justify="left", expand=False)
+    for column in ("agent", "live", "tombstones", "pinned", "avg weight"):
+        agents.add_column(column, justify="left" if column == "agent" else "right")
+    for a in p["agents"]:
+        agents.add_row(
+            literal(a["agent_id"]),
+            str(a["live_facts"]),
+            str(a["tombstones"]),
+            str(a["pinned"]),
+            f"{a['avg_weight']:.3f}",
+        )
+    counts = weight_histogram(weights)
+    # Bold is the base style: the bars and counts below are bold too.
+    histogram = Text("\n", style="bold")
+    histogram.append_text(literal(f"Weights of {look.agent}'s live facts"))
+    histogram.append("\n")
+    peak = max(counts) or 1
+    for index, count in enumerate(counts):
+        low = index / len(counts)
+        bar = "█" * round(30 * count / peak)
+        histogram.append(f"  {low:.1f}–{low + 0.1:.1f} ")
+        histogram.append(f"{bar:<30}", style=look.bars[WEIGHT if low >= 0.1 else WEIGHT_LOW])
+        histogram.append(f" {count}\n", style="dim")
+    return Group(out, Text(""), agents, histogram)
 
 
 def history_table(points: list[HistoryPoint]) -> RenderableType:

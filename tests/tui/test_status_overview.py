@@ -1,0 +1,78 @@
+"""The Status tab's overview is drawn in a worker, never on the UI thread: after its read,
+when what the embedder says changes, and at a new width (tui/screens/status.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+
+from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.widgets.drawn_lines import DrawnStatic
+from tests.tui.helpers import make_app, running, screen_text, static_text, wait_until
+
+
+@pytest.fixture
+def table_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """For each Rich table drawn from now on: whether it was on the main (UI) thread."""
+    on_main: list[bool] = []
+    drawn = Table.__rich_console__
+
+    def recorded(self: Table, console: Console, options: ConsoleOptions) -> RenderResult:
+        on_main.append(threading.current_thread() is threading.main_thread())
+        return drawn(self, console, options)
+
+    monkeypatch.setattr(Table, "__rich_console__", recorded)
+    yield on_main
+
+
+def body_of(app: Any) -> DrawnStatic:
+    return app.query_one("#status-body", DrawnStatic)
+
+
+async def test_the_overview_is_drawn_off_the_ui_thread(
+    demo_store: LmdbStore, table_threads: list[bool]
+) -> None:
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        table_threads.clear()  # only what the Status tab draws
+        await pilot.press("5")
+        await wait_until(pilot, lambda: "avg weight" in screen_text(app), what="drawn")
+        app.embedding = ("embedding · 7 embedded since start", "")
+        await wait_until(
+            pilot, lambda: "7 embedded since start" in screen_text(app), what="the new line"
+        )
+        await pilot.resize_terminal(200, 50)
+        body = body_of(app)
+        await wait_until(
+            pilot,
+            lambda: body.drawn_width == body.content_size.width > 150,
+            what="drawn at the new width",
+        )
+        # the read, the embedder's line, the new width: three drawings at least, each of
+        # the grid and the agents' table
+        assert table_threads.count(False) >= 6
+        assert True not in table_threads
+
+
+async def test_the_overview_is_as_wide_as_the_tab_after_each_resize(
+    demo_store: LmdbStore,
+) -> None:
+    app = make_app(demo_store)
+    async with running(app, size=(200, 50)) as pilot:
+        await pilot.press("5")
+        body = body_of(app)
+        for columns in (200, 80, 120):
+            await pilot.resize_terminal(columns, 40)
+            await wait_until(
+                pilot,
+                lambda: body.drawn_width == body.content_size.width > 0,
+                what=f"drawn at {columns} columns",
+            )
+            lines = static_text(app, "#status-body").splitlines()
+            assert max(len(line.rstrip()) for line in lines) <= body.content_size.width
+            assert "Weights of ops-agent's live facts" in static_text(app, "#status-body")
