@@ -16,7 +16,10 @@ removes each key widget and mounts new ones, and each mount styles the key (two 
 nodes for its component styles). That churn was most of what the app's full collections
 freed, and their longest passes (ADR 0081). This one keeps its key widgets and writes the
 new keys into them; it mounts more only when a pane has more keys than any before it, and
-rebuilds only when the palette key's binding changes.
+rebuilds only when the palette key's binding changes. Its keys take their form (full or
+compact) as an attribute, not as Textual's `-compact` class on the footer: toggling that
+class restyled the footer and every key in it, ~15 ms on each tab switch between a tab
+whose keys fit whole and one whose do not.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.reactive import reactive
 from textual.widgets import Footer, Label
 
 # FooterKey is the footer's own clickable key (private module, Textual pinned: ADR 0002).
@@ -121,8 +126,36 @@ def plan(keys: list[Key], width: int) -> Layout:
 _DOCKED = frozenset({"-help", "-command-palette"})
 
 
-def _write(widget: FooterKey, key: Key, *, short: bool) -> None:
+class BarKey(FooterKey):
+    """A footer key whose form is set by `set_form`, drawn as Textual draws a FooterKey
+    in that form: full (the key padded by a cell each side, a cell after the
+    description) or compact (no key padding, a cell before the description, a cell of
+    margin after the key; Textual's `Footer.-compact` CSS)."""
+
+    compact = reactive(False)  # never Textual's `-compact` class: the form is `set_form`'s
+    compact_form = False
+
+    def set_form(self, *, compact: bool) -> None:
+        if compact != self.compact_form:
+            self.compact_form = compact
+            self.styles.margin = (0, 1 if compact else 0, 0, 0)
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        if not self.compact_form:
+            return super().render()
+        key_style = self.get_component_rich_style("footer-key--key")
+        text = Text.assemble((self.key_display, key_style))
+        if self.description:
+            description_style = self.get_component_rich_style("footer-key--description")
+            text.append(" " + self.description, description_style)
+        text.stylize_before(self.rich_style)
+        return text
+
+
+def _write(widget: BarKey, key: Key, *, short: bool, compact: bool) -> None:
     """Make a shown key widget say `key` (what FooterKey's constructor would have set)."""
+    widget.set_form(compact=compact)
     widget.key = key.key
     widget.key_display = key.display
     widget.description = key.label(short=short)
@@ -165,23 +198,27 @@ class KeyBar(Footer):
     async def _show(self, signature: tuple[Layout, bool | None, bool]) -> None:
         """Write `signature`'s keys into the widgets there, mounting only what is missing."""
         layout = self._adopt(signature)
-        pool = [key for key in self.query_children(FooterKey) if not key.classes & _DOCKED]
+        pool = [key for key in self.query_children(BarKey) if not key.classes & _DOCKED]
         for widget, key in zip(pool, layout.keys, strict=False):
-            _write(widget, key, short=layout.short)
+            _write(widget, key, short=layout.short, compact=layout.compact)
         for widget in pool[len(layout.keys) :]:
             widget.display = False
         more = self.query_children(".key-bar-more").first(Label)
         more.display = layout.more
-        missing = [self._footer_key(key, short=layout.short) for key in layout.keys[len(pool) :]]
+        missing = [
+            self._footer_key(key, short=layout.short, compact=layout.compact)
+            for key in layout.keys[len(pool) :]
+        ]
         if missing:
             await self.mount_all(missing, before=more)
         helps = self.query_children(".-help")
         if layout.help is None:
             helps.set(display=False)
         elif helps:
-            _write(helps.first(FooterKey), layout.help, short=True)
+            _write(helps.first(BarKey), layout.help, short=True, compact=True)
         else:
-            await self.mount(self._footer_key(layout.help, short=True, classes="-help"))
+            help_key = self._footer_key(layout.help, short=True, compact=True, classes="-help")
+            await self.mount(help_key)
         palettes = self.query_children(".-command-palette")
         if palettes:
             palettes.set(display=layout.palette)
@@ -192,7 +229,6 @@ class KeyBar(Footer):
         """Note `signature` as what the footer shows, at this width, in its form."""
         self._shown = signature
         self._laid_out_width = self.app.size.width
-        self.compact = signature[0].compact
         return signature[0]
 
     def _signature(self) -> tuple[Layout, bool | None, bool]:
@@ -232,17 +268,17 @@ class KeyBar(Footer):
             return
         layout = self._adopt(self._signature())
         for key in layout.keys:
-            yield self._footer_key(key, short=layout.short)
+            yield self._footer_key(key, short=layout.short, compact=layout.compact)
         more = Label(MORE, classes="key-bar-more")
         more.display = layout.more  # kept hidden: the place before which keys are added
         yield more
         if layout.help is not None:
-            yield self._footer_key(layout.help, short=True, classes="-help")
+            yield self._footer_key(layout.help, short=True, compact=True, classes="-help")
         if layout.palette:
             yield from self._palette_key()
 
-    def _footer_key(self, key: Key, *, short: bool, classes: str = "") -> FooterKey:
-        return FooterKey(
+    def _footer_key(self, key: Key, *, short: bool, compact: bool, classes: str = "") -> BarKey:
+        widget = BarKey(
             key.key,
             key.display,
             key.label(short=short),
@@ -250,7 +286,9 @@ class KeyBar(Footer):
             disabled=not key.enabled,
             tooltip=key.tooltip,
             classes=classes,
-        ).data_bind(compact=Footer.compact)
+        )
+        widget.set_form(compact=compact)
+        return widget
 
     def _palette_key(self) -> ComposeResult:
         if not (self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE):
