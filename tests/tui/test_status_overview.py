@@ -1,5 +1,5 @@
 """The Status tab's overview is drawn in a worker, never on the UI thread: after its read,
-when what the embedder says changes, and at a new width (tui/screens/status.py)."""
+when the app's state it shows changes, and at a new width (tui/screens/status.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from graymatter_tui.backends.lmdb import LmdbStore
+from graymatter_tui.tui.screens.base import Reach
 from graymatter_tui.tui.widgets.drawn_lines import DrawnStatic
 from tests.tui.helpers import make_app, running, screen_text, static_text, wait_until
 
@@ -42,9 +43,12 @@ async def test_the_overview_is_drawn_off_the_ui_thread(
         table_threads.clear()  # only what the Status tab draws
         await pilot.press("5")
         await wait_until(pilot, lambda: "avg weight" in screen_text(app), what="drawn")
-        app.embedding = ("embedding · 7 embedded since start", "")
+        # What the summariser's probe found, as the app's state (the embedder's line would
+        # be written over by the app's own embedder on its next tick).
+        await wait_until(pilot, lambda: app.reach.state != "checking", what="the probe")
+        app.reach = Reach("failed", "connection refused on port 7")
         await wait_until(
-            pilot, lambda: "7 embedded since start" in screen_text(app), what="the new line"
+            pilot, lambda: "refused on port 7" in screen_text(app), what="the new line"
         )
         await pilot.resize_terminal(200, 50)
         body = body_of(app)
@@ -53,7 +57,7 @@ async def test_the_overview_is_drawn_off_the_ui_thread(
             lambda: body.drawn_width == body.content_size.width > 150,
             what="drawn at the new width",
         )
-        # the read, the embedder's line, the new width: three drawings at least, each of
+        # the read, the summariser's line, the new width: three drawings at least, each of
         # the grid and the agents' table
         assert table_threads.count(False) >= 6
         assert True not in table_threads
