@@ -13,6 +13,7 @@ from rich.table import Table
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.tui.screens.base import Reach
+from graymatter_tui.tui.screens.status import StatusPane
 from graymatter_tui.tui.widgets.drawn_lines import DrawnStatic
 from tests.tui.helpers import make_app, running, screen_text, static_text, wait_until
 
@@ -80,3 +81,37 @@ async def test_the_overview_is_as_wide_as_the_tab_after_each_resize(
             lines = static_text(app, "#status-body").splitlines()
             assert max(len(line.rstrip()) for line in lines) <= body.content_size.width
             assert "Weights of ops-agent's live facts" in static_text(app, "#status-body")
+
+
+async def test_end_right_after_the_tab_shows_reaches_the_last_line(
+    demo_store: LmdbStore,
+) -> None:
+    """The overview is drawn at the width the body will have once the scroll bar comes:
+    drawn again just after, it grew a wrapped line below where `End` had scrolled."""
+    app = make_app(demo_store)
+    async with running(app, size=(80, 24)) as pilot:
+        await pilot.press("5")
+        # As a person would: `End` once the overview shows (before, there is nothing to
+        # scroll; the tmux test does the same in a real terminal).
+        await wait_until(pilot, lambda: "300 live" in screen_text(app), what="the overview")
+        await pilot.press("end")
+        await pilot.pause(0.5)
+        assert "0.9–1.0" in screen_text(app)
+        body = body_of(app)
+        assert body.drawn_width == body.content_size.width
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+async def test_the_width_drawn_before_layout_is_the_width_the_body_gets(
+    demo_store: LmdbStore, size: tuple[int, int]
+) -> None:
+    """The first drawing is made before the pane was ever laid out (its tab was hidden):
+    its width must be the body's, whether the overview then needs a scroll bar (80×24)
+    or not (200×60)."""
+    app = make_app(demo_store)
+    async with running(app, size=size) as pilot:
+        pane = app.query_one(StatusPane)
+        before = pane._width_before_layout()
+        await pilot.press("5")
+        await wait_until(pilot, lambda: "300 live" in screen_text(app), what="the overview")
+        assert body_of(app).content_size.width == before

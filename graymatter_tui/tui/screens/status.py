@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 from graymatter_tui.core.config import Settings
@@ -162,6 +163,7 @@ class StatusPane(VerticalScroll, Pane):
         self.query_one("#history-charts").display = not self.history_as_table
         self.query_one("#history-table").display = self.history_as_table
         self.set_class(self.history_as_table, "-history-table")
+        self.set_class(not self.showing_history, "-overview")
         self.scroll_home(animate=False)
 
     def on_mount(self) -> None:
@@ -288,13 +290,24 @@ class StatusPane(VerticalScroll, Pane):
         look = self._look()
         console, options = self.app.console, self.app.console_options
         body = self.query_one("#status-body", DrawnStatic)
-        # Not laid out yet: the app's width; the body asks again once it has its own.
-        width = body.content_size.width or self.content_size.width or self.app.size.width
+        width = body.content_size.width or self._width_before_layout()
 
         def draw(found: Found) -> DrawnLines:
             return draw_lines(overview(*found, look), console, options, width)
 
         return look, draw
+
+    def _width_before_layout(self) -> int:
+        """The body's width while the pane was never laid out (its tab not yet shown):
+        the nearest laid-out ancestor's, less the pane's padding and its scroll bar. The
+        overview's gutter is stable (app.tcss), so the body keeps this width when the bar
+        comes: drawn at the width it will have, not drawn again just after (which moved
+        the end of what `End` had scrolled to)."""
+        for node in self.ancestors:
+            if isinstance(node, Widget) and node.content_size.width:
+                gutter = self.styles.gutter.width + self.styles.scrollbar_size_vertical
+                return max(node.content_size.width - gutter, 1)
+        return self.app.size.width
 
     def _look(self) -> Look:
         host = self.host
