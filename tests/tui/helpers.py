@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.app import App
 from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
@@ -98,12 +99,9 @@ async def running(
 
 
 # ---- reading the screen ----------------------------------------------------------------
-def screen_lines(app: GraymatterApp) -> list[str]:
+def screen_lines(app: App[Any], *, styles: bool = False) -> list[str]:
     """The characters of every line of the current screen, as a terminal would show them
-    (modal screens drawn over the screens below)."""
-    from textual.app import App
-
-    assert isinstance(app, App)
+    (modal screens drawn over the screens below); with `styles`, their ANSI styles too."""
     console = Console(
         width=app.size.width,
         height=app.size.height,
@@ -117,7 +115,7 @@ def screen_lines(app: GraymatterApp) -> list[str]:
     console.print(
         app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     )
-    return console.export_text(styles=False).splitlines()
+    return console.export_text(styles=styles).splitlines()
 
 
 def screen_text(app: GraymatterApp) -> str:

@@ -5,11 +5,9 @@ restyles nothing."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import pytest
-from rich.console import Console
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -17,7 +15,7 @@ from textual.widgets._footer import FooterKey
 
 from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.tui.widgets.key_bar import BarKey, KeyBar
-from tests.tui.helpers import make_app, running, settle
+from tests.tui.helpers import make_app, running, screen_lines, settle
 
 # (key, display, description, disabled)
 KEYS = [
@@ -74,16 +72,7 @@ class OneBar(App[None]):
 
 def drawn(app: App[None]) -> str:
     """The screen's last line, with its styles (ANSI)."""
-    console = Console(
-        width=app.size.width,
-        file=io.StringIO(),
-        record=True,
-        force_terminal=True,
-        color_system="truecolor",
-        legacy_windows=False,
-    )
-    console.print(app.screen._compositor.render_update(full=True))
-    return console.export_text(styles=True).splitlines()[-1]
+    return screen_lines(app, styles=True)[-1]
 
 
 async def bottom_line(make: Callable[[], Footer]) -> str:
