@@ -225,13 +225,14 @@ class BackgroundEmbedder:
         return float(min(self.max_backoff, 2 ** (self.failures - 1)))
 
 
-def from_env(store: MemoryStore) -> BackgroundEmbedder | None:
+def from_env(store: MemoryStore, *, model_process: bool = False) -> BackgroundEmbedder | None:
     """The background embedder GRAYMATTER_EMBED configures for `store`, not started; None
-    when embeddings are off or the store cannot be written. A bad setting raises."""
+    when embeddings are off or the store cannot be written. A bad setting raises.
+    `model_process`: a local model runs in a process of its own (ADR 0083)."""
     from graymatter_tui.embedding.factory import from_settings
 
     settings = EmbedSettings.from_env()
-    embedder = from_settings(settings)
+    embedder = from_settings(settings, model_process=model_process)
     if embedder is None or store.read_only_reason is not None:
         return None
     return BackgroundEmbedder(store, embedder, batch=settings.batch)

@@ -7,12 +7,20 @@ from graymatter_tui.embedding.base import Embedder
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 
 
-def from_settings(settings: EmbedSettings, *, dimension: int | None = None) -> Embedder | None:
-    """The embedder `settings` name, or None when embeddings are off."""
+def from_settings(
+    settings: EmbedSettings, *, dimension: int | None = None, model_process: bool = False
+) -> Embedder | None:
+    """The embedder `settings` name, or None when embeddings are off. `model_process`:
+    the local model runs in a process of its own (`model_process`, ADR 0083)."""
     if settings.embedder is EmbedderName.LOCAL:
         from graymatter_tui.embedding import local
 
-        return local.from_settings(settings, dimension=dimension)
+        embedder = local.from_settings(settings, dimension=dimension)
+        if model_process:
+            from graymatter_tui.embedding.model_process import ChildModelEmbedder
+
+            return ChildModelEmbedder(embedder)
+        return embedder
     if settings.embedder is EmbedderName.OLLAMA:
         from graymatter_tui.embedding.ollama import OllamaEmbedder
 

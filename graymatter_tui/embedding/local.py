@@ -382,14 +382,19 @@ class LocalEmbedder:
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         deadline = time.monotonic() + (timeout or self.timeout)
-        vectors = runtime.embed(texts, deadline)
-        if self.dimension is not None and vectors.shape[1] != self.dimension:
-            raise DimensionChanged(
-                f"{self.where} made vectors of dimension {vectors.shape[1]}, but this store's "
-                f"vectors of the model have {self.dimension}; nothing stored",
-                vectors.shape[1],
-            )
-        return vectors
+        return of_dimension(runtime.embed(texts, deadline), self.dimension, self.where)
+
+
+def of_dimension(vectors: Matrix, dimension: int | None, where: str) -> Matrix:
+    """`vectors`, when their dimension is the store's (or it has none yet);
+    DimensionChanged otherwise."""
+    if dimension is not None and vectors.shape[1] != dimension:
+        raise DimensionChanged(
+            f"{where} made vectors of dimension {vectors.shape[1]}, but this store's "
+            f"vectors of the model have {dimension}; nothing stored",
+            vectors.shape[1],
+        )
+    return vectors
 
 
 def from_settings(settings: EmbedSettings, *, dimension: int | None = None) -> LocalEmbedder:

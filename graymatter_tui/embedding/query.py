@@ -198,16 +198,21 @@ def configured(store: MemoryStore) -> StoreQueryVectors | None:
 
 
 def from_env(
-    store: MemoryStore, *, cache: bool = False, on_cache_built: Callable[[], None] | None = None
+    store: MemoryStore,
+    *,
+    cache: bool = False,
+    on_cache_built: Callable[[], None] | None = None,
+    model_process: bool = False,
 ) -> StoreQueryVectors | None:
     """The vector signal GRAYMATTER_EMBED configures for `store`, or None (embeddings
     off). `cache`: keep the vectors in RAM for repeated queries (TUI, MCP server), calling
-    `on_cache_built` once each agent's copy is built. A bad setting raises InvalidInput,
-    as every setting does."""
+    `on_cache_built` once each agent's copy is built. `model_process`: a local model
+    runs in a process of its own (ADR 0083). A bad setting raises InvalidInput, as every
+    setting does."""
     from graymatter_tui.embedding.factory import from_settings
 
     settings = EmbedSettings.from_env()
-    embedder = from_settings(settings)
+    embedder = from_settings(settings, model_process=model_process)
     if embedder is None:
         return None
     return StoreQueryVectors(

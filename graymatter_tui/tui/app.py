@@ -351,8 +351,12 @@ class GraymatterApp(App[None]):
 
     def _start_embedder(self) -> None:
         try:
-            self.query_vectors = embedding_query.from_env(self.store)
-            embedder = None if self.read_only else embedding.from_env(self.store)
+            # The local model runs in a process of its own: neither its memory nor its
+            # interpreter-lock holds are the UI's (ADR 0083).
+            self.query_vectors = embedding_query.from_env(self.store, model_process=True)
+            embedder = (
+                None if self.read_only else embedding.from_env(self.store, model_process=True)
+            )
         except GraymatterError as exc:  # a bad GRAYMATTER_EMBED* value
             self.show_error(str(exc))
             return
