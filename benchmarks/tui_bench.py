@@ -95,8 +95,8 @@ def build_memory(path: Path, size: int) -> None:
     store.close()
 
 
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def _status_mb(field: str, pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
@@ -382,6 +382,12 @@ async def measure_memory(path: Path) -> dict[str, float]:
         await pilot.pause(1.5)  # past the pane's return of freed memory
         out["cleared_rows"] = float(len(facts.source))
         settle("cleared")
+    # The local model runs in a process of its own (ADR 0083): its peak and its size now.
+    from graymatter_tui.embedding.model_process import running_pids
+
+    for pid in running_pids():
+        out["model_vmhwm_mb"] = out.get("model_vmhwm_mb", 0.0) + _status_mb("VmHWM", pid)
+        out["model_rss_mb"] = out.get("model_rss_mb", 0.0) + _status_mb("VmRSS", pid)
     app.finish_background()  # as the CLI does: no model run outlives the store
     store.close()
     out.update(watch.stop())
@@ -477,6 +483,14 @@ def report_memory(size: int, keep: Path | None) -> None:
         f"VmHWM {got['peak_vmhwm_mb']:.0f} MB; largest anon {got['peak_anon_mb']:.0f} MB, "
         f"file {got['peak_file_mb']:.0f} MB"
     )
+    if "model_vmhwm_mb" in got:
+        print(
+            f"the model's process: VmHWM {got['model_vmhwm_mb']:.0f} MB, VmRSS at the end "
+            f"{got['model_rss_mb']:.0f} MB (both peaks together at most "
+            f"{got['peak_vmhwm_mb'] + got['model_vmhwm_mb']:.0f} MB)"
+        )
+    else:
+        print("the model's process: none ran")
 
 
 def main() -> None:

@@ -23,9 +23,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from graymatter_tui.embedding.base import EmbedError
-from graymatter_tui.embedding.local import LocalEmbedder, of_dimension
-from graymatter_tui.embedding.model_child import spec_of
-from graymatter_tui.embedding.model_files import ModelFiles
 from graymatter_tui.embedding.model_wire import (
     Reader,
     WireError,
@@ -34,8 +31,10 @@ from graymatter_tui.embedding.model_wire import (
     vectors_of,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the TUI imports this module at start-up: `local` loads when used
     from graymatter_tui.embedding.base import Matrix
+    from graymatter_tui.embedding.local import LocalEmbedder
+    from graymatter_tui.embedding.model_files import ModelFiles
 
 # The longest one answer may take, the model's load in a new child included (1-2 s here;
 # a batch of full windows ~1 s), before the child is taken for hung and stopped.
@@ -43,6 +42,14 @@ ANSWER_SECONDS = 120.0
 MAX_CHILDREN = 2  # models kept running at once by one process (one, but for a switch)
 STDERR_LINES = 8  # of a child's last words kept, to say why it ended
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The child runs this very package, installed or not, and never a module of the working
+# directory (-P: a directory holding a `numpy.py` must not change what it imports).
+BOOTSTRAP = (
+    "import sys\n"
+    "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
+    "from graymatter_tui.embedding.model_child import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
 
 
 class ModelChild:
@@ -104,16 +111,12 @@ class ModelChild:
         process, reader = self._process, self._reader
         if process is not None and reader is not None and process.poll() is None:
             return process, reader
-        env = dict(os.environ)
-        # The child runs this very package, installed or not.
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
         try:
             process = subprocess.Popen(
                 self.command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=env,
                 bufsize=0,
                 start_new_session=True,  # a ctrl-c in our terminal is not for it
             )
@@ -155,6 +158,13 @@ class ModelChild:
         return f"{self.where}: its process {what}" + (f": {said.strip()[:300]}" if said else "")
 
 
+def model_command(files: ModelFiles, threads: int) -> list[str]:
+    """The command that runs the model of `files` in a process of its own."""
+    from graymatter_tui.embedding.model_child import spec_of
+
+    return [sys.executable, "-P", "-c", BOOTSTRAP, PACKAGE_ROOT, spec_of(files, threads)]
+
+
 def _write_all(process: subprocess.Popen[bytes], data: bytes) -> None:
     assert process.stdin is not None
     view = memoryview(data)
@@ -177,12 +187,33 @@ def child_for(files: ModelFiles, threads: int, where: str) -> ModelChild:
     with _CHILDREN_LOCK:
         child = _CHILDREN.get(key)
         if child is None:
-            command = [sys.executable, "-m", "graymatter_tui.embedding.model_child"]
-            child = _CHILDREN[key] = ModelChild([*command, spec_of(files, threads)], where)
+            child = _CHILDREN[key] = ModelChild(model_command(files, threads), where)
             while len(_CHILDREN) > MAX_CHILDREN:
                 _CHILDREN.popitem(last=False)[1].close()
         _CHILDREN.move_to_end(key)
         return child
+
+
+def running_pids() -> list[int]:
+    """The process ids of this process's model processes that run now."""
+    with _CHILDREN_LOCK:
+        children = list(_CHILDREN.values())
+    return [pid for child in children if (pid := child.pid) is not None]
+
+
+def resident_note() -> str:
+    """The model processes running now and their resident size, rounded to 10 MB so the
+    line does not change at every batch ("" when none runs)."""
+    said = []
+    for pid in running_pids():
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            kb = next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
+        except (OSError, StopIteration, ValueError, IndexError):
+            said.append(f"the model runs in process {pid}")
+            continue
+        said.append(f"the model runs in process {pid} ({round(kb / 10240) * 10} MB)")
+    return "; ".join(said)
 
 
 class ChildModelEmbedder:
@@ -222,6 +253,8 @@ class ChildModelEmbedder:
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         import numpy as np
+
+        from graymatter_tui.embedding.local import of_dimension
 
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)

@@ -33,6 +33,7 @@ from graymatter_tui.core.errors import GraymatterError, StoreError
 from graymatter_tui.core.model import AgentSummary, CycleRecord
 from graymatter_tui.core.words import counted
 from graymatter_tui.embedding import background as embedding
+from graymatter_tui.embedding import model_process
 from graymatter_tui.embedding import query as embedding_query
 from graymatter_tui.recall.probe_schedule import CHECK_SECONDS, DueProbeRuns
 from graymatter_tui.storage import MemoryStore, StoreWatch
@@ -382,6 +383,8 @@ class GraymatterApp(App[None]):
         doing = self.embedder.describe() if self.embedder is not None else "not embedding here"
         if self.embedder is None and self.read_only:
             doing = "not embedding here (read-only)"
+        if note := model_process.resident_note():
+            doing = f"{doing} · {note}"
         use = self.query_vectors.latest
         said = "" if use.used or use is embedding_query.NOT_ASKED else use.reason
         if said and use.failed:

@@ -22,9 +22,8 @@ import pytest
 
 from graymatter_tui.embedding import local
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError
-from graymatter_tui.embedding.model_child import spec_of
 from graymatter_tui.embedding.model_files import BUNDLED_MODEL_SHA256, VENDORED, bundled
-from graymatter_tui.embedding.model_process import ChildModelEmbedder, ModelChild
+from graymatter_tui.embedding.model_process import ChildModelEmbedder, ModelChild, model_command
 from graymatter_tui.embedding.model_wire import Reader
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 
@@ -74,8 +73,7 @@ def in_process() -> local.LocalEmbedder:
 @pytest.fixture
 def own_child() -> ChildModelEmbedder:
     """The bundled model in a process of this test's own."""
-    files = bundled()
-    command = [sys.executable, "-m", "graymatter_tui.embedding.model_child", spec_of(files, 1)]
+    command = model_command(bundled(), 1)
     embedder = ChildModelEmbedder(_local(), child=ModelChild(command, "the local model"))
     yield embedder
     embedder.child.close()
@@ -272,15 +270,16 @@ def test_vectors_that_cannot_be_the_answer_are_refused(
         _hostile(script).embed(["a fact"])
 
 
-def test_a_child_that_does_not_answer_is_stopped_after_its_time() -> None:
-    embedder = _hostile(
-        "import sys, time; sys.stdin.readline(); time.sleep(60)", answer_seconds=0.5
-    )
+def test_a_child_that_does_not_answer_is_stopped_after_its_time(tmp_path: Path) -> None:
+    said = tmp_path / "pid"
+    script = f"import os, sys, time; open({str(said)!r}, 'w').write(str(os.getpid()))\n"
+    embedder = _hostile(script + "sys.stdin.readline(); time.sleep(60)", answer_seconds=0.5)
     started = time.monotonic()
     with pytest.raises(EmbedError, match=r"did not answer within 0.5 s and was stopped$"):
         embedder.embed(["a fact"])
     assert time.monotonic() - started < 10
     assert embedder.child.pid is None
+    assert _gone(int(said.read_text()), 5)
 
 
 def test_pieces_that_are_not_texts_are_refused() -> None:
@@ -295,9 +294,7 @@ def test_pieces_that_are_not_texts_are_refused() -> None:
 
 @pytest.mark.usefixtures("own_model_cache")
 def test_the_child_answers_a_request_it_cannot_read_and_goes_on() -> None:
-    command = [
-        sys.executable, "-m", "graymatter_tui.embedding.model_child", spec_of(bundled(), 1)
-    ]  # fmt: skip
+    command = model_command(bundled(), 1)
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     assert process.stdin is not None and process.stdout is not None
     reader = Reader(process.stdout.fileno())
@@ -343,7 +340,8 @@ def test_a_damaged_model_says_in_the_child_what_it_says_in_this_process(
 def test_the_tui_embeds_without_loading_the_model_itself(tmp_path: Path) -> None:
     """In a process of its own (nothing else of the suite loaded): the TUI over a store
     of three facts gives them vectors, and its recall preview's query has one too, while
-    onnxruntime and the tokenizer stay out of the TUI's process."""
+    onnxruntime and the tokenizer stay out of the TUI's process. The Status tab's
+    embedder line names the model's process."""
     code = textwrap.dedent(
         """
         import asyncio, sys
@@ -361,6 +359,8 @@ def test_the_tui_embeds_without_loading_the_model_itself(tmp_path: Path) -> None
                                  what="the three facts embedded")
                 found = app.query_vectors.nearest("ops", "when do deploys stop", 1)
                 print(found[0][1] > 0.3, app.query_vectors.latest.used)
+                pid = app.query_vectors.embedder.child.pid
+                print(f"the model runs in process {pid} (" in app._embedding_now()[0])
                 await pilot.press("q")
             app.finish_background()
         asyncio.run(main())
@@ -373,4 +373,19 @@ def test_the_tui_embeds_without_loading_the_model_itself(tmp_path: Path) -> None
         capture_output=True, text=True, timeout=180, check=False, env=env, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True", "False", "False"], done.stdout
+    assert done.stdout.split() == ["True", "True", "True", "False", "False"], done.stdout
+
+
+@pytest.mark.usefixtures("own_model_cache")
+def test_the_child_imports_nothing_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_process: local.LocalEmbedder
+) -> None:
+    (tmp_path / "numpy.py").write_text("raise ImportError('the numpy of the working directory')")
+    (tmp_path / "graymatter_tui").mkdir()
+    (tmp_path / "graymatter_tui" / "__init__.py").write_text("raise ImportError('not ours')")
+    monkeypatch.chdir(tmp_path)
+    child = ChildModelEmbedder(_local(), child=ModelChild(model_command(bundled(), 1), "it"))
+    try:
+        assert np.array_equal(child.embed(["a fact"]), in_process.embed(["a fact"]))
+    finally:
+        child.child.close()
