@@ -45,6 +45,7 @@ PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # The child runs this very package, installed or not, and never a module of the working
 # directory (-P: a directory holding a `numpy.py` must not change what it imports).
 BOOTSTRAP = (
+    "# graymatter-tui: the local embedding model (ADR 0083)\n"
     "import sys\n"
     "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
     "from graymatter_tui.embedding.model_child import main\n"
