@@ -47,6 +47,11 @@ class Embedder(Protocol):
         when nothing in it can be embedded: the fact is then found by keyword only."""
         ...
 
+    def pieces_of(self, texts: list[str]) -> list[list[str]]:
+        """`pieces` of each text, in order, in one call (a model in another process is
+        asked once for a batch, not once a fact)."""
+        ...
+
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         """One unit-length float32 row per text, in order; EmbedError otherwise."""
         ...

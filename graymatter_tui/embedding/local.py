@@ -375,6 +375,10 @@ class LocalEmbedder:
     def pieces(self, text: str) -> list[str]:
         return self.runtime().windows(text)
 
+    def pieces_of(self, texts: list[str]) -> list[list[str]]:
+        runtime = self.runtime()
+        return [runtime.windows(text) for text in texts]
+
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         import numpy as np
 

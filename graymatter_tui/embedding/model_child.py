@@ -24,6 +24,9 @@ from graymatter_tui.embedding.model_wire import error_answer, header_line, vecto
 from graymatter_tui.embedding.native_heap import give_back
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # a batch of 32 windows is ~50 KB
+# Below the UI's priority: on a busy machine the backlog waits for the person, not the
+# other way round (a query waits its turn the same way; it is one short run).
+NICENESS = 10
 
 
 def files_from_spec(spec: dict[str, Any]) -> ModelFiles:
@@ -65,8 +68,11 @@ def answer(request: object, embedder: LocalEmbedder) -> bytes:
         if op == "pieces" and isinstance(request.get("text"), str):
             return header_line({"id": ident, "pieces": embedder.pieces(request["text"])})
         texts = request.get("texts")
-        if op == "embed" and isinstance(texts, list) and all(isinstance(t, str) for t in texts):
-            return vectors_answer(ident, embedder.embed(texts))
+        if isinstance(texts, list) and all(isinstance(t, str) for t in texts):
+            if op == "pieces_of":
+                return header_line({"id": ident, "pieces": embedder.pieces_of(texts)})
+            if op == "embed":
+                return vectors_answer(ident, embedder.embed(texts))
     except GraymatterError as exc:  # the model's own errors, one line each
         return error_answer(ident, str(exc))
     except Exception as exc:  # never end the process over one request
@@ -98,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     # The answers get stdout's descriptor to themselves: anything a library's C code
     # prints goes to stderr, which the parent keeps the end of for its messages.
+    os.nice(NICENESS)
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     try:

@@ -252,6 +252,19 @@ class ChildModelEmbedder:
             raise EmbedError(f"{self.where}: its process answered pieces that are not texts")
         return pieces
 
+    def pieces_of(self, texts: list[str]) -> list[list[str]]:
+        if not texts:
+            return []
+        header, _ = self.child.ask({"op": "pieces_of", "texts": texts}, self.local.timeout)
+        found = header.get("pieces")
+        if (
+            not isinstance(found, list)
+            or len(found) != len(texts)
+            or not all(isinstance(p, list) and all(isinstance(q, str) for q in p) for p in found)
+        ):
+            raise EmbedError(f"{self.where}: its process answered pieces that are not texts")
+        return found
+
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         import numpy as np
 

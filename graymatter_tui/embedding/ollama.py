@@ -37,6 +37,9 @@ class OllamaEmbedder:
     def pieces(self, text: str) -> list[str]:
         return sentences(text)  # the server's own window is not known here (ADR 0038)
 
+    def pieces_of(self, texts: list[str]) -> list[list[str]]:
+        return [sentences(text) for text in texts]
+
     def embed(self, texts: list[str], *, timeout: float | None = None) -> Matrix:
         if not texts:
             return validate.vectors(self.where, [], 0, self.dimension)

@@ -95,8 +95,9 @@ class Worker:
         rows: list[tuple[str, str, str]] = []
         pieces: list[str | None] = []  # None: a zero row (a fact no longer live, or unreadable)
         unreadable = 0
+        split = iter(self.embedder.pieces_of([text for _, _, text in waiting if text]))
         for index, (agent, fact_id, text) in enumerate(waiting):
-            parts: list[str | None] = list(self.embedder.pieces(text)) if text else []
+            parts: list[str | None] = list(next(split)) if text else []
             if text and not parts:
                 unreadable += 1
             if not parts:

@@ -87,6 +87,7 @@ def test_the_model_process_gives_the_same_pieces_and_vectors_bit_for_bit(
     pieces = [child.pieces(text) for text in TEXTS]
     assert pieces == [in_process.pieces(text) for text in TEXTS]
     assert pieces[2] == [] and len(pieces[4]) > 1  # both kinds of fact were in it
+    assert child.pieces_of(TEXTS) == pieces and child.pieces_of([]) == []
     flat = [piece for each in pieces for piece in each]
     vectors = child.embed(flat)
     assert vectors.dtype == np.float32 and vectors.flags.writeable
@@ -282,14 +283,24 @@ def test_a_child_that_does_not_answer_is_stopped_after_its_time(tmp_path: Path) 
     assert _gone(int(said.read_text()), 5)
 
 
-def test_pieces_that_are_not_texts_are_refused() -> None:
-    script = """
+@pytest.mark.parametrize(
+    ("op", "answered"),
+    [
+        ("pieces", ["fine", 3]),
+        ("pieces_of", [["fine"], [3]]),
+        ("pieces_of", [["one fact's"], ["and another's"]]),  # two lists for one text
+        ("pieces_of", "fine"),
+    ],
+)
+def test_pieces_that_are_not_texts_are_refused(op: str, answered: object) -> None:
+    script = f"""
         import json, sys
         sys.stdin.readline()
-        print(json.dumps({"id": 1, "pieces": ["fine", 3]}), flush=True); sys.stdin.read()
+        print(json.dumps({{"id": 1, "pieces": {answered!r}}}), flush=True); sys.stdin.read()
         """
+    embedder = _hostile(script)
     with pytest.raises(EmbedError, match="answered pieces that are not texts"):
-        _hostile(script).pieces("a fact")
+        embedder.pieces("a fact") if op == "pieces" else embedder.pieces_of(["a fact"])
 
 
 @pytest.mark.usefixtures("own_model_cache")
