@@ -95,21 +95,50 @@ def person() -> Iterator[tuple[str, float]]:
             yield tab, 0.4
 
 
-async def script(pilot: Any, seconds: float) -> int:
+REACTION_SECONDS = 0.15  # a person's time between seeing a key's effect and the next key
+
+
+async def script(pilot: Any, seconds: float, reaction: float = REACTION_SECONDS) -> int:
     """Press the person's keys until `seconds` have passed; the number of keys pressed
-    (fewer when the app is slow to take each one)."""
+    (fewer when the app is slow to take each one).
+
+    A key is pressed once the screen has handled the one before, `REACTION_SECONDS` and
+    the person's pause have passed: about 54 keys in 20 s, the pace the script had with
+    the app alone (no embedder). Textual's pilot would also wait, after each key, until
+    the whole process looks idle by its CPU time (up to 1 s), which a process embedding
+    in a thread of its own never does: with the model in the app's process that halved
+    the pace (about 24 keys in 20 s), so the load depended on where the model ran. That
+    wait is left out here; `--no-reaction` gives the script's own pauses alone (about
+    90 keys in 20 s: a stress, not a person)."""
+    import textual.app
+    import textual.pilot
+
+    async def no_idle_wait(*_: Any, **__: Any) -> None:
+        await asyncio.sleep(0)
+
+    saved = textual.app.wait_for_idle, textual.pilot.wait_for_idle
+    textual.app.wait_for_idle = textual.pilot.wait_for_idle = no_idle_wait  # type: ignore[assignment]
     keys = 0
     deadline = time.monotonic() + seconds
-    for key, pause in person():
-        if time.monotonic() >= deadline:
-            break
-        await pilot.press(key)
-        keys += 1
-        await pilot.pause(pause)
+    try:
+        for key, pause in person():
+            if time.monotonic() >= deadline:
+                break
+            await pilot.press(key)
+            keys += 1
+            await pilot.pause(pause + reaction)
+    finally:
+        textual.app.wait_for_idle, textual.pilot.wait_for_idle = saved
     return keys
 
 
-async def drive(store: Any, settings: Any, seconds: float) -> dict[str, Any]:
+def reaction_of(args: argparse.Namespace) -> float:
+    return 0.0 if args.no_reaction else REACTION_SECONDS
+
+
+async def drive(
+    store: Any, settings: Any, seconds: float, reaction: float = REACTION_SECONDS
+) -> dict[str, Any]:
     from graymatter_tui.tui.app import GraymatterApp
     from tests.support.loop_lag import LagProbe, summary
 
@@ -122,7 +151,7 @@ async def drive(store: Any, settings: Any, seconds: float) -> dict[str, Any]:
         await pilot.pause()
         startup = probe.take()
         first_frame = time.perf_counter() - started
-        keys = await script(pilot, seconds)
+        keys = await script(pilot, seconds, reaction)
         scripted = probe.take()
         probe.stop()
         quit_began = time.perf_counter()
@@ -134,6 +163,8 @@ async def drive(store: Any, settings: Any, seconds: float) -> dict[str, Any]:
         "quit_s": quit_s,
         "quit_and_embedder_s": time.perf_counter() - quit_began,
         "keys": keys,
+        # facts the background embedder gave vectors while the script ran and after
+        "embedded": app.embedder.stored if app.embedder is not None else 0,
         "script": summary(scripted),
         "startup": summary(startup),
     }
@@ -174,7 +205,7 @@ def run_postgres(args: argparse.Namespace) -> dict[str, Any]:
         note("opened through the proxy")
         settings = Settings.from_env(store=slow_url).with_overrides(summariser="local")
         writer = stack.enter_context(Writer(direct, args.write_every))
-        result = asyncio.run(drive(store, settings, args.seconds))
+        result = asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
         note("app done")
         result["writes"] = writer.written
         result["proxied_connections"] = proxy.connections
@@ -208,7 +239,7 @@ def run_lmdb(args: argparse.Namespace) -> dict[str, Any]:
             )
         try:
             settings = Settings.from_env(data_dir=path).with_overrides(summariser="local")
-            return asyncio.run(drive(store, settings, args.seconds))
+            return asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
         finally:
             if writer is not None:
                 writer.kill()
@@ -221,6 +252,11 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--facts", type=int, default=2000)
+    parser.add_argument(
+        "--no-reaction",
+        action="store_true",
+        help="keys at the script's own pauses, with no person's reaction time (a stress)",
+    )
     parser.add_argument("--write-every", type=float, default=2.0)
     parser.add_argument("--pg-url", default=None)
     parser.add_argument("--json", action="store_true", help="print one JSON line only")
