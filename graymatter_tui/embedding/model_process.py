@@ -202,11 +202,21 @@ def running_pids() -> list[int]:
     return [pid for child in children if (pid := child.pid) is not None]
 
 
+NOTE_SECONDS = 5.0  # how often the resident sizes are read again
+_note: list[tuple[float, tuple[int, ...], str]] = []  # (when, pids, the note): the last
+
+
 def resident_note() -> str:
-    """The model processes running now and their resident size, rounded to 10 MB so the
-    line does not change at every batch ("" when none runs)."""
+    """The model processes running now and their resident size ("" when none runs).
+    Sizes are read at most every NOTE_SECONDS and rounded to 10 MB (the TUI's Status tab
+    draws its overview again for each change of the line); a process started or ended
+    shows at once."""
+    pids = tuple(running_pids())
+    now = time.monotonic()
+    if _note and _note[0][1] == pids and now - _note[0][0] < NOTE_SECONDS:
+        return _note[0][2]
     said = []
-    for pid in running_pids():
+    for pid in pids:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
             kb = next(int(line.split()[1]) for line in status.splitlines() if line[:6] == "VmRSS:")
@@ -214,7 +224,8 @@ def resident_note() -> str:
             said.append(f"the model runs in process {pid}")
             continue
         said.append(f"the model runs in process {pid} ({round(kb / 10240) * 10} MB)")
-    return "; ".join(said)
+    _note[:] = [(now, pids, "; ".join(said))]
+    return _note[0][2]
 
 
 class ChildModelEmbedder:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +24,12 @@ import pytest
 from graymatter_tui.embedding import local
 from graymatter_tui.embedding.base import DimensionChanged, EmbedError
 from graymatter_tui.embedding.model_files import BUNDLED_MODEL_SHA256, VENDORED, bundled
-from graymatter_tui.embedding.model_process import ChildModelEmbedder, ModelChild, model_command
+from graymatter_tui.embedding.model_process import (
+    ChildModelEmbedder,
+    ModelChild,
+    model_command,
+    resident_note,
+)
 from graymatter_tui.embedding.model_wire import Reader
 from graymatter_tui.embedding.settings import EmbedderName, EmbedSettings
 
@@ -400,3 +406,19 @@ def test_the_child_imports_nothing_from_the_working_directory(
         assert np.array_equal(child.embed(["a fact"]), in_process.embed(["a fact"]))
     finally:
         child.child.close()
+
+
+@pytest.mark.usefixtures("own_model_cache")
+def test_the_status_note_names_the_running_model_and_its_size() -> None:
+    child = ChildModelEmbedder(_local())
+    child.embed(["a fact"])
+    pid = child.child.pid
+    assert pid is not None
+    found = re.search(rf"the model runs in process {pid} \((\d+) MB\)", resident_note())
+    assert found is not None, resident_note()
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+    assert abs(int(found.group(1)) - rss) <= 15 and int(found.group(1)) % 10 == 0
+    child.child.close()
+    assert _gone(pid, 10)
+    assert f"process {pid}" not in resident_note()  # an ended process goes at once
