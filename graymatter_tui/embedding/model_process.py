@@ -68,6 +68,7 @@ class ModelChild:
         self._said: deque[str] = deque(maxlen=STDERR_LINES)
         self._listener: threading.Thread | None = None
         self._asked = 0
+        self._closing = False  # asked to let the child go while a use held the turn
 
     @property
     def pid(self) -> int | None:
@@ -82,12 +83,23 @@ class ModelChild:
         try:
             return self._ask(request)
         finally:
+            if self._closing:
+                self._let_go()
             self._turn.release()
 
     def close(self) -> None:
-        """Let the child go (its stdin ends; it ends after any answer it is making)."""
-        with self._turn:
-            process, self._process, self._reader = self._process, None, None
+        """Let the child go (its stdin ends; it ends after any answer it is making). Never
+        waits: while a use waits for an answer, that use lets it go when it has it."""
+        self._closing = True
+        if self._turn.acquire(blocking=False):
+            try:
+                self._let_go()
+            finally:
+                self._turn.release()
+
+    def _let_go(self) -> None:
+        process, self._process, self._reader = self._process, None, None
+        self._closing = False
         if process is not None and process.stdin is not None:
             process.stdin.close()
 
@@ -174,8 +186,12 @@ def _write_all(process: subprocess.Popen[bytes], data: bytes) -> None:
 
 
 def _listen(stream: IO[bytes], said: deque[str]) -> None:
-    for line in stream:
-        said.append(line.decode("utf-8", "replace").rstrip())
+    """Keep a child's last lines on stderr (never printed: the TUI owns the terminal)."""
+    try:
+        for line in stream:
+            said.append(line.decode("utf-8", "replace").rstrip())
+    except (OSError, ValueError):  # the pipe was closed under it: the child was let go
+        pass
 
 
 _CHILDREN: OrderedDict[tuple[ModelFiles, int], ModelChild] = OrderedDict()
@@ -190,7 +206,7 @@ def child_for(files: ModelFiles, threads: int, where: str) -> ModelChild:
         if child is None:
             child = _CHILDREN[key] = ModelChild(model_command(files, threads), where)
             while len(_CHILDREN) > MAX_CHILDREN:
-                _CHILDREN.popitem(last=False)[1].close()
+                _CHILDREN.popitem(last=False)[1].close()  # never waits (`close`)
         _CHILDREN.move_to_end(key)
         return child
 

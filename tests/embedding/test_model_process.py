@@ -422,3 +422,31 @@ def test_the_status_note_names_the_running_model_and_its_size() -> None:
     child.child.close()
     assert _gone(pid, 10)
     assert f"process {pid}" not in resident_note()  # an ended process goes at once
+
+
+def test_letting_a_child_go_while_it_answers_waits_for_nothing(tmp_path: Path) -> None:
+    """Only another model would let one go (at most two run); the use waiting for its
+    answer gets it, and the child ends after."""
+    said = tmp_path / "pid"
+    answer = json.dumps({"id": 1, "rows": 1, "dim": 2}).encode() + b"\n"
+    answer += np.array([0.6, 0.8], "<f4").tobytes()
+    script = f"""
+        import os, sys, time
+        open({str(said)!r}, "w").write(str(os.getpid()))
+        sys.stdin.readline(); time.sleep(0.5)
+        sys.stdout.buffer.write({answer!r}); sys.stdout.flush()
+        sys.stdin.read()  # until its stdin ends
+        """
+    embedder = _hostile(script)
+    got: list[np.ndarray] = []
+    asking = threading.Thread(target=lambda: got.append(embedder.embed(["a fact"])))
+    asking.start()
+    while not said.exists() or not said.read_text():
+        time.sleep(0.01)
+    started = time.monotonic()
+    embedder.child.close()
+    assert time.monotonic() - started < 0.1
+    asking.join(10)
+    assert got and np.allclose(got[0], [[0.6, 0.8]])
+    assert _gone(int(said.read_text()), 5)
+    assert embedder.child.pid is None
