@@ -1,7 +1,9 @@
 """The embedder on a daemon thread of a long-running process (the TUI, the MCP server):
 writes never wait for it. It takes a batch whenever facts wait, sleeps when none do, and
 backs off (1 s, 2 s, 4 s … 60 s) while the server fails, leaving the backlog queued; the
-last error is kept for whoever asks, and nothing is shown or raised (ADR 0035)."""
+last error is kept for whoever asks, and nothing is shown or raised (ADR 0035). A host
+that says when it is quiet (the TUI: no key for a moment) has the embedder's store work
+wait for those moments, a bounded time each (ADR 0084)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ SETTLE_POLL_SECONDS = 0.02
 STOP_SECONDS = 5.0  # how long a host's end waits for the embedder's write and pair check
 QUIET_WITHIN_SECONDS = 10.0  # the longest the first batch waits for a quiet host
 QUIET_POLL_SECONDS = 0.05
+PAUSE_WITHIN_SECONDS = 2.0  # the longest each later store step waits for it
 
 
 class BackgroundEmbedder:
@@ -58,6 +61,7 @@ class BackgroundEmbedder:
         self._delay = 0.0
         self._quiet: Callable[[], bool] | None = None
         self._quiet_within = QUIET_WITHIN_SECONDS
+        self._pause_within = PAUSE_WITHIN_SECONDS
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graymatter-embedder", daemon=True)
@@ -69,7 +73,11 @@ class BackgroundEmbedder:
             from graymatter_tui.embedding.worker import Worker
 
             self._worker = Worker(
-                self.store, self.embedder, batch=self.batch, cancelled=self._stop.is_set
+                self.store,
+                self.embedder,
+                batch=self.batch,
+                cancelled=self._stop.is_set,
+                pause=self._wait_for_quiet,
             )
         return self._worker
 
@@ -147,15 +155,33 @@ class BackgroundEmbedder:
         *,
         quiet: Callable[[], bool] | None = None,
         quiet_within: float = QUIET_WITHIN_SECONDS,
+        pause_within: float = PAUSE_WITHIN_SECONDS,
     ) -> None:
         """Start, but take the first batch only after `seconds` (the TUI's first paint
         comes before the local model's import and load) and, given `quiet`, once it says
         the host is quiet (or `quiet_within` s later at most): the model's import holds
-        the interpreter's lock for about 20 ms, which a key's frame would wait for."""
+        the interpreter's lock for about 20 ms, which a key's frame would wait for.
+        After that, given `quiet`, each read of the queue and each store of a batch
+        waits for it too, `pause_within` s at most, so a host that is never quiet still gets its
+        facts embedded, only more slowly."""
         self._delay = seconds
         self._quiet = quiet
         self._quiet_within = quiet_within
+        self._pause_within = pause_within
         self._thread.start()
+
+    def _wait_for_quiet(self) -> None:
+        """The worker's pause before it reads the queue and before it stores a batch:
+        given `quiet`, until it says the host is quiet, `pause_within` s at most, or a
+        stop is asked for. That store work (and the pair check after a write) holds the
+        interpreter's lock for a few ms at a time, which a frame drawn meanwhile waits
+        for (ADR 0084)."""
+        if self._quiet is None:
+            return
+        deadline = time.monotonic() + self._pause_within
+        while not self._quiet() and time.monotonic() < deadline:
+            if self._stop.wait(QUIET_POLL_SECONDS):
+                return
 
     def _run(self) -> None:
         if self._delay and self._stop.wait(self._delay):

@@ -49,8 +49,13 @@ class Worker:
         agent: str | None = None,
         check_pairs: bool = True,
         cancelled: Callable[[], bool] = lambda: False,
+        pause: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
+        # Called before it reads the queue and before it stores a batch (and the pair
+        # check that may follow): a host's way to have its store work wait for a moment
+        # it is not busy (the TUI: a pause in a person's keys, ADR 0084).
+        self.pause = pause
         # Asked between the model's answer and the store write: a batch embedded after a
         # stop was asked for is not stored (it stays queued), so a stop waits for no write.
         self.cancelled = cancelled
@@ -88,6 +93,7 @@ class Worker:
         (at least one). A fact with no piece the model can read is stored as one zero row,
         which the store takes as "done, no vector" (`unreadable` counts them). EmbedError
         when the embedder fails (nothing is stored; the batch stays queued)."""
+        self.pause()
         waiting = self.store.embed_waiting(self.batch, self.agent)
         if not waiting:
             self.flush_pairs()
@@ -117,6 +123,7 @@ class Worker:
             return 0, 0, requeued
         finally:
             self.waiting_on_model = False
+        self.pause()
         if self.cancelled():
             return 0, 0, 0
         dimension = vectors.shape[1] if live else (self.embedder.dimension or 1)

@@ -385,9 +385,59 @@ def test_the_first_batch_waits_for_a_quiet_host_and_no_longer_than_its_bound(
     store.put(AGENT, TEXTS[1])
     bounded = BackgroundEmbedder(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
     started = time.monotonic()
-    bounded.start_later(0.01, quiet=lambda: False, quiet_within=0.3)
+    bounded.start_later(0.01, quiet=lambda: False, quiet_within=0.3, pause_within=0.1)
     try:
         _wait(lambda: store.embed_state().vectors == 2, "the vector past the bound")
         assert time.monotonic() - started >= 0.3
     finally:
         bounded.stop()
+
+
+def test_later_reads_and_writes_wait_for_a_quiet_host(
+    store: LmdbStore, server: EmbeddingOverSocket
+) -> None:
+    """Past its first batch, the embedder reads the queue and stores a batch only at a
+    pause in the host's keys: its store work holds the interpreter's lock, which a frame
+    drawn meanwhile would wait for (ADR 0084). The model's call is not held back."""
+    quiet = threading.Event()
+    quiet.set()
+    store.put(AGENT, TEXTS[0])
+    embedder = BackgroundEmbedder(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
+    embedder.start_later(0.01, quiet=quiet.is_set, pause_within=60.0)
+    try:
+        _wait(lambda: store.embed_state().vectors == 1, "the first vector")
+        asked = len(server.embed_requests())
+        quiet.clear()  # a person types: the next batch is not even read
+        store.put(AGENT, TEXTS[1])
+        embedder.nudge()
+        time.sleep(0.5)
+        assert len(server.embed_requests()) == asked and store.embed_state().vectors == 1
+        server.hold = threading.Event()  # quiet again: read and sent, the answer held
+        quiet.set()
+        _wait(lambda: len(server.embed_requests()) == asked + 1, "the second request")
+        quiet.clear()  # typing while the model works: its answer is not stored yet
+        server.hold.set()
+        _wait(lambda: not embedder.worker.waiting_on_model, "the model's answer")
+        time.sleep(0.5)
+        assert store.embed_state().vectors == 1
+        quiet.set()
+        _wait(lambda: store.embed_state().vectors == 2, "the vector once quiet")
+    finally:
+        embedder.stop()
+
+
+def test_a_stop_ends_a_wait_for_a_quiet_host_and_leaves_the_batch_queued(
+    store: LmdbStore, server: EmbeddingOverSocket
+) -> None:
+    store.put(AGENT, TEXTS[0])
+    quiet = threading.Event()
+    embedder = BackgroundEmbedder(store, OllamaEmbedder(server.url, "nomic-embed-text", 10.0))
+    embedder.start_later(0.01, quiet=quiet.is_set, quiet_within=0.0, pause_within=60.0)
+    _wait(lambda: embedder.running, "the first round")
+    time.sleep(0.3)
+    assert server.embed_requests() == []  # waiting before its first read
+    started = time.monotonic()
+    assert embedder.stop(timeout=10.0)
+    assert time.monotonic() - started < 5.0  # not the 60 s of its bound
+    state = store.embed_state()
+    assert (state.vectors, state.backlog) == (0, 1)
