@@ -27,7 +27,6 @@ import asyncio
 import json
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -54,30 +53,40 @@ def fill(store: Any, facts: int) -> None:
         )
 
 
-class Writer:
-    """Another process's writes: a fact every `every` seconds over its own connection."""
+WRITER_CODE = (
+    "import sys, time\n"
+    "from graymatter_tui.backends.{module} import {store}\n"
+    "with {store}.open(sys.argv[1]) as s:\n"
+    "    n = 0\n"
+    "    while True:\n"
+    "        time.sleep(float(sys.argv[2]))\n"
+    "        s.put('ops-agent', f'written elsewhere {{n}}'); n += 1\n"
+)
 
-    def __init__(self, store: Any, every: float) -> None:
-        self.store = store
-        self.every = every
-        self.written = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Writer:
-        if self.every > 0:
-            self._thread.start()
-        return self
+@contextmanager
+def other_writer(backend: str, where: str, every: float) -> Iterator[None]:
+    """Another process writing a fact every `every` seconds to the store at `where`
+    (a directory, or a PostgreSQL URL reached directly, not through the proxy): its own
+    interpreter, so its work never holds the app's interpreter lock."""
+    if every <= 0:
+        yield
+        return
+    import subprocess
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.store.put(OPS, f"written elsewhere {self.written}")
-            self.written += 1
+    module, store = ("lmdb", "LmdbStore") if backend == "lmdb" else ("postgres", "PgStore")
+    code = WRITER_CODE.format(module=module, store=store)
+    writer = subprocess.Popen([sys.executable, "-c", code, where, str(every)])
+    try:
+        yield
+    finally:
+        writer.kill()
+        writer.wait()
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
+
+def ops_facts(store: Any) -> int:
+    """Live facts of ops-agent (the other process's writes are the difference)."""
+    return int(store.read_index(lambda index: index.live_count(OPS)))
 
 
 def person() -> Iterator[tuple[str, float]]:
@@ -204,10 +213,11 @@ def run_postgres(args: argparse.Namespace) -> dict[str, Any]:
         store = stack.enter_context(PgStore.open(slow_url))
         note("opened through the proxy")
         settings = Settings.from_env(store=slow_url).with_overrides(summariser="local")
-        writer = stack.enter_context(Writer(direct, args.write_every))
-        result = asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
+        before = ops_facts(direct)
+        with other_writer("postgres", url, args.write_every):
+            result = asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
         note("app done")
-        result["writes"] = writer.written
+        result["writes"] = ops_facts(direct) - before
         result["proxied_connections"] = proxy.connections
         return result
 
@@ -220,30 +230,12 @@ def run_lmdb(args: argparse.Namespace) -> dict[str, Any]:
         path = Path(tmp) / "store"
         store = stack.enter_context(LmdbStore.open(path))
         fill(store, args.facts)
-        # The other writer is another process, as it would be on LMDB.
-        code = (
-            "import sys, time\n"
-            "from graymatter_tui.backends.lmdb import LmdbStore\n"
-            "with LmdbStore.open(sys.argv[1]) as s:\n"
-            "    n = 0\n"
-            "    while True:\n"
-            "        time.sleep(float(sys.argv[2]))\n"
-            "        s.put('ops-agent', f'written elsewhere {n}'); n += 1\n"
-        )
-        import subprocess
-
-        writer = None
-        if args.write_every > 0:
-            writer = subprocess.Popen(
-                [sys.executable, "-c", code, str(path), str(args.write_every)]
-            )
-        try:
-            settings = Settings.from_env(data_dir=path).with_overrides(summariser="local")
-            return asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
-        finally:
-            if writer is not None:
-                writer.kill()
-                writer.wait()
+        settings = Settings.from_env(data_dir=path).with_overrides(summariser="local")
+        before = ops_facts(store)
+        with other_writer("lmdb", str(path), args.write_every):
+            result = asyncio.run(drive(store, settings, args.seconds, reaction_of(args)))
+        result["writes"] = ops_facts(store) - before
+        return result
 
 
 def main() -> None:
@@ -269,7 +261,10 @@ def main() -> None:
         return
     delay = f", +{args.delay_ms:.0f} ms per round trip" if args.backend == "postgres" else ""
     print(f"tui_stall_bench: {args.backend}{delay}, {args.seconds:.0f} s scripted, 120x36")
-    print(f"first frame {result['first_frame_s']:.2f} s; {result['keys']} keys pressed")
+    print(
+        f"first frame {result['first_frame_s']:.2f} s; {result['keys']} keys pressed; "
+        f"{result['writes']} facts written by another process meanwhile"
+    )
     print(
         f"quit: app ended in {result['quit_s']:.2f} s, its embedder "
         f"{result['quit_and_embedder_s']:.2f} s after the quit"
