@@ -27,6 +27,7 @@ from graymatter_tui.tui.screens.dialogs import ConfirmScreen
 from graymatter_tui.tui.screens.past_facts import PastFactsScreen
 from graymatter_tui.tui.widgets import stages
 from graymatter_tui.tui.widgets.diff_view import DiffView
+from graymatter_tui.tui.widgets.kept_table import KeptRowsTable
 from graymatter_tui.tui.widgets.literal import literal
 from graymatter_tui.tui.widgets.stages import result_grid
 from graymatter_tui.tui.widgets.themed import component_styles, redraw_on_theme_change
@@ -274,7 +275,7 @@ def fitting_columns(records: list[CycleRecord], width: int) -> tuple[tuple[str, 
     return widths
 
 
-class JournalTable(DataTable[Text]):
+class JournalTable(KeptRowsTable):
     """The journal's rows; the same movement keys as the fact lists."""
 
     BINDINGS = [

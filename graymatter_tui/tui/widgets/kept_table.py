@@ -1,0 +1,67 @@
+"""A DataTable that keeps its drawn rows when its tab is shown again (ADR 0085).
+
+Textual's DataTable caches each drawn cell, row and line, keyed by what they depend on
+(the cursor, the hover, the widget's pseudo-classes such as `:focus`) and by an update
+count. Two things throw the whole cache away on every tab switch, though the rows look
+the same as before:
+
+- a Resize, which bumps the update count: a table hidden with its tab gets one with the
+  same size each time the tab is shown again;
+- a style update, which clears every cache: the table gains or loses `:focus` on each
+  switch, and the look that changes with it is already part of each key.
+
+So showing the Review tab drew every visible row afresh, ~10 ms of a frame. This table
+bumps the count only for a size it has not drawn at, and on a style update keeps the
+keyed caches unless the styles it draws with (its own and its component classes') have
+changed for the same pseudo-classes (a theme change, a CSS change): then it clears all,
+as DataTable does. The unkeyed parts (the per-cell style lookup and the border cache)
+are cleared on every style update, as DataTable does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from rich.text import Text
+from textual import events
+from textual.geometry import Size
+from textual.widget import Widget
+from textual.widgets import DataTable
+
+
+class KeptRowsTable(DataTable[Text]):
+    """A DataTable whose drawn rows survive being hidden and shown, and focus moves."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._drawn_size: Size | None = None
+        # The styles drawn with, by pseudo-class state, since the caches were last cleared.
+        self._drawn_styles: dict[Hashable, Hashable] = {}
+
+    def _on_resize(self, event: events.Resize) -> None:
+        # In place of DataTable's handler, which bumps the update count on every Resize:
+        # Textual calls one handler per class, innermost first, until prevent_default (a
+        # subclass's `on_resize` still runs, before this).
+        event.prevent_default()
+        if event.size != self._drawn_size:
+            self._drawn_size = event.size
+            self._update_count += 1
+
+    def notify_style_update(self) -> None:
+        if not self.is_mounted:  # component styles are not there to read yet
+            super().notify_style_update()
+            return
+        state = self.get_pseudo_class_state()
+        drawn_with = (
+            self.rich_style,
+            tuple(self.get_component_rich_style(name) for name in sorted(self.COMPONENT_CLASSES)),
+        )
+        if self._drawn_styles.get(state, drawn_with) != drawn_with:
+            self._drawn_styles = {state: drawn_with}
+            super().notify_style_update()  # clears every cache and refreshes
+            return
+        self._drawn_styles[state] = drawn_with
+        Widget.notify_style_update(self)
+        self._styles_cache.clear()
+        self._get_styles_to_render_cell.cache_clear()
+        self.refresh()
