@@ -5,11 +5,14 @@ a theme change."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from rich.segment import Segment
 from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from graymatter_tui.backends.lmdb import LmdbStore
@@ -49,6 +52,18 @@ def table_of(app: GraymatterApp, key: str) -> KeptRowsTable:
     return app.query_one(TABLES[key], KeptRowsTable)
 
 
+@asynccontextmanager
+async def shown(
+    store: LmdbStore, key: str
+) -> AsyncIterator[tuple[GraymatterApp, Pilot[Any], KeptRowsTable]]:
+    """The app on `store` with two cycles, the tab of `key` shown, and its table."""
+    app = make_app(await with_cycles(store))
+    async with running(app, size=(120, 36)) as pilot:
+        await pilot.press(key)
+        await settle(pilot)
+        yield app, pilot, table_of(app, key)
+
+
 @pytest.mark.parametrize("key", [JOURNAL_KEY, REVIEW_KEY], ids=["journal", "review"])
 async def test_a_tab_shown_again_draws_no_cell_afresh(
     demo_store: LmdbStore, key: str, monkeypatch: pytest.MonkeyPatch
@@ -82,11 +97,7 @@ async def test_a_tab_shown_again_draws_no_cell_afresh(
 async def test_kept_rows_read_as_rows_drawn_afresh_focused_or_not(
     demo_store: LmdbStore, key: str
 ) -> None:
-    app = make_app(await with_cycles(demo_store))
-    async with running(app, size=(120, 36)) as pilot:
-        await pilot.press(key)
-        await settle(pilot)
-        table = table_of(app, key)
+    async with shown(demo_store, key) as (app, pilot, table):
         focused = drawn(table)
         assert table.has_focus
         app.screen.set_focus(None)  # the cursor row's look changes with the focus
@@ -102,11 +113,7 @@ async def test_kept_rows_read_as_rows_drawn_afresh_focused_or_not(
 async def test_a_theme_change_redraws_the_kept_rows_in_the_new_theme(
     demo_store: LmdbStore,
 ) -> None:
-    app = make_app(await with_cycles(demo_store))
-    async with running(app, size=(120, 36)) as pilot:
-        await pilot.press(REVIEW_KEY)
-        await settle(pilot)
-        table = table_of(app, REVIEW_KEY)
+    async with shown(demo_store, REVIEW_KEY) as (app, pilot, table):
         dark = drawn(table)
         app.theme = "textual-light"
         await settle(pilot)
@@ -119,11 +126,7 @@ async def test_a_theme_change_redraws_the_kept_rows_in_the_new_theme(
 
 
 async def test_a_resized_table_draws_as_one_drawn_afresh(demo_store: LmdbStore) -> None:
-    app = make_app(await with_cycles(demo_store))
-    async with running(app, size=(120, 36)) as pilot:
-        await pilot.press(REVIEW_KEY)
-        await settle(pilot)
-        table = table_of(app, REVIEW_KEY)
+    async with shown(demo_store, REVIEW_KEY) as (_app, pilot, table):
         before = drawn(table)
         await pilot.resize_terminal(90, 30)
         await settle(pilot)
@@ -137,11 +140,7 @@ async def test_a_css_change_to_the_cursor_alone_redraws_the_kept_rows(
 ) -> None:
     """A change of the styles the table draws with that leaves its own background as it
     was (so no cache key changes): the kept rows are thrown away, not drawn stale."""
-    app = make_app(await with_cycles(demo_store))
-    async with running(app, size=(120, 36)) as pilot:
-        await pilot.press(REVIEW_KEY)
-        await settle(pilot)
-        table = table_of(app, REVIEW_KEY)
+    async with shown(demo_store, REVIEW_KEY) as (app, pilot, table):
         before = drawn(table)
         app.stylesheet.add_source(
             "KeptRowsTable > .datatable--cursor { background: #ff00ff; }",
