@@ -19,12 +19,14 @@ from graymatter_tui.backends.lmdb import LmdbStore
 from graymatter_tui.consolidation.cycle import Cycle
 from graymatter_tui.consolidation.summarisers import LocalSummariser
 from graymatter_tui.tui.app import TABS, GraymatterApp
+from graymatter_tui.tui.screens.journal import JournalPane
 from graymatter_tui.tui.widgets.kept_table import KeptRowsTable
-from tests.tui.helpers import OPS, make_app, running, settle
+from tests.tui.helpers import OPS, make_app, running, settle, wait_until
 
 JOURNAL_KEY = str(TABS.index("journal") + 1)
 REVIEW_KEY = str(TABS.index("review") + 1)
 TABLES = {JOURNAL_KEY: "#journal-table", REVIEW_KEY: "#review-table"}
+PANES = {JOURNAL_KEY: "#journal-pane", REVIEW_KEY: "#review-pane"}
 
 
 def drawn(table: DataTable[Any]) -> list[list[tuple[str, Any]]]:
@@ -152,3 +154,60 @@ async def test_a_css_change_to_the_cursor_alone_redraws_the_kept_rows(
         after = drawn(table)
         assert after != before
         assert after == drawn_afresh(table)
+
+
+@pytest.mark.parametrize("key", [JOURNAL_KEY, REVIEW_KEY], ids=["journal", "review"])
+async def test_a_read_that_finds_the_same_rows_draws_no_cell_afresh(
+    demo_store: LmdbStore, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another write moves the store, the shown pane reads again and finds its rows as
+    they were: the table keeps them as drawn, and its cursor."""
+    rendered: list[int] = []
+    render_cell = DataTable._render_cell
+
+    def counting(self: DataTable[Any], *args: Any, **kwargs: Any) -> Any:
+        rendered.append(1)
+        return render_cell(self, *args, **kwargs)
+
+    monkeypatch.setattr(DataTable, "_render_cell", counting)
+    async with shown(demo_store, key) as (app, pilot, table):
+        await pilot.press("j")
+        await settle(pilot)
+        cursor, first = table.cursor_row, drawn(table)
+        assert cursor == 1
+        pane = app.query_one(PANES[key])
+        reads: list[int] = []
+        read_done = type(pane)._read_done
+        monkeypatch.setattr(
+            type(pane), "_read_done", lambda self, *a: (reads.append(1), read_done(self, *a))[1]
+        )
+        rendered.clear()
+        demo_store.put(OPS, "a fact written while the table is shown")
+        await wait_until(pilot, lambda: reads != [], what="the pane's read after the write")
+        await settle(pilot)
+        assert rendered == [], f"{len(rendered)} cells drawn afresh"
+        assert (table.cursor_row, drawn(table)) == (cursor, first)
+
+
+async def test_a_read_that_finds_another_row_shows_it(demo_store: LmdbStore) -> None:
+    async with shown(demo_store, REVIEW_KEY) as (_app, pilot, table):
+        before = table.row_count
+        held = demo_store.list_facts(OPS, limit=1)[0]
+        demo_store.put(OPS, held.text)  # the same text again: a duplicate held for review
+        await wait_until(pilot, lambda: table.row_count == before + 1, what="the new row")
+        assert drawn(table) == drawn_afresh(table)
+
+
+async def test_rows_built_again_in_another_theme_are_drawn_in_it(demo_store: LmdbStore) -> None:
+    """A theme change builds the journal's rows again with the new theme's outcome
+    colours, which are the cells' own styles: the table takes them, though each cell's
+    text and spans are the same (`Text.__eq__` would call them equal)."""
+    async with shown(demo_store, JOURNAL_KEY) as (app, pilot, table):
+        app.theme = "textual-light"
+        await settle(pilot)
+        shown_now = drawn(table)
+        pane = app.query_one(PANES[JOURNAL_KEY], JournalPane)
+        table.clear()  # the rows given afresh to a table that shows none
+        pane._fill(pane.records[table.cursor_row].cycle_id if pane.records else None)
+        await settle(pilot)
+        assert shown_now == drawn(table)

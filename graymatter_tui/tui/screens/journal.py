@@ -359,18 +359,20 @@ class JournalPane(Vertical, Pane):
         )
 
     def _fill(self, keep_id: str | None) -> None:
-        table = self.query_one("#journal-table", DataTable)
+        table = self.query_one("#journal-table", JournalTable)
         columns = fitting_columns(self.records, self.size.width or self.app.size.width)
         if columns != self.columns:
             table.clear(columns=True)
             for name, cells in columns:
                 table.add_column(name.strip(), width=cells)
             self.columns = columns
-        else:
-            table.clear()
         styles = outcome_styles(self)
-        for r in self.records:
-            table.add_row(*(CELLS[name](r, styles) for name, _cells in columns), key=r.cycle_id)
+        table.show_rows(
+            [
+                (r.cycle_id, tuple(CELLS[name](r, styles) for name, _cells in columns))
+                for r in self.records
+            ]
+        )
         if self.records:
             index = next((i for i, r in enumerate(self.records) if r.cycle_id == keep_id), 0)
             table.move_cursor(row=index)

@@ -108,20 +108,25 @@ class ReviewPane(Vertical, Pane):
     def _read_done(self, pending: list[ReviewProposal], now: datetime) -> None:
         current = self.selected()
         self.proposals = list(reversed(pending))  # oldest first: decide in asking order
-        table = self.query_one("#review-table", DataTable)
+        table = self.query_one("#review-table", JournalTable)
         if not table.columns:
             for name in ("asked", "agent", "action", "by", "fact"):
                 table.add_column(name)
-        table.clear()
-        for p in self.proposals:
-            table.add_row(
-                Text(clock.short_age(now, p.created_at)),
-                literal(p.agent_id)[:20],
-                Text(p.action),
-                literal(p.source)[:24],
-                literal(_what(p))[:80],
-                key=p.id,
-            )
+        table.show_rows(
+            [
+                (
+                    p.id,
+                    (
+                        Text(clock.short_age(now, p.created_at)),
+                        literal(p.agent_id)[:20],
+                        Text(p.action),
+                        literal(p.source)[:24],
+                        literal(_what(p))[:80],
+                    ),
+                )
+                for p in self.proposals
+            ]
+        )
         if self.proposals and current is not None:
             index = next((i for i, p in enumerate(self.proposals) if p.id == current.id), 0)
             table.move_cursor(row=index)

@@ -10,17 +10,21 @@ the same as before:
 - a style update, which clears every cache: the table gains or loses `:focus` on each
   switch, and the look that changes with it is already part of each key.
 
-So showing the Review tab drew every visible row afresh, ~10 ms of a frame. This table
+So showing the Review tab drew every visible row afresh, ~10 ms of a frame. A third
+thing did too: the panes read the store again whenever it moved (another process's
+write) and cleared the table to add the same rows back. This table
 bumps the count only for a size it has not drawn at, and on a style update keeps the
 keyed caches unless the styles it draws with (its own and its component classes') have
 changed for the same pseudo-classes (a theme change, a CSS change): then it clears all,
 as DataTable does. The unkeyed parts (the per-cell style lookup and the border cache)
-are cleared on every style update, as DataTable does.
+are cleared on every style update, as DataTable does. `show_rows` replaces its rows only
+when they differ from those it shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Self
 
 from rich.text import Text
 from textual import events
@@ -28,15 +32,42 @@ from textual.geometry import Size
 from textual.widget import Widget
 from textual.widgets import DataTable
 
+Row = tuple[str, tuple[Text, ...]]  # a row's key and its cells
+
+
+def _look(cell: Text) -> Hashable:
+    """All a cell draws with (`Text.__eq__` leaves out its own style, which a theme
+    change alters)."""
+    return (cell.plain, cell.style, tuple(cell.spans), cell.justify, cell.overflow, cell.no_wrap)
+
 
 class KeptRowsTable(DataTable[Text]):
-    """A DataTable whose drawn rows survive being hidden and shown, and focus moves."""
+    """A DataTable whose drawn rows survive being hidden and shown, focus moves, and
+    being given the same rows again."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._drawn_size: Size | None = None
         # The styles drawn with, by pseudo-class state, since the caches were last cleared.
         self._drawn_styles: dict[Hashable, Hashable] = {}
+        self._shown_rows: list[tuple[str, tuple[Hashable, ...]]] | None = None
+
+    def show_rows(self, rows: list[Row]) -> bool:
+        """Show `rows` in order, each under its key; whether the table's rows had to be
+        replaced. Given exactly the rows it shows (keys and cells, styles included), it
+        keeps them as drawn, and its cursor where it is."""
+        looks = [(key, tuple(_look(cell) for cell in cells)) for key, cells in rows]
+        if looks == self._shown_rows:
+            return False
+        self.clear()
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
+        self._shown_rows = looks
+        return True
+
+    def clear(self, columns: bool = False) -> Self:
+        self._shown_rows = None
+        return super().clear(columns)
 
     def _on_resize(self, event: events.Resize) -> None:
         # In place of DataTable's handler, which bumps the update count on every Resize:
