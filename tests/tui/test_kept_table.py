@@ -66,19 +66,25 @@ async def shown(
         yield app, pilot, table_of(app, key)
 
 
-@pytest.mark.parametrize("key", [JOURNAL_KEY, REVIEW_KEY], ids=["journal", "review"])
-async def test_a_tab_shown_again_draws_no_cell_afresh(
-    demo_store: LmdbStore, key: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    app = make_app(await with_cycles(demo_store))
-    rendered: list[int] = []
+@pytest.fixture
+def rendered(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per table cell drawn afresh (not taken from a table's caches)."""
+    cells: list[int] = []
     render_cell = DataTable._render_cell
 
     def counting(self: DataTable[Any], *args: Any, **kwargs: Any) -> Any:
-        rendered.append(1)
+        cells.append(1)
         return render_cell(self, *args, **kwargs)
 
     monkeypatch.setattr(DataTable, "_render_cell", counting)
+    return cells
+
+
+@pytest.mark.parametrize("key", [JOURNAL_KEY, REVIEW_KEY], ids=["journal", "review"])
+async def test_a_tab_shown_again_draws_no_cell_afresh(
+    demo_store: LmdbStore, key: str, rendered: list[int]
+) -> None:
+    app = make_app(await with_cycles(demo_store))
     async with running(app, size=(120, 36)) as pilot:
         await pilot.press(key)
         await settle(pilot)
@@ -158,18 +164,10 @@ async def test_a_css_change_to_the_cursor_alone_redraws_the_kept_rows(
 
 @pytest.mark.parametrize("key", [JOURNAL_KEY, REVIEW_KEY], ids=["journal", "review"])
 async def test_a_read_that_finds_the_same_rows_draws_no_cell_afresh(
-    demo_store: LmdbStore, key: str, monkeypatch: pytest.MonkeyPatch
+    demo_store: LmdbStore, key: str, rendered: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another write moves the store, the shown pane reads again and finds its rows as
     they were: the table keeps them as drawn, and its cursor."""
-    rendered: list[int] = []
-    render_cell = DataTable._render_cell
-
-    def counting(self: DataTable[Any], *args: Any, **kwargs: Any) -> Any:
-        rendered.append(1)
-        return render_cell(self, *args, **kwargs)
-
-    monkeypatch.setattr(DataTable, "_render_cell", counting)
     async with shown(demo_store, key) as (app, pilot, table):
         await pilot.press("j")
         await settle(pilot)
