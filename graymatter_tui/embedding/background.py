@@ -77,7 +77,7 @@ class BackgroundEmbedder:
                 self.embedder,
                 batch=self.batch,
                 cancelled=self._stop.is_set,
-                pause=self._wait_for_quiet,
+                pause=self._pause,
             )
         return self._worker
 
@@ -162,23 +162,26 @@ class BackgroundEmbedder:
         the host is quiet (or `quiet_within` s later at most): the model's import holds
         the interpreter's lock for about 20 ms, which a key's frame would wait for.
         After that, given `quiet`, each read of the queue and each store of a batch
-        waits for it too, `pause_within` s at most, so a host that is never quiet still gets its
-        facts embedded, only more slowly."""
+        waits for it too, `pause_within` s at most, so a host that is never quiet still
+        gets its facts embedded, only more slowly."""
         self._delay = seconds
         self._quiet = quiet
         self._quiet_within = quiet_within
         self._pause_within = pause_within
         self._thread.start()
 
-    def _wait_for_quiet(self) -> None:
+    def _pause(self) -> None:
         """The worker's pause before it reads the queue and before it stores a batch:
-        given `quiet`, until it says the host is quiet, `pause_within` s at most, or a
-        stop is asked for. That store work (and the pair check after a write) holds the
-        interpreter's lock for a few ms at a time, which a frame drawn meanwhile waits
-        for (ADR 0084)."""
+        that store work (and the pair check after a write) holds the interpreter's lock
+        for a few ms at a time, which a frame drawn meanwhile waits for (ADR 0084)."""
+        self._wait_for_quiet(self._pause_within)
+
+    def _wait_for_quiet(self, within: float) -> None:
+        """Given `quiet`, wait until it says the host is quiet, `within` s at most, or
+        until a stop is asked for."""
         if self._quiet is None:
             return
-        deadline = time.monotonic() + self._pause_within
+        deadline = time.monotonic() + within
         while not self._quiet() and time.monotonic() < deadline:
             if self._stop.wait(QUIET_POLL_SECONDS):
                 return
@@ -186,11 +189,9 @@ class BackgroundEmbedder:
     def _run(self) -> None:
         if self._delay and self._stop.wait(self._delay):
             return
-        if self._quiet is not None:
-            deadline = time.monotonic() + self._quiet_within
-            while not self._quiet() and time.monotonic() < deadline:
-                if self._stop.wait(QUIET_POLL_SECONDS):
-                    return
+        self._wait_for_quiet(self._quiet_within)
+        if self._stop.is_set():
+            return
         self.running = True
         while not self._stop.is_set():
             wait = self._one_round()

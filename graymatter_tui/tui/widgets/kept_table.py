@@ -2,23 +2,23 @@
 
 Textual's DataTable caches each drawn cell, row and line, keyed by what they depend on
 (the cursor, the hover, the widget's pseudo-classes such as `:focus`) and by an update
-count. Two things throw the whole cache away on every tab switch, though the rows look
-the same as before:
+count. Three things threw the whole cache away on a tab switch, though the rows looked
+the same as before, so showing the Review tab drew every visible row afresh (~10 ms of
+a frame):
 
 - a Resize, which bumps the update count: a table hidden with its tab gets one with the
   same size each time the tab is shown again;
 - a style update, which clears every cache: the table gains or loses `:focus` on each
-  switch, and the look that changes with it is already part of each key.
+  switch, and the look that changes with it is already part of each key;
+- the pane's read after the store moved (another process's write), which cleared the
+  table and added the same rows back.
 
-So showing the Review tab drew every visible row afresh, ~10 ms of a frame. A third
-thing did too: the panes read the store again whenever it moved (another process's
-write) and cleared the table to add the same rows back. This table
-bumps the count only for a size it has not drawn at, and on a style update keeps the
-keyed caches unless the styles it draws with (its own and its component classes') have
-changed for the same pseudo-classes (a theme change, a CSS change): then it clears all,
-as DataTable does. The unkeyed parts (the per-cell style lookup and the border cache)
-are cleared on every style update, as DataTable does. `show_rows` replaces its rows only
-when they differ from those it shows.
+This table bumps the count only for a size it has not drawn at. On a style update it
+keeps the keyed caches unless the styles it draws with (its own and its component
+classes') have changed for the same pseudo-classes (a theme change, a CSS change): then
+it clears all, as DataTable does; the unkeyed parts (the per-cell style lookup and the
+border cache) are cleared every time. `show_rows` replaces its rows only when they
+differ from those it shows.
 """
 
 from __future__ import annotations
@@ -52,18 +52,16 @@ class KeptRowsTable(DataTable[Text]):
         self._drawn_styles: dict[Hashable, Hashable] = {}
         self._shown_rows: list[tuple[str, tuple[Hashable, ...]]] | None = None
 
-    def show_rows(self, rows: list[Row]) -> bool:
-        """Show `rows` in order, each under its key; whether the table's rows had to be
-        replaced. Given exactly the rows it shows (keys and cells, styles included), it
-        keeps them as drawn, and its cursor where it is."""
+    def show_rows(self, rows: list[Row]) -> None:
+        """Show `rows` in order, each under its key. Given exactly the rows it shows
+        (keys and cells, styles included), it keeps them as drawn, and its cursor."""
         looks = [(key, tuple(_look(cell) for cell in cells)) for key, cells in rows]
         if looks == self._shown_rows:
-            return False
+            return
         self.clear()
         for key, cells in rows:
             self.add_row(*cells, key=key)
         self._shown_rows = looks
-        return True
 
     def clear(self, columns: bool = False) -> Self:
         self._shown_rows = None
